@@ -1,0 +1,97 @@
+/* The catalog: regions, compute classes, images, drivers and GPU models
+ * this installation offers. Built in from catalog/catalog.json through
+ * GResource; EINSORA_CATALOG names a file that replaces it. A catalog that
+ * does not validate is refused whole, with a message naming the entry. */
+#pragma once
+
+#include <glib-object.h>
+
+#include "einsora-accelerator.h"
+#include "einsora-driver.h"
+#include "einsora-workload-state.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gchar *name;
+    gchar *description;
+} EinsoraRegion;
+
+/* A compute class: what a workload asks for. */
+typedef struct {
+    gchar *name;
+    gint64 cpus;
+    gint64 memory_mib;
+    gint64 devices; /* GPUs per workload; 0 for CPU classes */
+    EinsoraAccelerator accelerator;
+    GStrv regions; /* regions that offer it; NULL means every region */
+} EinsoraComputeClass;
+
+/* An image has one runtime per accelerator it supports; each runtime
+ * lists the drivers that can run it (driver_refs). */
+typedef struct {
+    EinsoraAccelerator accelerator;
+    gchar *reference; /* e.g. a container image or a native environment name */
+    GStrv driver_refs;
+} EinsoraImageRuntime;
+
+typedef struct {
+    gchar *name;
+    gchar *description;
+    guint kinds;          /* bit per EinsoraWorkloadKind */
+    GPtrArray *runtimes;  /* of EinsoraImageRuntime */
+} EinsoraImage;
+
+/* A driver this installation offers; its isolation and limits are the
+ * domain table's (einsora_driver_lookup()), which the catalog may only
+ * narrow, never widen. */
+typedef struct {
+    gchar *name;
+    guint kinds;        /* subset of the domain driver's */
+    guint accelerators; /* subset of the domain driver's */
+    const EinsoraDriverInfo *info;
+} EinsoraCatalogDriver;
+
+/* A GPU model as an inventory reports it, and the class it serves. */
+typedef struct {
+    EinsoraAccelerator vendor; /* nvidia, amd or apple */
+    gchar *model;              /* e.g. "NVIDIA L40S" */
+    gint64 memory_mib;
+    gchar *gpu_class;
+} EinsoraGpuModel;
+
+#define EINSORA_TYPE_CATALOG (einsora_catalog_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraCatalog, einsora_catalog, EINSORA, CATALOG, GObject)
+
+EinsoraCatalog *einsora_catalog_new_builtin(GError **error);
+EinsoraCatalog *einsora_catalog_new_from_file(const char *path, GError **error);
+EinsoraCatalog *einsora_catalog_new_from_data(const char *data, gssize length, const char *origin,
+                                              GError **error);
+/* The built-in catalog, or the file @path when it is not NULL. */
+EinsoraCatalog *einsora_catalog_load(const char *path, GError **error);
+
+const char *einsora_catalog_get_origin(EinsoraCatalog *self);
+
+GPtrArray *einsora_catalog_get_regions(EinsoraCatalog *self);  /* of EinsoraRegion, borrowed */
+GPtrArray *einsora_catalog_get_classes(EinsoraCatalog *self);  /* of EinsoraComputeClass */
+GPtrArray *einsora_catalog_get_images(EinsoraCatalog *self);   /* of EinsoraImage */
+GPtrArray *einsora_catalog_get_drivers(EinsoraCatalog *self);  /* of EinsoraCatalogDriver */
+GPtrArray *einsora_catalog_get_gpu_models(EinsoraCatalog *self); /* of EinsoraGpuModel */
+
+/* The first region in the catalog. */
+const char *einsora_catalog_get_default_region(EinsoraCatalog *self);
+const EinsoraRegion *einsora_catalog_lookup_region(EinsoraCatalog *self, const char *name);
+const EinsoraComputeClass *einsora_catalog_lookup_class(EinsoraCatalog *self, const char *name);
+const EinsoraImage *einsora_catalog_lookup_image(EinsoraCatalog *self, const char *name);
+const EinsoraCatalogDriver *einsora_catalog_lookup_driver(EinsoraCatalog *self, const char *name);
+
+gboolean einsora_catalog_class_offered_in(const EinsoraComputeClass *klass, const char *region);
+/* The image's runtime for @accelerator, or NULL when it has none. */
+const EinsoraImageRuntime *einsora_image_lookup_runtime(const EinsoraImage *image,
+                                                        EinsoraAccelerator accelerator);
+gboolean einsora_image_supports_kind(const EinsoraImage *image, EinsoraWorkloadKind kind);
+/* The class a GPU model serves, or NULL when the catalog does not list it. */
+const char *einsora_catalog_class_for_gpu_model(EinsoraCatalog *self, EinsoraAccelerator vendor,
+                                                const char *model);
+
+G_END_DECLS

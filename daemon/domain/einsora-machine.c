@@ -1,0 +1,98 @@
+#define G_LOG_DOMAIN "einsora-domain"
+
+#include "einsora-machine.h"
+
+G_DEFINE_BOXED_TYPE(EinsoraMachine, einsora_machine, einsora_machine_copy, einsora_machine_free)
+
+EinsoraMachine *
+einsora_machine_new(void)
+{
+    return g_new0(EinsoraMachine, 1);
+}
+
+EinsoraMachine *
+einsora_machine_copy(const EinsoraMachine *machine)
+{
+    EinsoraMachine *copy = g_new0(EinsoraMachine, 1);
+    *copy = *machine;
+    copy->id = g_strdup(machine->id);
+    copy->tenant_id = g_strdup(machine->tenant_id);
+    copy->name = g_strdup(machine->name);
+    copy->region = g_strdup(machine->region);
+    copy->os = g_strdup(machine->os);
+    copy->last_seen_at = g_strdup(machine->last_seen_at);
+    copy->created_at = g_strdup(machine->created_at);
+    return copy;
+}
+
+void
+einsora_machine_free(EinsoraMachine *machine)
+{
+    if (machine == NULL)
+        return;
+    g_free(machine->id);
+    g_free(machine->tenant_id);
+    g_free(machine->name);
+    g_free(machine->region);
+    g_free(machine->os);
+    g_free(machine->last_seen_at);
+    g_free(machine->created_at);
+    g_free(machine);
+}
+
+const char *
+einsora_sharing_to_string(EinsoraSharing sharing)
+{
+    switch (sharing) {
+    case EINSORA_SHARING_PRIVATE:
+        return "private";
+    case EINSORA_SHARING_INVITE:
+        return "invite";
+    case EINSORA_SHARING_COMMUNITY:
+        return "community";
+    default:
+        return NULL;
+    }
+}
+
+gboolean
+einsora_sharing_from_string(const char *str, EinsoraSharing *sharing)
+{
+    for (guint i = EINSORA_SHARING_PRIVATE; i <= EINSORA_SHARING_COMMUNITY; i++) {
+        if (g_strcmp0(str, einsora_sharing_to_string((EinsoraSharing)i)) == 0) {
+            *sharing = (EinsoraSharing)i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Region and ownership: a machine hosts only workloads in its own region,
+ * and only its owner's unless it is in a community pool. */
+gboolean
+einsora_machine_can_host(const EinsoraMachine *machine, const char *region, const char *tenant_id)
+{
+    if (machine == NULL || region == NULL || tenant_id == NULL)
+        return FALSE;
+    if (g_strcmp0(machine->region, region) != 0)
+        return FALSE;
+    if (g_strcmp0(machine->tenant_id, tenant_id) == 0)
+        return TRUE;
+    return machine->sharing == EINSORA_SHARING_COMMUNITY;
+}
+
+/* The trust matrix: weak isolation runs only the owner's own workloads;
+ * another tenant's workload needs a driver that isolates strongly. The
+ * driver comes from the domain table, never from an agent's report. */
+gboolean
+einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
+                        const EinsoraDriverInfo *driver)
+{
+    if (machine == NULL || tenant_id == NULL || driver == NULL)
+        return FALSE;
+    if (driver->os != NULL && machine->os != NULL && g_strcmp0(driver->os, machine->os) != 0)
+        return FALSE;
+    if (g_strcmp0(machine->tenant_id, tenant_id) == 0)
+        return TRUE;
+    return driver->isolation == EINSORA_ISOLATION_STRONG;
+}

@@ -1,0 +1,49 @@
+/* A machine that runs workloads through its agent. Its owner and region
+ * come from its registration, never from what its agent reports. */
+#pragma once
+
+#include <glib-object.h>
+
+#include "einsora-driver.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    EINSORA_SHARING_PRIVATE,
+    /* Invite lists are planned; until then an invite-only machine counts
+     * as private. */
+    EINSORA_SHARING_INVITE,
+    EINSORA_SHARING_COMMUNITY,
+} EinsoraSharing;
+
+typedef struct {
+    gchar *id;
+    gchar *tenant_id; /* the owner */
+    gchar *name;
+    gchar *region;
+    gchar *os; /* "linux" or "darwin" */
+    gint64 cpus;
+    gint64 memory_mib;
+    EinsoraSharing sharing;
+    gchar *last_seen_at; /* NULL until its agent first syncs */
+    gchar *created_at;
+} EinsoraMachine;
+
+#define EINSORA_TYPE_MACHINE (einsora_machine_get_type())
+GType einsora_machine_get_type(void);
+
+EinsoraMachine *einsora_machine_new(void);
+EinsoraMachine *einsora_machine_copy(const EinsoraMachine *machine);
+void einsora_machine_free(EinsoraMachine *machine);
+
+const char *einsora_sharing_to_string(EinsoraSharing sharing);
+gboolean einsora_sharing_from_string(const char *str, EinsoraSharing *sharing);
+
+gboolean einsora_machine_can_host(const EinsoraMachine *machine, const char *region,
+                                  const char *tenant_id);
+gboolean einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
+                                 const EinsoraDriverInfo *driver);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraMachine, einsora_machine_free)
+
+G_END_DECLS

@@ -1,0 +1,206 @@
+#define G_LOG_DOMAIN "einsora-domain"
+
+#include "einsora-reason.h"
+
+#include "einsora-redact.h"
+
+#define OPERATOR_LOG_HINT " The operator's log has the details under this workload's ID."
+
+static gchar *
+collapse_whitespace(const char *text)
+{
+    GString *out = g_string_sized_new(strlen(text));
+    gboolean pending_space = FALSE;
+
+    for (const char *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+        gunichar c = g_utf8_get_char(p);
+        if (g_unichar_isspace(c) || g_unichar_iscntrl(c) || c == 0x2028 || c == 0x2029) {
+            pending_space = out->len > 0;
+            continue;
+        }
+        if (pending_space)
+            g_string_append_c(out, ' ');
+        pending_space = FALSE;
+        g_string_append_unichar(out, c);
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* Cleans a reason before it is stored: valid UTF-8, one line without
+ * control characters, credentials redacted, and bounded in length. */
+gchar *
+einsora_reason_clean(const char *reason)
+{
+    g_autofree gchar *redacted = einsora_redact_secrets(reason);
+    g_autofree gchar *line = collapse_whitespace(redacted);
+
+    if (*line == '\0')
+        return g_strdup("no reason given");
+    if (strlen(line) > EINSORA_REASON_MAX_BYTES) {
+        /* Cut at a character boundary and say so. */
+        const char *end = g_utf8_find_prev_char(line, line + EINSORA_REASON_MAX_BYTES - 2);
+        return g_strdup_printf("%.*s…", (int)(end - line), line);
+    }
+    return g_steal_pointer(&line);
+}
+
+static gchar *
+describe_actor(const EinsoraActor *actor)
+{
+    const char *subject = actor != NULL && actor->subject != NULL ? actor->subject : "someone";
+
+    if (actor != NULL && actor->via != NULL && *actor->via != '\0')
+        return g_strdup_printf("%s (%s)", subject, actor->via);
+    return g_strdup(subject);
+}
+
+gchar *
+einsora_reason_created(const EinsoraActor *actor)
+{
+    g_autofree gchar *who = describe_actor(actor);
+    return g_strdup_printf("created by %s", who);
+}
+
+gchar *
+einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *actor)
+{
+    static const char *const verbs[] = {
+        [EINSORA_USER_ACTION_START] = "start",
+        [EINSORA_USER_ACTION_STOP] = "stop",
+        [EINSORA_USER_ACTION_DELETE] = "delete",
+    };
+    g_autofree gchar *who = describe_actor(actor);
+
+    g_return_val_if_fail((guint)action < G_N_ELEMENTS(verbs), NULL);
+    return g_strdup_printf("%s requested by %s", verbs[action], who);
+}
+
+/* Only trusted tenants learn how many GPUs are free: the count describes
+ * other tenants' use of the machines. */
+gchar *
+einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
+                                    gboolean trusted)
+{
+    if (trusted)
+        return g_strdup_printf("waiting for %s capacity: requested %" G_GINT64_FORMAT
+                               " GPU(s), %" G_GINT64_FORMAT " free",
+                               gpu_class, requested, free);
+    return g_strdup_printf("waiting for %s capacity: requested %" G_GINT64_FORMAT
+                           " GPU(s), not enough free right now",
+                           gpu_class, requested);
+}
+
+gchar *
+einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,
+                        const char *driver)
+{
+    gint64 units = devices > 0 ? devices : 1;
+
+    if (machine_name != NULL && driver != NULL)
+        return g_strdup_printf("admitted: %" G_GINT64_FORMAT " × %s on %s with %s", units,
+                               placed_class, machine_name, driver);
+    return g_strdup_printf("admitted: %" G_GINT64_FORMAT " × %s", units, placed_class);
+}
+
+gchar *
+einsora_reason_waiting_for_machine(const char *gpu_class)
+{
+    return g_strdup_printf("waiting for a machine that can run %s to come online", gpu_class);
+}
+
+gchar *
+einsora_reason_waiting_for_driver(EinsoraWorkloadKind kind, const char *gpu_class)
+{
+    return g_strdup_printf("waiting for a machine with a driver that runs %ss on %s: none here "
+                           "has one yet",
+                           einsora_workload_kind_to_string(kind), gpu_class);
+}
+
+gchar *
+einsora_reason_provisioning_timeout(gint64 timeout_seconds)
+{
+    return g_strdup_printf("it didn't become ready within %" G_GINT64_FORMAT "s", timeout_seconds);
+}
+
+gchar *
+einsora_reason_class_withdrawn(const char *gpu_class)
+{
+    return g_strdup_printf("can't start: GPU class \"%s\" is no longer offered by this "
+                           "installation",
+                           gpu_class);
+}
+
+gchar *
+einsora_reason_image_withdrawn(const char *image)
+{
+    return g_strdup_printf("can't start: image \"%s\" is no longer offered by this installation",
+                           image);
+}
+
+gchar *
+einsora_reason_machine_away_too_long(gint64 seconds)
+{
+    return g_strdup_printf("its machine has been offline for over %" G_GINT64_FORMAT
+                           "m%" G_GINT64_FORMAT "s",
+                           seconds / 60, seconds % 60);
+}
+
+const char *
+einsora_reason_waiting_for_disk(void)
+{
+    return "waiting for its machine to come online: its disk is there";
+}
+
+const char *
+einsora_reason_machine_offline(void)
+{
+    return "its machine is offline; waiting for it to reconnect";
+}
+
+const char *
+einsora_reason_ready(void)
+{
+    return "ready";
+}
+
+const char *
+einsora_reason_released(void)
+{
+    return "resources released";
+}
+
+const char *
+einsora_reason_gone(void)
+{
+    return "gone: everything it stored was deleted";
+}
+
+const char *
+einsora_reason_stopped_by_itself(void)
+{
+    return "it stopped by itself";
+}
+
+const char *
+einsora_reason_run_retrying(void)
+{
+    return "couldn't start it on the runtime; retrying." OPERATOR_LOG_HINT;
+}
+
+const char *
+einsora_reason_observe_retrying(void)
+{
+    return "couldn't read its status from the runtime; retrying." OPERATOR_LOG_HINT;
+}
+
+const char *
+einsora_reason_capacity_retrying(void)
+{
+    return "couldn't check for free GPUs on the runtime; retrying." OPERATOR_LOG_HINT;
+}
+
+const char *
+einsora_reason_machine_reported_problem(void)
+{
+    return "its machine reported a problem";
+}

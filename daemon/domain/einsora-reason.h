@@ -1,0 +1,49 @@
+/* The reason vocabulary: every timeline row's reason is built here, from
+ * fixed phrases and values Einsora itself owns (class names, counts, the
+ * actor's email). Never from a runtime's own text. Every reason passes
+ * einsora_reason_clean() before it is stored. */
+#pragma once
+
+#include <glib.h>
+
+#include "einsora-actor.h"
+#include "einsora-workload-state.h"
+
+G_BEGIN_DECLS
+
+/* Longest reason stored, in bytes; longer ones are cut at a character. */
+#define EINSORA_REASON_MAX_BYTES 400
+
+typedef enum {
+    EINSORA_USER_ACTION_START,
+    EINSORA_USER_ACTION_STOP,
+    EINSORA_USER_ACTION_DELETE,
+} EinsoraUserAction;
+
+gchar *einsora_reason_clean(const char *reason);
+
+gchar *einsora_reason_created(const EinsoraActor *actor);
+gchar *einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *actor);
+gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
+                                           gboolean trusted);
+gchar *einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,
+                               const char *driver);
+gchar *einsora_reason_waiting_for_machine(const char *gpu_class);
+gchar *einsora_reason_waiting_for_driver(EinsoraWorkloadKind kind, const char *gpu_class);
+gchar *einsora_reason_provisioning_timeout(gint64 timeout_seconds);
+gchar *einsora_reason_class_withdrawn(const char *gpu_class);
+gchar *einsora_reason_image_withdrawn(const char *image);
+gchar *einsora_reason_machine_away_too_long(gint64 seconds);
+
+const char *einsora_reason_waiting_for_disk(void);
+const char *einsora_reason_machine_offline(void);
+const char *einsora_reason_ready(void);
+const char *einsora_reason_released(void);
+const char *einsora_reason_gone(void);
+const char *einsora_reason_stopped_by_itself(void);
+const char *einsora_reason_run_retrying(void);
+const char *einsora_reason_observe_retrying(void);
+const char *einsora_reason_capacity_retrying(void);
+const char *einsora_reason_machine_reported_problem(void);
+
+G_END_DECLS

@@ -1,0 +1,40 @@
+/* A workload as the store records it: the user's intent and where the
+ * controller placed it. */
+#pragma once
+
+#include <glib-object.h>
+
+#include "einsora-workload-state.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gchar *id;
+    gchar *tenant_id;
+    EinsoraWorkloadKind kind;
+    gchar *name;
+    EinsoraWorkloadState state;
+    gchar *region;
+    gchar *gpu_class;    /* the class requested */
+    gchar *placed_class; /* the class it runs on; NULL until admitted */
+    gchar *image;
+    gint64 gpus;         /* devices the requested class holds, for quota */
+    gchar *machine_id;   /* NULL until placed on a machine */
+    gchar *driver;       /* NULL until placed on a machine */
+    gint64 attempt;      /* one more at each admission */
+    gint64 version;      /* one more at each state change: the CAS token */
+    gchar *created_by;   /* the user ID that created it */
+    gchar *created_at;
+    gchar *updated_at;
+} EinsoraWorkload;
+
+#define EINSORA_TYPE_WORKLOAD (einsora_workload_get_type())
+GType einsora_workload_get_type(void);
+
+EinsoraWorkload *einsora_workload_new(void);
+EinsoraWorkload *einsora_workload_copy(const EinsoraWorkload *workload);
+void einsora_workload_free(EinsoraWorkload *workload);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraWorkload, einsora_workload_free)
+
+G_END_DECLS
