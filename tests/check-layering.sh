@@ -1,2 +1,48 @@
-#!/bin/bash
-exit 0
+#!/usr/bin/env bash
+# Dependency direction (DESIGN.md): each library may include only headers of
+# the directories listed for it. Include paths already make most wrong
+# includes fail to compile; this names the rule that was broken, and also
+# catches "../" paths that would get around the include paths.
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+
+declare -A allowed=(
+  [daemon/domain]="daemon/domain"
+  [daemon/catalog]="daemon/catalog daemon/domain"
+  [daemon/store]="daemon/store daemon/domain"
+  [daemon/service]="daemon/service daemon/store daemon/catalog daemon/domain"
+)
+
+# Where each project header lives, by file name.
+declare -A home
+while IFS= read -r header; do
+  home[$(basename "$header")]=$(dirname "$header")
+done < <(find daemon agent drivers app -name '*.h' 2>/dev/null | sort)
+
+status=0
+for dir in "${!allowed[@]}"; do
+  for file in "$dir"/*.[ch]; do
+    [ -e "$file" ] || continue
+    while IFS= read -r line; do
+      name=$(sed -E 's/^#include "([^"]+)".*/\1/' <<<"$line")
+      if [[ $name == */* ]]; then
+        echo "$file: includes \"$name\" by path; include headers by name only" >&2
+        status=1
+        continue
+      fi
+      where=${home[$name]:-}
+      [ -n "$where" ] || continue # generated (GResource) headers
+      ok=0
+      for dep in ${allowed[$dir]}; do
+        [ "$where" = "$dep" ] && ok=1
+      done
+      if [ $ok = 0 ]; then
+        echo "$file: includes $where/$name, but $dir may depend only on: ${allowed[$dir]}" >&2
+        status=1
+      fi
+    done < <(grep -E '^#include "' "$file" || true)
+  done
+done
+[ $status = 0 ] && echo "layering: every include follows the dependency direction"
+exit $status

@@ -1,1 +1,133 @@
-int main(void) { return 1; }
+#include "einsora-driver.h"
+#include "einsora-machine.h"
+
+static EinsoraMachine *
+machine_new(const char *owner, const char *region, const char *os, EinsoraSharing sharing)
+{
+    EinsoraMachine *machine = einsora_machine_new();
+    machine->id = g_strdup("0190b5d2-7c4e-7abc-8def-0123456789ab");
+    machine->tenant_id = g_strdup(owner);
+    machine->name = g_strdup("studio");
+    machine->region = g_strdup(region);
+    machine->os = g_strdup(os);
+    machine->sharing = sharing;
+    return machine;
+}
+
+static void
+test_can_host(void)
+{
+    static const struct {
+        EinsoraSharing sharing;
+        const char *region;
+        const char *tenant;
+        gboolean expected;
+    } table[] = {
+        {EINSORA_SHARING_PRIVATE, "local", "owner", TRUE},
+        {EINSORA_SHARING_PRIVATE, "local", "guest", FALSE},
+        {EINSORA_SHARING_PRIVATE, "eu", "owner", FALSE},
+        {EINSORA_SHARING_INVITE, "local", "guest", FALSE}, /* invite counts as private */
+        {EINSORA_SHARING_INVITE, "local", "owner", TRUE},
+        {EINSORA_SHARING_COMMUNITY, "local", "guest", TRUE},
+        {EINSORA_SHARING_COMMUNITY, "eu", "guest", FALSE},
+        {EINSORA_SHARING_COMMUNITY, NULL, "guest", FALSE},
+        {EINSORA_SHARING_PRIVATE, "local", NULL, FALSE},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autoptr(EinsoraMachine) machine =
+            machine_new("owner", "local", "linux", table[i].sharing);
+        g_test_message("case %u", i);
+        g_assert_cmpint(einsora_machine_can_host(machine, table[i].region, table[i].tenant), ==,
+                        table[i].expected);
+    }
+    g_assert_false(einsora_machine_can_host(NULL, "local", "owner"));
+}
+
+/* The trust matrix: weak isolation only for the owner's own workloads. */
+static void
+test_permits(void)
+{
+    static const struct {
+        const char *os;
+        const char *driver;
+        const char *tenant;
+        gboolean expected;
+    } table[] = {
+        {"linux", "native", "owner", TRUE},
+        {"linux", "native", "guest", FALSE},
+        {"linux", "docker", "guest", FALSE},
+        {"linux", "sim", "guest", FALSE},
+        {"linux", "libvirt", "guest", TRUE},
+        {"linux", "libvirt", "owner", TRUE},
+        {"darwin", "macos-native", "owner", TRUE},
+        {"darwin", "macos-native", "guest", FALSE},
+        {"darwin", "macos-vz", "guest", TRUE},
+        {"darwin", "macos-container", "guest", TRUE},
+        {"linux", "macos-vz", "owner", FALSE}, /* a driver runs only on its own OS */
+        {"darwin", "native", "owner", FALSE},
+        {"linux", "sim", "owner", TRUE},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autoptr(EinsoraMachine) machine =
+            machine_new("owner", "local", table[i].os, EINSORA_SHARING_COMMUNITY);
+        const EinsoraDriverInfo *driver = einsora_driver_lookup(table[i].driver);
+        g_test_message("case %u: %s on %s for %s", i, table[i].driver, table[i].os,
+                       table[i].tenant);
+        g_assert_nonnull(driver);
+        g_assert_cmpint(einsora_machine_permits(machine, table[i].tenant, driver), ==,
+                        table[i].expected);
+    }
+}
+
+static void
+test_driver_table(void)
+{
+    guint n = 0;
+    const EinsoraDriverInfo *table = einsora_driver_table(&n);
+    const EinsoraDriverInfo *vz = einsora_driver_lookup("macos-vz");
+
+    g_assert_cmpuint(n, >=, 7);
+    for (guint i = 0; i < n; i++) {
+        g_assert_true(einsora_driver_lookup(table[i].name) == &table[i]);
+        g_assert_nonnull(einsora_isolation_to_string(table[i].isolation));
+    }
+    g_assert_null(einsora_driver_lookup("kubernetes"));
+    g_assert_null(einsora_driver_lookup(NULL));
+    g_assert_cmpuint(vz->per_machine_limit, ==, 2);
+    g_assert_cmpint(vz->isolation, ==, EINSORA_ISOLATION_STRONG);
+    g_assert_cmpint(einsora_driver_lookup("sim")->isolation, ==, EINSORA_ISOLATION_WEAK);
+    g_assert_cmpint(einsora_driver_lookup("docker")->isolation, ==, EINSORA_ISOLATION_WEAK);
+    g_assert_true(einsora_driver_runs(einsora_driver_lookup("native"),
+                                      EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_CPU));
+    g_assert_false(einsora_driver_runs(einsora_driver_lookup("native"), EINSORA_WORKLOAD_KIND_VM,
+                                       EINSORA_ACCELERATOR_CPU));
+    g_assert_false(einsora_driver_runs(einsora_driver_lookup("native"),
+                                       EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_APPLE));
+    g_assert_false(einsora_driver_runs(NULL, EINSORA_WORKLOAD_KIND_NOTEBOOK,
+                                       EINSORA_ACCELERATOR_CPU));
+}
+
+static void
+test_sharing_names(void)
+{
+    EinsoraSharing sharing = EINSORA_SHARING_PRIVATE;
+
+    g_assert_true(einsora_sharing_from_string("community", &sharing));
+    g_assert_cmpint(sharing, ==, EINSORA_SHARING_COMMUNITY);
+    g_assert_false(einsora_sharing_from_string("public", &sharing));
+    g_assert_cmpint(sharing, ==, EINSORA_SHARING_COMMUNITY);
+    g_assert_cmpstr(einsora_sharing_to_string(EINSORA_SHARING_INVITE), ==, "invite");
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/machine/can-host/region-and-sharing", test_can_host);
+    g_test_add_func("/machine/permits/trust-matrix", test_permits);
+    g_test_add_func("/driver/table/isolation-from-domain", test_driver_table);
+    g_test_add_func("/machine/sharing/names", test_sharing_names);
+    return g_test_run();
+}

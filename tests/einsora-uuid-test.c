@@ -1,1 +1,82 @@
-int main(void) { return 1; }
+#include "einsora-error.h"
+#include "einsora-uuid.h"
+
+static void
+test_format_and_version(void)
+{
+    g_autofree gchar *id = einsora_uuid_v7_new(G_GINT64_CONSTANT(1764406000123));
+    guint8 bytes[16];
+    g_autoptr(GError) error = NULL;
+
+    g_assert_cmpuint(strlen(id), ==, EINSORA_UUID_STRING_LEN);
+    g_assert_true(g_regex_match_simple(
+        "^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", id, 0, 0));
+    g_assert_true(einsora_uuid_parse(id, bytes, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(einsora_uuid_v7_unix_ms(bytes), ==, G_GINT64_CONSTANT(1764406000123));
+}
+
+static void
+test_sorts_in_creation_order(void)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+
+    /* Many in one millisecond, then a later one, then the clock going back:
+     * text order must still be creation order. */
+    for (guint i = 0; i < 5000; i++)
+        g_ptr_array_add(ids, einsora_uuid_v7_new(G_GINT64_CONSTANT(1764406000000)));
+    g_ptr_array_add(ids, einsora_uuid_v7_new(G_GINT64_CONSTANT(1764406000001)));
+    g_ptr_array_add(ids, einsora_uuid_v7_new(G_GINT64_CONSTANT(1764405999000)));
+    for (guint i = 1; i < ids->len; i++)
+        g_assert_cmpstr(g_ptr_array_index(ids, i - 1), <, g_ptr_array_index(ids, i));
+}
+
+static void
+test_parse_refuses(void)
+{
+    static const char *const bad[] = {
+        "",
+        "not-a-uuid",
+        "0190b5d2-7c4e-7abc-8def-0123456789a",    /* short */
+        "0190b5d2-7c4e-7abc-8def-0123456789abc",  /* long */
+        "0190B5D2-7C4E-7ABC-8DEF-0123456789AB",   /* upper case */
+        "0190b5d2-7c4e-4abc-8def-0123456789ab",   /* version 4 */
+        "0190b5d2-7c4e-7abc-cdef-0123456789ab",   /* wrong variant */
+        "0190b5d27c4e-7abc-8def-0123456789ab-",   /* dashes misplaced */
+        "0190b5d2-7c4e-7abc-8def-0123456789ag",   /* not hex */
+        "{0190b5d2-7c4e-7abc-8def-0123456789a}",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        g_test_message("%s", bad[i]);
+        g_assert_false(einsora_uuid_parse(bad[i], NULL, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_false(einsora_uuid_is_valid(bad[i]));
+    }
+    g_assert_false(einsora_uuid_is_valid(NULL));
+    g_assert_true(einsora_uuid_is_valid("0190b5d2-7c4e-7abc-8def-0123456789ab"));
+}
+
+static void
+test_unique(void)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+    for (guint i = 0; i < 20000; i++) {
+        gchar *id = einsora_uuid_v7_new(G_GINT64_CONSTANT(1764406100000) + (i / 100));
+        g_assert_false(g_hash_table_contains(seen, id));
+        g_hash_table_add(seen, id);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/uuid/v7/format-and-version", test_format_and_version);
+    g_test_add_func("/uuid/v7/sorts-in-creation-order", test_sorts_in_creation_order);
+    g_test_add_func("/uuid/v7/unique", test_unique);
+    g_test_add_func("/uuid/parse/refuses-malformed", test_parse_refuses);
+    return g_test_run();
+}

@@ -18,7 +18,7 @@ static const EinsoraRedactRule rules[] = {
     /* key=value and key: value where the key names a secret. */
     {"(?i)\\b([a-z0-9_.-]*(?:password|passwd|secret|token|ticket|cookie|session|api[_-]?key|"
      "access[_-]?key|private[_-]?key|signature|sig|auth)[a-z0-9_.-]*)(\\s*[=:]\\s*)"
-     "(\"[^\"]*\"|'[^']*'|[^\\s&;,\"']+)",
+     "(?!(?:Bearer|Basic|token)\\s)(\"[^\"]*\"|'[^']*'|[^\\s&;,\"']+)",
      "\\1\\2" EINSORA_REDACTED},
 };
 

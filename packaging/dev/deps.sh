@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Einsora needs that this machine lacks.
+# "run" for building and running; "test" adds what the tests use.
+set -euo pipefail
+what=${1:-run}
+
+packages=(
+  meson ninja-build pkg-config gcc
+  libglib2.0-dev libsoup-3.0-dev libjson-glib-dev libsqlite3-dev libssl-dev libargon2-dev
+)
+if [ "$what" = test ]; then
+  packages+=(clang-format python3)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the normal tree with warnings as
+# errors (all suites), then a second tree with AddressSanitizer and
+# UndefinedBehaviorSanitizer, leak detection on (unit suite).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+bash packaging/dev/deps.sh test
+
+setup() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@" >/dev/null
+  fi
+}
+
+status=0
+setup build -Dwerror=true
+meson compile -C build
+meson test -C build --print-errorlogs || status=1
+
+setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+meson compile -C build-asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C build-asan --suite unit --print-errorlogs || status=1
+
+python3 "$root/packaging/dev/summarize-tests.py" build/meson-logs/testlog.json \
+  build-asan/meson-logs/testlog.json || status=1
+exit $status
