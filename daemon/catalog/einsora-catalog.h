@@ -67,7 +67,8 @@ EinsoraCatalog *einsora_catalog_new_builtin(GError **error);
 EinsoraCatalog *einsora_catalog_new_from_file(const char *path, GError **error);
 EinsoraCatalog *einsora_catalog_new_from_data(const char *data, gssize length, const char *origin,
                                               GError **error);
-/* The built-in catalog, or the file @path when it is not NULL. */
+/* The built-in catalog, or the file @path when it is neither NULL nor
+ * empty (an empty EINSORA_CATALOG means "not set"). */
 EinsoraCatalog *einsora_catalog_load(const char *path, GError **error);
 
 const char *einsora_catalog_get_origin(EinsoraCatalog *self);
@@ -84,6 +85,10 @@ const EinsoraRegion *einsora_catalog_lookup_region(EinsoraCatalog *self, const c
 const EinsoraComputeClass *einsora_catalog_lookup_class(EinsoraCatalog *self, const char *name);
 const EinsoraImage *einsora_catalog_lookup_image(EinsoraCatalog *self, const char *name);
 const EinsoraCatalogDriver *einsora_catalog_lookup_driver(EinsoraCatalog *self, const char *name);
+/* Whether the driver, as this catalog narrows it, runs @kind on
+ * @accelerator. */
+gboolean einsora_catalog_driver_runs(const EinsoraCatalogDriver *driver, EinsoraWorkloadKind kind,
+                                     EinsoraAccelerator accelerator);
 
 gboolean einsora_catalog_class_offered_in(const EinsoraComputeClass *klass, const char *region);
 /* The image's runtime for @accelerator, or NULL when it has none. */
