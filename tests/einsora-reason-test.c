@@ -21,8 +21,7 @@ test_clean_table(void)
         {"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig",
          "Authorization: Bearer [redacted]"},
         {"token \"laptop\" (tsk_Ab3xQ9zLmN0pQrStUvWx)", "token \"laptop\" (tsk_Ab3x…)"},
-        {"-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY----- after",
-         "[redacted] after"},
+        {"-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY----- after", "[redacted] after"},
         {"ok \xff\xfe bytes", "ok \xef\xbf\xbd\xef\xbf\xbd bytes"},
     };
 
@@ -62,13 +61,12 @@ test_builders(void)
     g_autofree gchar *admitted =
         einsora_reason_admitted(1, "apple-silicon-32gb", "studio", "macos-native");
     g_autofree gchar *cluster = einsora_reason_admitted(2, "l40s-48gb", NULL, NULL);
-    g_autofree gchar *driver = einsora_reason_waiting_for_driver(EINSORA_WORKLOAD_KIND_NOTEBOOK,
-                                                                 "cpu-4c-16g");
+    g_autofree gchar *driver =
+        einsora_reason_waiting_for_driver(EINSORA_WORKLOAD_KIND_NOTEBOOK, "cpu-4c-16g");
     g_autofree gchar *away = einsora_reason_machine_away_too_long(600);
     g_autofree gchar *withdrawn = einsora_reason_class_withdrawn("x");
 
-    g_assert_cmpstr(created, ==,
-                    "created by you@example.com (API token \"laptop\" (tsk_Ab3x…))");
+    g_assert_cmpstr(created, ==, "created by you@example.com (API token \"laptop\" (tsk_Ab3x…))");
     g_assert_cmpstr(stop, ==, "stop requested by you@example.com (browser session)");
     g_assert_cmpstr(trusted, ==, "waiting for l40s-48gb capacity: requested 2 GPU(s), 0 free");
     g_assert_cmpstr(untrusted, ==,
@@ -90,11 +88,16 @@ static void
 test_builders_survive_cleaning(void)
 {
     const char *fixed[] = {
-        einsora_reason_waiting_for_disk(),       einsora_reason_machine_offline(),
-        einsora_reason_ready(),                  einsora_reason_released(),
-        einsora_reason_gone(),                   einsora_reason_stopped_by_itself(),
-        einsora_reason_run_retrying(),           einsora_reason_observe_retrying(),
-        einsora_reason_capacity_retrying(),      einsora_reason_machine_reported_problem(),
+        einsora_reason_waiting_for_disk(),
+        einsora_reason_machine_offline(),
+        einsora_reason_ready(),
+        einsora_reason_released(),
+        einsora_reason_gone(),
+        einsora_reason_stopped_by_itself(),
+        einsora_reason_run_retrying(),
+        einsora_reason_observe_retrying(),
+        einsora_reason_capacity_retrying(),
+        einsora_reason_machine_reported_problem(),
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(fixed); i++) {

@@ -1,1 +1,830 @@
-int main(void) { return 1; }
+#include <gio/gio.h>
+
+#include "einsora-error.h"
+#include "einsora-reason.h"
+#include "einsora-service.h"
+#include "einsora-sqlite-store.h"
+#include "einsora-test-dir.h"
+#include "einsora-uuid.h"
+
+#define TENANT_A "0190b5d2-7c4e-7abc-8def-00000000000a"
+#define TENANT_B "0190b5d2-7c4e-7abc-8def-00000000000b"
+#define START_US G_GINT64_CONSTANT(1764406000000000)
+
+/* A catalog of the test's own, so the tests don't depend on what the
+ * built-in catalog happens to offer. */
+static const char test_catalog[] =
+    "{\"version\": 1,"
+    " \"regions\": [{\"name\": \"local\", \"description\": \"this machine\"},"
+    "               {\"name\": \"eu\", \"description\": \"elsewhere\"}],"
+    " \"classes\": ["
+    "  {\"name\": \"cpu-2c-4g\", \"cpus\": 2, \"memory_mib\": 4096, \"devices\": 0,"
+    "   \"accelerator\": \"cpu\"},"
+    "  {\"name\": \"l40s-48gb\", \"cpus\": 8, \"memory_mib\": 65536, \"devices\": 1,"
+    "   \"accelerator\": \"nvidia\"},"
+    "  {\"name\": \"h100-80gb-x2\", \"cpus\": 16, \"memory_mib\": 131072, \"devices\": 2,"
+    "   \"accelerator\": \"nvidia\"},"
+    "  {\"name\": \"eu-only\", \"cpus\": 2, \"memory_mib\": 4096, \"devices\": 0,"
+    "   \"accelerator\": \"cpu\", \"regions\": [\"eu\"]},"
+    "  {\"name\": \"apple-32gb\", \"cpus\": 8, \"memory_mib\": 32768, \"devices\": 1,"
+    "   \"accelerator\": \"apple\"}],"
+    " \"images\": ["
+    "  {\"name\": \"jupyter\", \"description\": \"notebooks\", \"kinds\": [\"notebook\"],"
+    "   \"runtimes\": {\"cpu\": {\"reference\": \"jupyter-cpu\", \"driver_refs\": [\"sim\"]},"
+    "                  \"nvidia\": {\"reference\": \"jupyter-cuda\", \"driver_refs\": [\"sim\"]}}},"
+    "  {\"name\": \"vllm\", \"description\": \"endpoints\", \"kinds\": [\"endpoint\"],"
+    "   \"runtimes\": {\"nvidia\": {\"reference\": \"vllm\", \"driver_refs\": [\"sim\"]}}}],"
+    " \"drivers\": [{\"name\": \"sim\", \"kinds\": [\"notebook\", \"endpoint\", \"vm\"],"
+    "               \"accelerators\": [\"cpu\", \"apple\", \"nvidia\", \"amd\"]}],"
+    " \"gpu_models\": []}";
+
+typedef struct {
+    gint64 now_us;
+} ManualClock;
+
+static gint64
+manual_now(gpointer user_data)
+{
+    ManualClock *clock = user_data;
+    return clock->now_us;
+}
+
+typedef struct {
+    gchar *dir;
+    gchar *db_path;
+    ManualClock clock;
+    EinsoraCatalog *catalog;
+    EinsoraSqliteStore *store;
+    EinsoraService *service;
+    EinsoraActor *alice; /* tenant A */
+    EinsoraActor *bob;   /* tenant B */
+} Fixture;
+
+static EinsoraSqliteStore *
+open_migrated(const char *path)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraSqliteStore) store = einsora_sqlite_store_open(path, &error);
+
+    g_assert_no_error(error);
+    g_assert_true(einsora_sqlite_store_migrate(store, START_US, &error));
+    g_assert_no_error(error);
+    return g_steal_pointer(&store);
+}
+
+static void
+add_tenant(EinsoraStore *store, const char *id, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) tenant =
+        einsora_tenant_new(id, name, FALSE, "2025-11-29T08:46:40.000000Z");
+
+    g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
+    g_assert_no_error(error);
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    f->dir = einsora_test_dir_new();
+    f->db_path = g_build_filename(f->dir, "einsora.db", NULL);
+    f->clock.now_us = START_US;
+    f->catalog = einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_assert_no_error(error);
+    f->store = open_migrated(f->db_path);
+    einsora_sqlite_store_set_clock(f->store, manual_now, &f->clock);
+    add_tenant(EINSORA_STORE(f->store), TENANT_A, "acme");
+    add_tenant(EINSORA_STORE(f->store), TENANT_B, "globex");
+    /* Room for the lifecycle tests; the quota tests use other classes. */
+    g_assert_true(
+        einsora_store_set_quota(EINSORA_STORE(f->store), TENANT_A, "l40s-48gb", 1000, &error));
+    g_assert_no_error(error);
+    f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, manual_now, &f->clock);
+    f->alice = einsora_actor_new(TENANT_A, "0190b5d2-7c4e-7abc-8def-0000000000a1",
+                                 "alice@acme.example", "browser session");
+    f->bob = einsora_actor_new(TENANT_B, "0190b5d2-7c4e-7abc-8def-0000000000b1",
+                               "bob@globex.example", "API token \"laptop\" (tsk_Ab3x…)");
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    g_clear_object(&f->service);
+    g_clear_object(&f->store);
+    g_clear_object(&f->catalog);
+    einsora_actor_free(f->alice);
+    einsora_actor_free(f->bob);
+    einsora_test_dir_remove(f->dir);
+    g_free(f->db_path);
+    g_free(f->dir);
+}
+
+static EinsoraWorkload *
+create(Fixture *f, const EinsoraActor *actor, const char *gpu_class, GError **error)
+{
+    EinsoraWorkloadRequest request = {"notebook", "analysis", gpu_class, "jupyter", NULL};
+    return einsora_service_create_workload(f->service, actor, &request, error);
+}
+
+static EinsoraWorkload *
+create_ok(Fixture *f, const char *gpu_class)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkload *workload = create(f, f->alice, gpu_class, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(workload);
+    return workload;
+}
+
+static guint
+count_events(Fixture *f, const char *tenant_id, const char *workload_id)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events =
+        einsora_service_list_events(f->service, tenant_id, workload_id, &error);
+
+    g_assert_no_error(error);
+    return events->len;
+}
+
+static const EinsoraPlacement sim_placement = {"l40s-48gb", NULL, "sim"};
+
+static void
+step(Fixture *f, EinsoraWorkload *workload, EinsoraWorkloadState to)
+{
+    g_autoptr(GError) error = NULL;
+    const EinsoraPlacement *placement =
+        to == EINSORA_WORKLOAD_STATE_PROVISIONING ? &sim_placement : NULL;
+
+    g_assert_true(
+        einsora_service_transition(f->service, workload, to, "test step", placement, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(workload->state, ==, to);
+}
+
+/* Drives a new workload along allowed steps to @state. */
+static void
+drive_to(Fixture *f, EinsoraWorkload *workload, EinsoraWorkloadState state)
+{
+    static const EinsoraWorkloadState paths[EINSORA_WORKLOAD_STATE_COUNT][5] = {
+        [EINSORA_WORKLOAD_STATE_PENDING] = {EINSORA_WORKLOAD_STATE_PENDING},
+        [EINSORA_WORKLOAD_STATE_QUEUED] = {EINSORA_WORKLOAD_STATE_QUEUED},
+        [EINSORA_WORKLOAD_STATE_PROVISIONING] = {EINSORA_WORKLOAD_STATE_PROVISIONING},
+        [EINSORA_WORKLOAD_STATE_RUNNING] = {EINSORA_WORKLOAD_STATE_PROVISIONING,
+                                            EINSORA_WORKLOAD_STATE_RUNNING},
+        [EINSORA_WORKLOAD_STATE_STOPPING] = {EINSORA_WORKLOAD_STATE_PROVISIONING,
+                                             EINSORA_WORKLOAD_STATE_RUNNING,
+                                             EINSORA_WORKLOAD_STATE_STOPPING},
+        [EINSORA_WORKLOAD_STATE_STOPPED] = {EINSORA_WORKLOAD_STATE_PROVISIONING,
+                                            EINSORA_WORKLOAD_STATE_RUNNING,
+                                            EINSORA_WORKLOAD_STATE_STOPPING,
+                                            EINSORA_WORKLOAD_STATE_STOPPED},
+        [EINSORA_WORKLOAD_STATE_FAILED] = {EINSORA_WORKLOAD_STATE_PROVISIONING,
+                                           EINSORA_WORKLOAD_STATE_FAILED},
+        [EINSORA_WORKLOAD_STATE_DELETING] = {EINSORA_WORKLOAD_STATE_DELETING},
+        [EINSORA_WORKLOAD_STATE_DELETED] = {EINSORA_WORKLOAD_STATE_DELETING,
+                                            EINSORA_WORKLOAD_STATE_DELETED},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(paths[state]); i++) {
+        EinsoraWorkloadState next = paths[state][i];
+        if (next == EINSORA_WORKLOAD_STATE_PENDING)
+            break; /* end of the path (a new workload is already pending) */
+        step(f, workload, next);
+    }
+    g_assert_cmpint(workload->state, ==, state);
+}
+
+static void
+test_create(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(EinsoraSqliteStore) other = NULL;
+    EinsoraWorkloadEvent *created;
+    guint8 bytes[16];
+
+    g_assert_true(einsora_uuid_parse(workload->id, bytes, NULL));
+    g_assert_cmpint(einsora_uuid_v7_unix_ms(bytes), ==, START_US / 1000);
+    g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    g_assert_cmpstr(workload->tenant_id, ==, TENANT_A);
+    g_assert_cmpstr(workload->region, ==, "local");
+    g_assert_cmpstr(workload->gpu_class, ==, "l40s-48gb");
+    g_assert_null(workload->placed_class);
+    g_assert_cmpint(workload->gpus, ==, 1);
+    g_assert_cmpint(workload->version, ==, 0);
+    g_assert_cmpstr(workload->created_at, ==, "2025-11-29T08:46:40.000000Z");
+
+    events = einsora_service_list_events(f->service, TENANT_A, workload->id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(events->len, ==, 1);
+    created = g_ptr_array_index(events, 0);
+    g_assert_false(created->has_from_state);
+    g_assert_cmpint(created->to_state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    g_assert_cmpstr(created->reason, ==, "created by alice@acme.example (browser session)");
+
+    /* What was returned is what another connection reads back. */
+    other = open_migrated(f->db_path);
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_store_get_workload(EINSORA_STORE(other), TENANT_A, workload->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(stored->name, ==, "analysis");
+        g_assert_cmpstr(stored->image, ==, "jupyter");
+        g_assert_cmpint(stored->kind, ==, EINSORA_WORKLOAD_KIND_NOTEBOOK);
+    }
+}
+
+static void
+test_create_refuses_bad_input(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *long_name = g_strnfill(EINSORA_WORKLOAD_NAME_MAX_BYTES + 1, 'x');
+    const struct {
+        EinsoraWorkloadRequest request;
+        const char *message;
+    } table[] = {
+        {{"container", "n", "cpu-2c-4g", "jupyter", NULL}, "kind"},
+        {{NULL, "n", "cpu-2c-4g", "jupyter", NULL}, "kind"},
+        {{"notebook", "", "cpu-2c-4g", "jupyter", NULL}, "name"},
+        {{"notebook", NULL, "cpu-2c-4g", "jupyter", NULL}, "name"},
+        {{"notebook", "two\nlines", "cpu-2c-4g", "jupyter", NULL}, "control"},
+        {{"notebook", " padded", "cpu-2c-4g", "jupyter", NULL}, "space"},
+        {{"notebook", long_name, "cpu-2c-4g", "jupyter", NULL}, "name"},
+        {{"notebook", "bad \xff utf8", "cpu-2c-4g", "jupyter", NULL}, "UTF-8"},
+        {{"notebook", "n", "cpu-2c-4g", "jupyter", "mars"}, "region"},
+        {{"notebook", "n", "tpu-v5", "jupyter", NULL}, "gpu_class"},
+        {{"notebook", "n", NULL, "jupyter", NULL}, "gpu_class"},
+        {{"notebook", "n", "eu-only", "jupyter", NULL}, "not offered in this region"},
+        {{"notebook", "n", "cpu-2c-4g", "ubuntu", NULL}, "image"},
+        {{"notebook", "n", "cpu-2c-4g", NULL, NULL}, "image"},
+        {{"notebook", "n", "l40s-48gb", "vllm", NULL}, "can't run as a notebook"},
+        {{"notebook", "n", "apple-32gb", "jupyter", NULL}, "no runtime"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraWorkload) workload =
+            einsora_service_create_workload(f->service, f->alice, &table[i].request, &error);
+        g_test_message("case %u: %s", i, error != NULL ? error->message : "(accepted)");
+        g_assert_null(workload);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_nonnull(strstr(error->message, table[i].message));
+    }
+    /* Bad input changes nothing. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) all =
+            einsora_service_list_workloads(f->service, TENANT_A, TRUE, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(all->len, ==, 0);
+    }
+    /* The same class is fine in the region that offers it. */
+    {
+        EinsoraWorkloadRequest request = {"notebook", "n", "eu-only", "jupyter", "eu"};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraWorkload) workload =
+            einsora_service_create_workload(f->service, f->alice, &request, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(workload->region, ==, "eu");
+    }
+}
+
+static void
+test_every_allowed_step(Fixture *f, gconstpointer data)
+{
+    guint steps = 0;
+
+    for (guint from = 0; from < EINSORA_WORKLOAD_STATE_COUNT; from++) {
+        for (guint to = 0; to < EINSORA_WORKLOAD_STATE_COUNT; to++) {
+            g_autoptr(EinsoraWorkload) workload = NULL;
+            g_autoptr(GPtrArray) events = NULL;
+            g_autoptr(GError) error = NULL;
+            EinsoraWorkloadEvent *last;
+            gint64 version;
+            guint before;
+
+            if (!einsora_workload_state_can_transition(from, to))
+                continue;
+            g_test_message("%s -> %s", einsora_workload_state_to_string(from),
+                           einsora_workload_state_to_string(to));
+            workload = create_ok(f, "l40s-48gb");
+            drive_to(f, workload, from);
+            version = workload->version;
+            before = count_events(f, TENANT_A, workload->id);
+            f->clock.now_us += G_USEC_PER_SEC;
+
+            g_assert_true(einsora_service_transition(
+                f->service, workload, to, "step\nwith password=hunter2",
+                to == EINSORA_WORKLOAD_STATE_PROVISIONING ? &sim_placement : NULL, &error));
+            g_assert_no_error(error);
+            g_assert_cmpint(workload->state, ==, to);
+            g_assert_cmpint(workload->version, ==, version + 1);
+
+            events = einsora_service_list_events(f->service, TENANT_A, workload->id, &error);
+            g_assert_no_error(error);
+            g_assert_cmpuint(events->len, ==, before + 1);
+            last = g_ptr_array_index(events, events->len - 1);
+            g_assert_true(last->has_from_state);
+            g_assert_cmpint(last->from_state, ==, from);
+            g_assert_cmpint(last->to_state, ==, to);
+            /* The reason was cleaned before it was stored. */
+            g_assert_cmpstr(last->reason, ==, "step with password=[redacted]");
+            g_assert_cmpstr(workload->updated_at, ==, last->created_at);
+            steps++;
+        }
+    }
+    g_assert_cmpuint(steps, ==, 19);
+}
+
+static void
+test_every_forbidden_step(Fixture *f, gconstpointer data)
+{
+    guint refused = 0;
+
+    for (guint from = 0; from < EINSORA_WORKLOAD_STATE_COUNT; from++) {
+        g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+
+        drive_to(f, workload, from);
+        for (guint to = 0; to < EINSORA_WORKLOAD_STATE_COUNT; to++) {
+            g_autoptr(GError) error = NULL;
+            g_autoptr(EinsoraWorkload) copy = NULL;
+            g_autoptr(EinsoraWorkload) stored = NULL;
+            guint before;
+
+            if (einsora_workload_state_can_transition(from, to))
+                continue;
+            before = count_events(f, TENANT_A, workload->id);
+            copy = einsora_workload_copy(workload);
+            g_assert_false(einsora_service_transition(
+                f->service, copy, to, "nope",
+                to == EINSORA_WORKLOAD_STATE_PROVISIONING ? &sim_placement : NULL, &error));
+            g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+            /* Nothing changed: not the caller's copy, the row, or the timeline. */
+            g_assert_cmpint(copy->state, ==, from);
+            g_assert_cmpint(copy->version, ==, workload->version);
+            stored =
+                einsora_store_get_workload(EINSORA_STORE(f->store), TENANT_A, workload->id, NULL);
+            g_assert_cmpint(stored->state, ==, from);
+            g_assert_cmpint(stored->version, ==, workload->version);
+            g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, before);
+            refused++;
+        }
+    }
+    g_assert_cmpuint(refused, ==, EINSORA_WORKLOAD_STATE_COUNT * EINSORA_WORKLOAD_STATE_COUNT - 19);
+}
+
+static void
+test_placement(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(GError) error = NULL;
+    const EinsoraPlacement on_machine = {"l40s-48gb", "0190b5d2-7c4e-7abc-8def-0000000000c1",
+                                         "native"};
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+
+    machine->id = g_strdup(on_machine.machine_id);
+    machine->tenant_id = g_strdup(TENANT_A);
+    machine->name = g_strdup("workstation");
+    machine->region = g_strdup("local");
+    machine->os = g_strdup("linux");
+    machine->cpus = 16;
+    machine->memory_mib = 65536;
+    machine->created_at = g_strdup("2025-11-29T08:46:40.000000Z");
+    g_assert_true(einsora_store_insert_machine(EINSORA_STORE(f->store), machine, &error));
+    g_assert_no_error(error);
+
+    /* Provisioning without a placement, and a placement with another step,
+     * are refused. */
+    g_assert_false(einsora_service_transition(
+        f->service, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, "x", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    g_clear_error(&error);
+    g_assert_false(einsora_service_transition(f->service, workload, EINSORA_WORKLOAD_STATE_QUEUED,
+                                              "x", &on_machine, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    g_clear_error(&error);
+    g_assert_cmpint(workload->attempt, ==, 0);
+
+    g_assert_true(einsora_service_transition(f->service, workload,
+                                             EINSORA_WORKLOAD_STATE_PROVISIONING, "admitted",
+                                             &on_machine, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(workload->attempt, ==, 1);
+    g_assert_cmpstr(workload->placed_class, ==, "l40s-48gb");
+    g_assert_cmpstr(workload->machine_id, ==, on_machine.machine_id);
+    g_assert_cmpstr(workload->driver, ==, "native");
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_store_get_workload(EINSORA_STORE(f->store), TENANT_A, workload->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(stored->attempt, ==, 1);
+        g_assert_cmpstr(stored->machine_id, ==, on_machine.machine_id);
+        g_assert_cmpstr(stored->driver, ==, "native");
+    }
+    /* Each admission is a new attempt. */
+    step(f, workload, EINSORA_WORKLOAD_STATE_FAILED);
+    step(f, workload, EINSORA_WORKLOAD_STATE_PENDING);
+    step(f, workload, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(workload->attempt, ==, 2);
+}
+
+static void
+test_lost_cas_is_conflict(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) api_copy = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) controller_copy = einsora_workload_copy(workload);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) stored = NULL;
+
+    /* The API and the controller both read the pending row and race. */
+    g_assert_true(einsora_service_transition(f->service, api_copy, EINSORA_WORKLOAD_STATE_DELETING,
+                                             "delete", NULL, &error));
+    g_assert_no_error(error);
+    g_assert_false(einsora_service_transition(
+        f->service, controller_copy, EINSORA_WORKLOAD_STATE_QUEUED, "no room", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_assert_cmpint(controller_copy->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+
+    stored = einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, NULL);
+    g_assert_cmpint(stored->state, ==, EINSORA_WORKLOAD_STATE_DELETING);
+    g_assert_cmpint(stored->version, ==, 1);
+    g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, 2);
+
+    /* Same state, stale version: still a conflict. */
+    g_clear_error(&error);
+    {
+        g_autoptr(EinsoraWorkload) stale = einsora_workload_copy(stored);
+        step(f, stored, EINSORA_WORKLOAD_STATE_DELETED);
+        stale->version = 0;
+        g_assert_false(einsora_service_transition(f->service, stale, EINSORA_WORKLOAD_STATE_DELETED,
+                                                  "gone", NULL, &error));
+        g_assert_true(g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT));
+    }
+}
+
+static void
+test_note(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) stale = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    EinsoraWorkloadEvent *note;
+
+    drive_to(f, workload, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_true(
+        einsora_service_note(f->service, workload, einsora_reason_run_retrying(), &error));
+    g_assert_no_error(error);
+    events = einsora_service_list_events(f->service, TENANT_A, workload->id, &error);
+    note = g_ptr_array_index(events, events->len - 1);
+    g_assert_true(einsora_workload_event_is_note(note));
+    g_assert_cmpint(note->from_state, ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpstr(note->reason, ==, einsora_reason_run_retrying());
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error);
+        g_assert_cmpint(stored->version, ==, workload->version);
+        g_assert_cmpint(stored->state, ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    }
+
+    /* A note about a state the workload has left is stale. */
+    stale = einsora_workload_copy(workload);
+    step(f, workload, EINSORA_WORKLOAD_STATE_DELETING);
+    g_assert_false(einsora_service_note(f->service, stale, "late", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+
+    /* A deleted workload's timeline is closed. */
+    step(f, workload, EINSORA_WORKLOAD_STATE_DELETED);
+    g_assert_false(einsora_service_note(f->service, workload, "after", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+}
+
+static void
+set_quota(Fixture *f, const char *tenant_id, const char *gpu_class, gint64 gpus)
+{
+    g_autoptr(GError) error = NULL;
+    g_assert_true(
+        einsora_store_set_quota(EINSORA_STORE(f->store), tenant_id, gpu_class, gpus, &error));
+    g_assert_no_error(error);
+}
+
+static void
+test_quota(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) first = NULL;
+    g_autoptr(EinsoraWorkload) second = NULL;
+    g_autoptr(EinsoraWorkload) third = NULL;
+    g_autoptr(EinsoraWorkload) refused = NULL;
+    EinsoraWorkloadRequest pair = {"notebook", "pair", "h100-80gb-x2", "jupyter", NULL};
+    g_autoptr(GPtrArray) all = NULL;
+
+    /* No quota row: no GPUs of that class. CPU classes need no quota. */
+    refused = einsora_service_create_workload(f->service, f->alice, &pair, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_clear_error(&error);
+    {
+        g_autoptr(EinsoraWorkload) cpu = create_ok(f, "cpu-2c-4g");
+        g_assert_cmpint(cpu->gpus, ==, 0);
+    }
+
+    /* Two GPUs each: a quota of 3 admits one, 4 admits two. */
+    set_quota(f, TENANT_A, "h100-80gb-x2", 3);
+    first = einsora_service_create_workload(f->service, f->alice, &pair, &error);
+    g_assert_no_error(error);
+    refused = einsora_service_create_workload(f->service, f->alice, &pair, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_assert_nonnull(strstr(error->message, "2 GPU(s) held, 2 requested, quota 3"));
+    g_clear_error(&error);
+    set_quota(f, TENANT_A, "h100-80gb-x2", 4);
+    second = einsora_service_create_workload(f->service, f->alice, &pair, &error);
+    g_assert_no_error(error);
+
+    /* A quota is per tenant. */
+    refused = einsora_service_create_workload(f->service, f->bob, &pair, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_clear_error(&error);
+
+    /* Stopped and failed workloads hold no quota; starting one again takes
+     * it again, and is refused when it no longer fits. */
+    drive_to(f, first, EINSORA_WORKLOAD_STATE_STOPPED);
+    third = einsora_service_create_workload(f->service, f->alice, &pair, &error);
+    g_assert_no_error(error);
+    refused = einsora_service_start_workload(f->service, f->alice, first->id, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_clear_error(&error);
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, first->id, FALSE, &error);
+        g_assert_cmpint(stored->state, ==, EINSORA_WORKLOAD_STATE_STOPPED);
+    }
+    /* Deleting frees it. */
+    drive_to(f, third, EINSORA_WORKLOAD_STATE_DELETING);
+    {
+        g_autoptr(EinsoraWorkload) started =
+            einsora_service_start_workload(f->service, f->alice, first->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(started->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    }
+    all = einsora_service_list_workloads(f->service, TENANT_A, FALSE, &error);
+    g_assert_cmpuint(all->len, ==, 4);
+}
+
+typedef struct {
+    const char *db_path;
+    EinsoraCatalog *catalog;
+    ManualClock *clock;
+    const EinsoraActor *actor;
+    gint *ready;
+    GError *error;
+    gboolean created;
+} Racer;
+
+static gpointer
+race_create(gpointer user_data)
+{
+    Racer *racer = user_data;
+    g_autoptr(EinsoraSqliteStore) store = open_migrated(racer->db_path);
+    g_autoptr(EinsoraService) service =
+        einsora_service_new(EINSORA_STORE(store), racer->catalog, manual_now, racer->clock);
+    EinsoraWorkloadRequest request = {"notebook", "racer", "h100-80gb-x2", "jupyter", NULL};
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    /* Both threads have their own connection; start together. */
+    g_atomic_int_inc(racer->ready);
+    while (g_atomic_int_get(racer->ready) < 2)
+        g_thread_yield();
+    workload = einsora_service_create_workload(service, racer->actor, &request, &racer->error);
+    racer->created = workload != NULL;
+    return NULL;
+}
+
+/* Two creates from two connections (as two daemons sharing the file would)
+ * that together exceed the quota: exactly one wins, every round. */
+static void
+test_concurrent_creates(Fixture *f, gconstpointer data)
+{
+    for (guint round = 0; round < 20; round++) {
+        g_autofree gchar *tenant_id = einsora_uuid_v7_new(START_US / 1000 + round);
+        g_autoptr(EinsoraActor) actor = einsora_actor_new(tenant_id, "u", "racer@example", NULL);
+        gint ready = 0;
+        Racer racers[2] = {
+            {f->db_path, f->catalog, &f->clock, actor, &ready, NULL, FALSE},
+            {f->db_path, f->catalog, &f->clock, actor, &ready, NULL, FALSE},
+        };
+        GThread *threads[2];
+        g_autoptr(GPtrArray) all = NULL;
+        g_autoptr(GError) error = NULL;
+
+        add_tenant(EINSORA_STORE(f->store), tenant_id, tenant_id);
+        set_quota(f, tenant_id, "h100-80gb-x2", 2);
+        for (guint i = 0; i < 2; i++)
+            threads[i] = g_thread_new("racer", race_create, &racers[i]);
+        for (guint i = 0; i < 2; i++)
+            g_thread_join(threads[i]);
+
+        g_assert_cmpint(racers[0].created + racers[1].created, ==, 1);
+        for (guint i = 0; i < 2; i++) {
+            if (!racers[i].created)
+                g_assert_error(racers[i].error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+            g_clear_error(&racers[i].error);
+        }
+        all = einsora_service_list_workloads(f->service, tenant_id, TRUE, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(all->len, ==, 1);
+    }
+}
+
+static void
+test_user_actions(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    /* A pending workload isn't running: stopping it is refused. */
+    g_assert_null(einsora_service_stop_workload(f->service, f->alice, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    g_clear_error(&error);
+
+    drive_to(f, workload, EINSORA_WORKLOAD_STATE_RUNNING);
+    {
+        g_autoptr(EinsoraWorkload) again =
+            einsora_service_start_workload(f->service, f->alice, workload->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(again->state, ==, EINSORA_WORKLOAD_STATE_RUNNING);
+        g_assert_cmpint(again->version, ==, workload->version);
+    }
+    {
+        g_autoptr(EinsoraWorkload) stopping =
+            einsora_service_stop_workload(f->service, f->alice, workload->id, &error);
+        g_autoptr(EinsoraWorkload) twice =
+            einsora_service_stop_workload(f->service, f->alice, workload->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(stopping->state, ==, EINSORA_WORKLOAD_STATE_STOPPING);
+        g_assert_cmpint(twice->version, ==, stopping->version);
+    }
+    events = einsora_service_list_events(f->service, TENANT_A, workload->id, &error);
+    g_assert_cmpstr(((EinsoraWorkloadEvent *)g_ptr_array_index(events, events->len - 1))->reason,
+                    ==, "stop requested by alice@acme.example (browser session)");
+
+    {
+        g_autoptr(EinsoraWorkload) deleting =
+            einsora_service_delete_workload(f->service, f->alice, workload->id, &error);
+        g_autoptr(EinsoraWorkload) twice =
+            einsora_service_delete_workload(f->service, f->alice, workload->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(deleting->state, ==, EINSORA_WORKLOAD_STATE_DELETING);
+        g_assert_cmpint(twice->version, ==, deleting->version);
+        step(f, deleting, EINSORA_WORKLOAD_STATE_DELETED);
+    }
+
+    /* Deleted: gone for actions and plain reads, kept as history. */
+    g_assert_null(einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    {
+        g_autoptr(EinsoraWorkload) history =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, TRUE, &error);
+        g_autoptr(GPtrArray) live =
+            einsora_service_list_workloads(f->service, TENANT_A, FALSE, &error);
+        g_autoptr(GPtrArray) all =
+            einsora_service_list_workloads(f->service, TENANT_A, TRUE, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(history->state, ==, EINSORA_WORKLOAD_STATE_DELETED);
+        g_assert_cmpuint(live->len, ==, 0);
+        g_assert_cmpuint(all->len, ==, 1);
+    }
+    g_assert_null(einsora_service_start_workload(f->service, f->alice, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    /* created, provisioning, running, stopping, deleting, deleted */
+    g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, 6);
+}
+
+static void
+test_other_tenant_is_not_found(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) bobs = NULL;
+
+    g_assert_null(einsora_service_get_workload(f->service, TENANT_B, workload->id, TRUE, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_start_workload(f->service, f->bob, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_stop_workload(f->service, f->bob, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_delete_workload(f->service, f->bob, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_list_events(f->service, TENANT_B, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_export_workload(f->service, TENANT_B, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    bobs = einsora_service_list_workloads(f->service, TENANT_B, TRUE, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(bobs->len, ==, 0);
+    /* A malformed ID is just not found, never another error. */
+    g_assert_null(einsora_service_get_workload(f->service, TENANT_A, "../etc", TRUE, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    {
+        /* Bob's attempts changed nothing. */
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error);
+        g_assert_cmpint(stored->version, ==, 0);
+        g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, 1);
+    }
+}
+
+static void
+test_export(Fixture *f, gconstpointer data)
+{
+    EinsoraWorkloadRequest request = {"notebook", "db password=hunter2", "l40s-48gb", "jupyter",
+                                      NULL};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *text = NULL;
+    JsonObject *root;
+    JsonArray *events;
+    JsonArray *redactions;
+
+    g_assert_no_error(error);
+    drive_to(f, workload, EINSORA_WORKLOAD_STATE_RUNNING);
+    f->clock.now_us += 60 * G_USEC_PER_SEC;
+    node = einsora_service_export_workload(f->service, TENANT_A, workload->id, &error);
+    g_assert_no_error(error);
+    text = json_to_string(node, TRUE);
+    g_test_message("%s", text);
+
+    root = json_node_get_object(node);
+    g_assert_cmpint(json_object_get_int_member(root, "export_version"), ==, 1);
+    g_assert_cmpstr(json_object_get_string_member(root, "exported_at"), ==,
+                    "2025-11-29T08:47:40.000000Z");
+    g_assert_cmpstr(
+        json_object_get_string_member(json_object_get_object_member(root, "workload"), "id"), ==,
+        workload->id);
+    g_assert_cmpstr(
+        json_object_get_string_member(json_object_get_object_member(root, "workload"), "state"), ==,
+        "running");
+    events = json_object_get_array_member(root, "events");
+    g_assert_cmpuint(json_array_get_length(events), ==, 3);
+    g_assert_true(
+        json_object_get_null_member(json_array_get_object_element(events, 0), "from_state"));
+    g_assert_cmpstr(
+        json_object_get_string_member(json_array_get_object_element(events, 2), "to_state"), ==,
+        "running");
+
+    /* The name could hold a secret: redacted, and said so. */
+    g_assert_null(strstr(text, "hunter2"));
+    redactions = json_object_get_array_member(root, "redactions");
+    g_assert_cmpuint(json_array_get_length(redactions), ==, 1);
+    g_assert_cmpstr(
+        json_object_get_string_member(json_array_get_object_element(redactions, 0), "field"), ==,
+        "workload.name");
+    /* No data is lost: the record itself keeps what the user typed. */
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error);
+        g_assert_cmpstr(stored->name, ==, "db password=hunter2");
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+#define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+    ADD("/service/create/records-pending-with-creation-event", test_create);
+    ADD("/service/create/refuses-bad-input-and-changes-nothing", test_create_refuses_bad_input);
+    ADD("/service/transition/every-allowed-step", test_every_allowed_step);
+    ADD("/service/transition/every-forbidden-step", test_every_forbidden_step);
+    ADD("/service/transition/placement-and-attempts", test_placement);
+    ADD("/service/transition/lost-cas-is-conflict", test_lost_cas_is_conflict);
+    ADD("/service/note/from-equals-to", test_note);
+    ADD("/service/quota/held-plus-request", test_quota);
+    ADD("/service/quota/concurrent-creates-exactly-one-wins", test_concurrent_creates);
+    ADD("/service/actions/start-stop-delete", test_user_actions);
+    ADD("/service/tenancy/other-tenant-is-not-found", test_other_tenant_is_not_found);
+    ADD("/service/export/complete-with-redactions", test_export);
+#undef ADD
+    return g_test_run();
+}

@@ -1,1 +1,1442 @@
-/* being written */
+#define G_LOG_DOMAIN "einsora-store"
+
+#include "einsora-store-conformance.h"
+
+#include <gio/gio.h>
+
+#include "einsora-error.h"
+#include "einsora-timestamp.h"
+#include "einsora-uuid.h"
+
+/* The schema, defined once: every store's tables, columns and index names. */
+
+typedef struct {
+    const char *table;
+    const char *const *columns;
+} TableColumns;
+
+static const TableColumns schema_columns[] = {
+    {"tenants", (const char *const[]){"id", "name", "trusted", "created_at", NULL}},
+    {"users", (const char *const[]){"id", "tenant_id", "email", "display_name", "password_hash",
+                                    "role", "created_at", "disabled_at", NULL}},
+    {"api_tokens",
+     (const char *const[]){"id", "tenant_id", "user_id", "name", "prefix", "token_sha256",
+                           "created_at", "last_used_at", "expires_at", "revoked_at", NULL}},
+    {"sessions",
+     (const char *const[]){"id", "tenant_id", "user_id", "session_sha256", "csrf_sha256",
+                           "created_at", "expires_at", "revoked_at", NULL}},
+    {"quotas", (const char *const[]){"tenant_id", "gpu_class", "gpus", "updated_at", NULL}},
+    {"machines",
+     (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus", "memory_mib",
+                           "sharing", "inventory", "last_seen_at", "created_at", NULL}},
+    {"workloads",
+     (const char *const[]){"id", "tenant_id", "kind", "name", "state", "region", "gpu_class",
+                           "placed_class", "image", "gpus", "machine_id", "driver", "attempt",
+                           "version", "created_by", "created_at", "updated_at", NULL}},
+    {"workload_events", (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state",
+                                              "to_state", "reason", "attempt", "created_at", NULL}},
+    {"access_tickets", (const char *const[]){"ticket_sha256", "tenant_id", "workload_id", "user_id",
+                                             "created_at", "expires_at", "used_at", NULL}},
+    {"usage_records",
+     (const char *const[]){"id", "tenant_id", "workload_id", "region", "gpu_class", "hour_start",
+                           "seconds", "gpu_seconds", "created_at", NULL}},
+    {"leases", (const char *const[]){"name", "holder", "acquired_at", "expires_at", NULL}},
+    {"idempotency_keys",
+     (const char *const[]){"tenant_id", "key", "request_sha256", "response_status", "response_body",
+                           "created_at", "expires_at", NULL}},
+};
+
+static const char *const schema_indexes[] = {
+    "tenants_name",
+    "users_email",
+    "users_tenant_id_id",
+    "api_tokens_token_sha256",
+    "api_tokens_user_id",
+    "sessions_session_sha256",
+    "sessions_user_id",
+    "sessions_expires_at",
+    "machines_tenant_id",
+    "machines_region",
+    "workloads_tenant_id_id",
+    "workloads_tenant_id_created_at_id",
+    "workloads_tenant_id_gpu_class_state",
+    "workloads_region_state",
+    "workloads_machine_id",
+    "workload_events_id",
+    "workload_events_workload_id_seq",
+    "access_tickets_expires_at",
+    "usage_records_workload_id_hour_start",
+    "usage_records_tenant_id_hour_start",
+    "idempotency_keys_expires_at",
+    NULL,
+};
+
+const char *const *
+einsora_store_conformance_tables(void)
+{
+    static const char *tables[G_N_ELEMENTS(schema_columns) + 1];
+
+    for (guint i = 0; i < G_N_ELEMENTS(schema_columns); i++)
+        tables[i] = schema_columns[i].table;
+    tables[G_N_ELEMENTS(schema_columns)] = NULL;
+    return tables;
+}
+
+/* Fixture and record helpers */
+
+/* 2026-01-01T00:00:00Z */
+#define BASE_US G_GINT64_CONSTANT(1767225600000000)
+
+typedef struct {
+    const EinsoraStoreHarness *harness;
+    EinsoraStore *store;
+    gint64 now_us;
+} Fixture;
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    f->harness = data;
+    f->store = f->harness->open_fresh(f->harness->data, &error);
+    g_assert_no_error(error);
+    g_assert_true(EINSORA_IS_STORE(f->store));
+    f->now_us = BASE_US;
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    g_assert_finalize_object(f->store);
+}
+
+/* A timestamp one second after the last one, so creation order is time
+ * order unless a test says otherwise. */
+static gchar *
+tick(Fixture *f)
+{
+    f->now_us += G_USEC_PER_SEC;
+    return einsora_timestamp_format(f->now_us);
+}
+
+static gchar *
+new_id(Fixture *f)
+{
+    return einsora_uuid_v7_new(f->now_us / 1000);
+}
+
+/* Takes @value. */
+static void
+replace_string(gchar **field, gchar *value)
+{
+    g_free(*field);
+    *field = value;
+}
+
+static EinsoraTenant *
+add_tenant(Fixture *f, const char *name, gboolean trusted)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *id = new_id(f);
+    g_autofree gchar *created_at = tick(f);
+    g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(id, name, trusted, created_at);
+
+    g_assert_true(einsora_store_insert_tenant(f->store, tenant, &error));
+    g_assert_no_error(error);
+    return g_steal_pointer(&tenant);
+}
+
+static EinsoraMachine *
+machine_new_for(Fixture *f, const char *tenant_id, const char *name)
+{
+    EinsoraMachine *machine = einsora_machine_new();
+
+    machine->id = new_id(f);
+    machine->tenant_id = g_strdup(tenant_id);
+    machine->name = g_strdup(name);
+    machine->region = g_strdup("home");
+    machine->os = g_strdup("linux");
+    machine->cpus = 16;
+    machine->memory_mib = 65536;
+    machine->sharing = EINSORA_SHARING_PRIVATE;
+    machine->created_at = tick(f);
+    return machine;
+}
+
+static EinsoraMachine *
+add_machine(Fixture *f, const char *tenant_id, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = machine_new_for(f, tenant_id, name);
+
+    g_assert_true(einsora_store_insert_machine(f->store, machine, &error));
+    g_assert_no_error(error);
+    return g_steal_pointer(&machine);
+}
+
+static EinsoraWorkload *
+workload_new_for(Fixture *f, const char *tenant_id, const char *name)
+{
+    EinsoraWorkload *workload = einsora_workload_new();
+
+    workload->id = new_id(f);
+    workload->tenant_id = g_strdup(tenant_id);
+    workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
+    workload->name = g_strdup(name);
+    workload->state = EINSORA_WORKLOAD_STATE_PENDING;
+    workload->region = g_strdup("home");
+    workload->gpu_class = g_strdup("l40s-48gb");
+    workload->image = g_strdup("jupyter-pytorch");
+    workload->gpus = 1;
+    workload->created_by = einsora_uuid_v7_new(BASE_US / 1000);
+    workload->created_at = tick(f);
+    workload->updated_at = g_strdup(workload->created_at);
+    return workload;
+}
+
+static void
+insert_workload(Fixture *f, const EinsoraWorkload *workload)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_insert_workload(f->store, workload, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraWorkload *
+add_workload(Fixture *f, const char *tenant_id, const char *name)
+{
+    g_autoptr(EinsoraWorkload) workload = workload_new_for(f, tenant_id, name);
+
+    insert_workload(f, workload);
+    return g_steal_pointer(&workload);
+}
+
+static EinsoraWorkloadEvent *
+event_new_for(Fixture *f, const EinsoraWorkload *workload, gboolean has_from_state,
+              EinsoraWorkloadState from, EinsoraWorkloadState to, const char *reason)
+{
+    EinsoraWorkloadEvent *event = einsora_workload_event_new();
+
+    event->id = new_id(f);
+    event->tenant_id = g_strdup(workload->tenant_id);
+    event->workload_id = g_strdup(workload->id);
+    event->has_from_state = has_from_state;
+    event->from_state = has_from_state ? from : EINSORA_WORKLOAD_STATE_PENDING;
+    event->to_state = to;
+    event->reason = g_strdup(reason);
+    event->attempt = workload->attempt;
+    event->created_at = tick(f);
+    return event;
+}
+
+static void
+append_event(Fixture *f, const EinsoraWorkloadEvent *event)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_append_event(f->store, event, &error));
+    g_assert_no_error(error);
+}
+
+static void
+assert_tenant_equal(const EinsoraTenant *a, const EinsoraTenant *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_cmpint(a->trusted, ==, b->trusted);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+}
+
+static void
+assert_machine_equal(const EinsoraMachine *a, const EinsoraMachine *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_cmpstr(a->region, ==, b->region);
+    g_assert_cmpstr(a->os, ==, b->os);
+    g_assert_cmpint(a->cpus, ==, b->cpus);
+    g_assert_cmpint(a->memory_mib, ==, b->memory_mib);
+    g_assert_cmpint(a->sharing, ==, b->sharing);
+    g_assert_cmpstr(a->last_seen_at, ==, b->last_seen_at);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+}
+
+static void
+assert_workload_equal(const EinsoraWorkload *a, const EinsoraWorkload *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpint(a->kind, ==, b->kind);
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_cmpint(a->state, ==, b->state);
+    g_assert_cmpstr(a->region, ==, b->region);
+    g_assert_cmpstr(a->gpu_class, ==, b->gpu_class);
+    g_assert_cmpstr(a->placed_class, ==, b->placed_class);
+    g_assert_cmpstr(a->image, ==, b->image);
+    g_assert_cmpint(a->gpus, ==, b->gpus);
+    g_assert_cmpstr(a->machine_id, ==, b->machine_id);
+    g_assert_cmpstr(a->driver, ==, b->driver);
+    g_assert_cmpint(a->attempt, ==, b->attempt);
+    g_assert_cmpint(a->version, ==, b->version);
+    g_assert_cmpstr(a->created_by, ==, b->created_by);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->updated_at, ==, b->updated_at);
+}
+
+static void
+assert_event_equal(const EinsoraWorkloadEvent *a, const EinsoraWorkloadEvent *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->workload_id, ==, b->workload_id);
+    g_assert_cmpint(a->has_from_state, ==, b->has_from_state);
+    if (a->has_from_state)
+        g_assert_cmpint(a->from_state, ==, b->from_state);
+    g_assert_cmpint(a->to_state, ==, b->to_state);
+    g_assert_cmpstr(a->reason, ==, b->reason);
+    g_assert_cmpint(a->attempt, ==, b->attempt);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+}
+
+static EinsoraWorkload *
+get_workload(Fixture *f, const char *tenant_id, const char *workload_id)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkload *workload =
+        einsora_store_get_workload(f->store, tenant_id, workload_id, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(workload);
+    return workload;
+}
+
+static GPtrArray *
+list_events(Fixture *f, const char *tenant_id, const char *workload_id)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *events = einsora_store_list_events(f->store, tenant_id, workload_id, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(events);
+    return events;
+}
+
+static GPtrArray *
+list_workloads(Fixture *f, const char *tenant_id, gboolean include_deleted)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *workloads =
+        einsora_store_list_workloads(f->store, tenant_id, include_deleted, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(workloads);
+    return workloads;
+}
+
+/* Orders by (created_at, id), as lists must. */
+static gint
+workload_order_cmp(gconstpointer a, gconstpointer b)
+{
+    const EinsoraWorkload *wa = *(EinsoraWorkload *const *)a;
+    const EinsoraWorkload *wb = *(EinsoraWorkload *const *)b;
+    int cmp = g_strcmp0(wa->created_at, wb->created_at);
+
+    return cmp != 0 ? cmp : g_strcmp0(wa->id, wb->id);
+}
+
+static gint
+machine_order_cmp(gconstpointer a, gconstpointer b)
+{
+    const EinsoraMachine *ma = *(EinsoraMachine *const *)a;
+    const EinsoraMachine *mb = *(EinsoraMachine *const *)b;
+    int cmp = g_strcmp0(ma->created_at, mb->created_at);
+
+    return cmp != 0 ? cmp : g_strcmp0(ma->id, mb->id);
+}
+
+/* Tenants */
+
+static void
+test_tenant_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) internal = add_tenant(f, "internal", TRUE);
+    g_autoptr(EinsoraTenant) got_acme = NULL;
+    g_autoptr(EinsoraTenant) got_internal = NULL;
+    g_autoptr(EinsoraTenant) missing = NULL;
+    g_autofree gchar *unknown_id = new_id(f);
+
+    got_acme = einsora_store_get_tenant(f->store, acme->id, &error);
+    g_assert_no_error(error);
+    assert_tenant_equal(got_acme, acme);
+    got_internal = einsora_store_get_tenant(f->store, internal->id, &error);
+    g_assert_no_error(error);
+    assert_tenant_equal(got_internal, internal);
+    g_assert_true(got_internal->trusted);
+
+    missing = einsora_store_get_tenant(f->store, unknown_id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(missing);
+}
+
+static void
+test_tenant_duplicate_id(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) copy = einsora_tenant_new(acme->id, "globex", TRUE, acme->created_at);
+    g_autoptr(EinsoraTenant) got = NULL;
+
+    g_assert_false(einsora_store_insert_tenant(f->store, copy, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    got = einsora_store_get_tenant(f->store, acme->id, &error);
+    g_assert_no_error(error);
+    assert_tenant_equal(got, acme);
+}
+
+static void
+test_tenant_duplicate_name(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autofree gchar *other_id = new_id(f);
+    g_autoptr(EinsoraTenant) other = einsora_tenant_new(other_id, "acme", FALSE, acme->created_at);
+    g_autoptr(EinsoraTenant) missing = NULL;
+
+    g_assert_false(einsora_store_insert_tenant(f->store, other, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    missing = einsora_store_get_tenant(f->store, other_id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+/* Machines */
+
+static void
+test_machine_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraMachine) desktop = add_machine(f, acme->id, "desktop");
+    g_autoptr(EinsoraMachine) studio = machine_new_for(f, acme->id, "studio");
+    g_autoptr(EinsoraMachine) got = NULL;
+
+    replace_string(&studio->os, g_strdup("darwin"));
+    studio->sharing = EINSORA_SHARING_COMMUNITY;
+    studio->last_seen_at = tick(f);
+    g_assert_true(einsora_store_insert_machine(f->store, studio, &error));
+    g_assert_no_error(error);
+
+    got = einsora_store_get_machine(f->store, acme->id, desktop->id, &error);
+    g_assert_no_error(error);
+    assert_machine_equal(got, desktop);
+    g_assert_null(got->last_seen_at);
+    g_clear_pointer(&got, einsora_machine_free);
+    got = einsora_store_get_machine(f->store, acme->id, studio->id, &error);
+    g_assert_no_error(error);
+    assert_machine_equal(got, studio);
+}
+
+static void
+test_machine_duplicate_id(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraMachine) desktop = add_machine(f, acme->id, "desktop");
+    g_autoptr(EinsoraMachine) copy = einsora_machine_copy(desktop);
+    g_autoptr(EinsoraMachine) got = NULL;
+
+    replace_string(&copy->name, g_strdup("impostor"));
+    g_assert_false(einsora_store_insert_machine(f->store, copy, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    got = einsora_store_get_machine(f->store, acme->id, desktop->id, &error);
+    g_assert_no_error(error);
+    assert_machine_equal(got, desktop);
+}
+
+static void
+test_machine_unknown_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant_id = new_id(f);
+    g_autoptr(EinsoraMachine) machine = machine_new_for(f, tenant_id, "desktop");
+
+    g_assert_false(einsora_store_insert_machine(f->store, machine, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static void
+test_machine_other_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraMachine) desktop = add_machine(f, acme->id, "desktop");
+    g_autoptr(EinsoraMachine) got = NULL;
+    g_autoptr(GPtrArray) acme_list = NULL;
+    g_autoptr(GPtrArray) globex_list = NULL;
+
+    got = einsora_store_get_machine(f->store, globex->id, desktop->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+
+    globex_list = einsora_store_list_machines(f->store, globex->id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(globex_list->len, ==, 0);
+    acme_list = einsora_store_list_machines(f->store, acme->id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(acme_list->len, ==, 1);
+    assert_machine_equal(g_ptr_array_index(acme_list, 0), desktop);
+}
+
+static void
+test_machine_list_order(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(GPtrArray) expected =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_machine_free);
+    g_autoptr(GPtrArray) got = NULL;
+    g_autofree gchar *early = tick(f);
+    g_autofree gchar *late = tick(f);
+    /* Inserted out of time order, two with the same time. */
+    const char *times[] = {late, early, early, late};
+
+    for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+        g_autofree gchar *name = g_strdup_printf("machine-%u", i);
+        EinsoraMachine *machine = machine_new_for(f, acme->id, name);
+        replace_string(&machine->created_at, g_strdup(times[i]));
+        g_assert_true(einsora_store_insert_machine(f->store, machine, &error));
+        g_assert_no_error(error);
+        g_ptr_array_add(expected, machine);
+    }
+    g_ptr_array_sort(expected, machine_order_cmp);
+
+    got = einsora_store_list_machines(f->store, acme->id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(got->len, ==, expected->len);
+    for (guint i = 0; i < got->len; i++)
+        assert_machine_equal(g_ptr_array_index(got, i), g_ptr_array_index(expected, i));
+}
+
+/* Workloads */
+
+static void
+test_workload_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraMachine) desktop = add_machine(f, acme->id, "desktop");
+    g_autoptr(EinsoraWorkload) plain = add_workload(f, acme->id, "plain");
+    g_autoptr(EinsoraWorkload) placed = workload_new_for(f, acme->id, "placed");
+    g_autoptr(EinsoraWorkload) got_plain = NULL;
+    g_autoptr(EinsoraWorkload) got_placed = NULL;
+
+    placed->kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    placed->state = EINSORA_WORKLOAD_STATE_RUNNING;
+    placed->placed_class = g_strdup("a100-80gb");
+    placed->machine_id = g_strdup(desktop->id);
+    placed->driver = g_strdup("docker");
+    placed->gpus = 2;
+    placed->attempt = 3;
+    placed->version = 7;
+    replace_string(&placed->updated_at, tick(f));
+    insert_workload(f, placed);
+
+    got_plain = get_workload(f, acme->id, plain->id);
+    assert_workload_equal(got_plain, plain);
+    g_assert_null(got_plain->placed_class);
+    g_assert_null(got_plain->machine_id);
+    g_assert_null(got_plain->driver);
+    got_placed = get_workload(f, acme->id, placed->id);
+    assert_workload_equal(got_placed, placed);
+}
+
+static void
+test_workload_duplicate_id(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "first");
+    g_autoptr(EinsoraWorkload) copy = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+
+    replace_string(&copy->name, g_strdup("second"));
+    g_assert_false(einsora_store_insert_workload(f->store, copy, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    got = get_workload(f, acme->id, workload->id);
+    assert_workload_equal(got, workload);
+    list = list_workloads(f, acme->id, TRUE);
+    g_assert_cmpuint(list->len, ==, 1);
+}
+
+static void
+test_workload_unknown_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant_id = new_id(f);
+    g_autoptr(EinsoraWorkload) workload = workload_new_for(f, tenant_id, "orphan");
+
+    g_assert_false(einsora_store_insert_workload(f->store, workload, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static void
+test_workload_unknown(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) ghost = workload_new_for(f, acme->id, "ghost");
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    got = einsora_store_get_workload(f->store, acme->id, ghost->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+
+    events = einsora_store_list_events(f->store, acme->id, ghost->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(events);
+    g_clear_error(&error);
+
+    ghost->state = EINSORA_WORKLOAD_STATE_QUEUED;
+    g_assert_false(einsora_store_update_workload_state(f->store, ghost,
+                                                       EINSORA_WORKLOAD_STATE_PENDING, 0, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+/* Every tenant-scoped method, called by tenant B on tenant A's workload. */
+static void
+test_workload_other_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "acme-notebook");
+    g_autoptr(EinsoraWorkloadEvent) created = event_new_for(
+        f, workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created by you@acme.example");
+    g_autoptr(EinsoraWorkload) as_globex = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkloadEvent) globex_event = NULL;
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(GPtrArray) globex_list = NULL;
+    g_autoptr(GPtrArray) globex_all = NULL;
+    g_autoptr(GPtrArray) acme_list = NULL;
+
+    append_event(f, created);
+
+    got = einsora_store_get_workload(f->store, globex->id, workload->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+
+    globex_list = list_workloads(f, globex->id, FALSE);
+    g_assert_cmpuint(globex_list->len, ==, 0);
+    globex_all = list_workloads(f, globex->id, TRUE);
+    g_assert_cmpuint(globex_all->len, ==, 0);
+    acme_list = list_workloads(f, acme->id, FALSE);
+    g_assert_cmpuint(acme_list->len, ==, 1);
+
+    events = einsora_store_list_events(f->store, globex->id, workload->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(events);
+    g_clear_error(&error);
+
+    /* The CAS with B's tenant ID must not touch A's row. */
+    replace_string(&as_globex->tenant_id, g_strdup(globex->id));
+    as_globex->state = EINSORA_WORKLOAD_STATE_DELETING;
+    g_assert_false(einsora_store_update_workload_state(f->store, as_globex,
+                                                       EINSORA_WORKLOAD_STATE_PENDING, 0, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    /* Nor may B write into A's timeline. */
+    globex_event = event_new_for(f, workload, TRUE, EINSORA_WORKLOAD_STATE_PENDING,
+                                 EINSORA_WORKLOAD_STATE_DELETING, "delete requested");
+    replace_string(&globex_event->tenant_id, g_strdup(globex->id));
+    g_assert_false(einsora_store_append_event(f->store, globex_event, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+
+    got = get_workload(f, acme->id, workload->id);
+    assert_workload_equal(got, workload);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = list_events(f, acme->id, workload->id);
+    g_assert_cmpuint(events->len, ==, 1);
+    assert_event_equal(g_ptr_array_index(events, 0), created);
+}
+
+static void
+test_workload_list_order(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(GPtrArray) expected =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
+    g_autoptr(GPtrArray) got = NULL;
+    g_autofree gchar *early = tick(f);
+    g_autofree gchar *late = tick(f);
+    const char *times[] = {late, early, late, early, early};
+
+    for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+        g_autofree gchar *name = g_strdup_printf("workload-%u", i);
+        EinsoraWorkload *workload = workload_new_for(f, acme->id, name);
+        replace_string(&workload->created_at, g_strdup(times[i]));
+        insert_workload(f, workload);
+        g_ptr_array_add(expected, workload);
+    }
+    g_ptr_array_sort(expected, workload_order_cmp);
+
+    got = list_workloads(f, acme->id, FALSE);
+    g_assert_cmpuint(got->len, ==, expected->len);
+    for (guint i = 0; i < got->len; i++)
+        assert_workload_equal(g_ptr_array_index(got, i), g_ptr_array_index(expected, i));
+}
+
+static void
+test_workload_list_include_deleted(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) running = workload_new_for(f, acme->id, "running");
+    g_autoptr(EinsoraWorkload) deleted = workload_new_for(f, acme->id, "deleted");
+    g_autoptr(EinsoraWorkload) deleting = workload_new_for(f, acme->id, "deleting");
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(GPtrArray) visible = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    running->state = EINSORA_WORKLOAD_STATE_RUNNING;
+    deleted->state = EINSORA_WORKLOAD_STATE_DELETED;
+    deleting->state = EINSORA_WORKLOAD_STATE_DELETING;
+    insert_workload(f, running);
+    insert_workload(f, deleted);
+    insert_workload(f, deleting);
+
+    visible = list_workloads(f, acme->id, FALSE);
+    g_assert_cmpuint(visible->len, ==, 2);
+    assert_workload_equal(g_ptr_array_index(visible, 0), running);
+    assert_workload_equal(g_ptr_array_index(visible, 1), deleting);
+
+    all = list_workloads(f, acme->id, TRUE);
+    g_assert_cmpuint(all->len, ==, 3);
+    assert_workload_equal(g_ptr_array_index(all, 0), running);
+    assert_workload_equal(g_ptr_array_index(all, 1), deleted);
+    assert_workload_equal(g_ptr_array_index(all, 2), deleting);
+
+    /* get finds deleted workloads; callers decide whether to show them. */
+    got = get_workload(f, acme->id, deleted->id);
+    assert_workload_equal(got, deleted);
+}
+
+/* Compare-and-swap */
+
+static void
+test_cas_success(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraMachine) desktop = add_machine(f, acme->id, "desktop");
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) next = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(EinsoraWorkload) stopped = NULL;
+
+    /* Only state, placement, attempt and updated_at are written; the rest
+     * of the record is the user's intent and must not change. */
+    next->state = EINSORA_WORKLOAD_STATE_PROVISIONING;
+    next->placed_class = g_strdup("l40s-48gb");
+    next->machine_id = g_strdup(desktop->id);
+    next->driver = g_strdup("sim");
+    next->attempt = 1;
+    replace_string(&next->updated_at, tick(f));
+    replace_string(&next->name, g_strdup("renamed"));
+    next->gpus = 99;
+    next->version = 42;
+    g_assert_true(einsora_store_update_workload_state(
+        f->store, next, EINSORA_WORKLOAD_STATE_PENDING, workload->version, &error));
+    g_assert_no_error(error);
+
+    got = get_workload(f, acme->id, workload->id);
+    g_assert_cmpint(got->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpstr(got->placed_class, ==, "l40s-48gb");
+    g_assert_cmpstr(got->machine_id, ==, desktop->id);
+    g_assert_cmpstr(got->driver, ==, "sim");
+    g_assert_cmpint(got->attempt, ==, 1);
+    g_assert_cmpint(got->version, ==, workload->version + 1);
+    g_assert_cmpstr(got->updated_at, ==, next->updated_at);
+    g_assert_cmpstr(got->name, ==, workload->name);
+    g_assert_cmpint(got->gpus, ==, workload->gpus);
+    g_assert_cmpstr(got->created_at, ==, workload->created_at);
+    g_assert_cmpstr(got->created_by, ==, workload->created_by);
+
+    /* A later step clears the placement again. */
+    stopped = einsora_workload_copy(got);
+    stopped->state = EINSORA_WORKLOAD_STATE_STOPPING;
+    g_clear_pointer(&stopped->placed_class, g_free);
+    g_clear_pointer(&stopped->machine_id, g_free);
+    g_clear_pointer(&stopped->driver, g_free);
+    g_assert_true(einsora_store_update_workload_state(
+        f->store, stopped, EINSORA_WORKLOAD_STATE_PROVISIONING, got->version, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&got, einsora_workload_free);
+    got = get_workload(f, acme->id, workload->id);
+    g_assert_cmpint(got->state, ==, EINSORA_WORKLOAD_STATE_STOPPING);
+    g_assert_null(got->placed_class);
+    g_assert_null(got->machine_id);
+    g_assert_null(got->driver);
+    g_assert_cmpint(got->version, ==, workload->version + 2);
+}
+
+static void
+test_cas_stale_version(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) queued = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) deleting = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) before = NULL;
+    g_autoptr(EinsoraWorkload) after = NULL;
+
+    /* The controller wins the race... */
+    queued->state = EINSORA_WORKLOAD_STATE_QUEUED;
+    replace_string(&queued->updated_at, tick(f));
+    g_assert_true(einsora_store_update_workload_state(f->store, queued,
+                                                      EINSORA_WORKLOAD_STATE_PENDING, 0, &error));
+    g_assert_no_error(error);
+    before = get_workload(f, acme->id, workload->id);
+
+    /* ...so the API's write, based on version 0, must fail. The expected
+     * state is what the row now has, so only the version can stop it. */
+    deleting->state = EINSORA_WORKLOAD_STATE_DELETING;
+    replace_string(&deleting->updated_at, tick(f));
+    g_assert_false(einsora_store_update_workload_state(f->store, deleting,
+                                                       EINSORA_WORKLOAD_STATE_QUEUED, 0, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+
+    after = get_workload(f, acme->id, workload->id);
+    assert_workload_equal(after, before);
+    g_assert_cmpint(after->version, ==, 1);
+}
+
+static void
+test_cas_wrong_state(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) next = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) after = NULL;
+
+    next->state = EINSORA_WORKLOAD_STATE_PROVISIONING;
+    replace_string(&next->updated_at, tick(f));
+    g_assert_false(einsora_store_update_workload_state(
+        f->store, next, EINSORA_WORKLOAD_STATE_QUEUED, workload->version, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+
+    after = get_workload(f, acme->id, workload->id);
+    assert_workload_equal(after, workload);
+}
+
+static void
+test_cas_unknown_machine(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) next = einsora_workload_copy(workload);
+    g_autoptr(EinsoraWorkload) after = NULL;
+
+    next->state = EINSORA_WORKLOAD_STATE_PROVISIONING;
+    next->placed_class = g_strdup("l40s-48gb");
+    next->machine_id = new_id(f);
+    next->driver = g_strdup("sim");
+    g_assert_false(einsora_store_update_workload_state(
+        f->store, next, EINSORA_WORKLOAD_STATE_PENDING, workload->version, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+
+    after = get_workload(f, acme->id, workload->id);
+    assert_workload_equal(after, workload);
+}
+
+/* Quotas */
+
+static void
+test_quota_missing_is_zero(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autofree gchar *unknown_tenant = new_id(f);
+    gint64 gpus = 42;
+
+    g_assert_true(einsora_store_get_quota(f->store, acme->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 0);
+    gpus = 42;
+    g_assert_true(einsora_store_get_quota(f->store, unknown_tenant, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 0);
+}
+
+static void
+test_quota_set_and_update(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autofree gchar *unknown_tenant = new_id(f);
+    const gint64 values[] = {4, 2, 0, 8};
+    gint64 gpus = -1;
+
+    for (guint i = 0; i < G_N_ELEMENTS(values); i++) {
+        g_assert_true(einsora_store_set_quota(f->store, acme->id, "l40s-48gb", values[i], &error));
+        g_assert_no_error(error);
+        g_assert_true(einsora_store_get_quota(f->store, acme->id, "l40s-48gb", &gpus, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(gpus, ==, values[i]);
+    }
+
+    g_assert_false(einsora_store_set_quota(f->store, acme->id, "l40s-48gb", -1, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    g_clear_error(&error);
+    g_assert_true(einsora_store_get_quota(f->store, acme->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 8);
+
+    g_assert_false(einsora_store_set_quota(f->store, unknown_tenant, "l40s-48gb", 1, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static void
+test_quota_per_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    gint64 gpus = -1;
+
+    g_assert_true(einsora_store_set_quota(f->store, acme->id, "l40s-48gb", 4, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_get_quota(f->store, globex->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 0);
+
+    g_assert_true(einsora_store_set_quota(f->store, globex->id, "l40s-48gb", 1, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_get_quota(f->store, acme->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 4);
+    g_assert_true(einsora_store_get_quota(f->store, acme->id, "a100-80gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 0);
+}
+
+static void
+add_held(Fixture *f, const char *tenant_id, const char *gpu_class, EinsoraWorkloadState state,
+         gint64 gpus)
+{
+    g_autoptr(EinsoraWorkload) workload = workload_new_for(f, tenant_id, "held");
+
+    replace_string(&workload->gpu_class, g_strdup(gpu_class));
+    workload->state = state;
+    workload->gpus = gpus;
+    insert_workload(f, workload);
+}
+
+static void
+test_quota_gpus_by_state(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    gint64 sums[EINSORA_WORKLOAD_STATE_COUNT];
+    gint64 expected[EINSORA_WORKLOAD_STATE_COUNT] = {0};
+
+    add_held(f, acme->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_PENDING, 2);
+    add_held(f, acme->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_RUNNING, 1);
+    add_held(f, acme->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_RUNNING, 4);
+    add_held(f, acme->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_DELETED, 1);
+    add_held(f, acme->id, "a100-80gb", EINSORA_WORKLOAD_STATE_RUNNING, 8);
+    add_held(f, globex->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_RUNNING, 16);
+    add_held(f, globex->id, "l40s-48gb", EINSORA_WORKLOAD_STATE_QUEUED, 32);
+
+    /* The store zeroes the caller's array first. */
+    for (guint i = 0; i < EINSORA_WORKLOAD_STATE_COUNT; i++)
+        sums[i] = 1000;
+    g_assert_true(einsora_store_gpus_by_state(f->store, acme->id, "l40s-48gb", sums, &error));
+    g_assert_no_error(error);
+    expected[EINSORA_WORKLOAD_STATE_PENDING] = 2;
+    expected[EINSORA_WORKLOAD_STATE_RUNNING] = 5;
+    expected[EINSORA_WORKLOAD_STATE_DELETED] = 1;
+    for (guint i = 0; i < EINSORA_WORKLOAD_STATE_COUNT; i++)
+        g_assert_cmpint(sums[i], ==, expected[i]);
+
+    g_assert_true(einsora_store_gpus_by_state(f->store, globex->id, "l40s-48gb", sums, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < EINSORA_WORKLOAD_STATE_COUNT; i++) {
+        gint64 want = i == EINSORA_WORKLOAD_STATE_RUNNING  ? 16
+                      : i == EINSORA_WORKLOAD_STATE_QUEUED ? 32
+                                                           : 0;
+        g_assert_cmpint(sums[i], ==, want);
+    }
+
+    g_assert_true(einsora_store_gpus_by_state(f->store, globex->id, "a100-80gb", sums, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < EINSORA_WORKLOAD_STATE_COUNT; i++)
+        g_assert_cmpint(sums[i], ==, 0);
+}
+
+/* The timeline */
+
+static void
+test_event_round_trip_and_order(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) other = add_workload(f, acme->id, "other");
+    g_autoptr(GPtrArray) appended =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_event_free);
+    g_autoptr(EinsoraWorkloadEvent) other_event = NULL;
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) got_other = NULL;
+    const struct {
+        gboolean has_from;
+        EinsoraWorkloadState from;
+        EinsoraWorkloadState to;
+        const char *reason;
+    } steps[] = {
+        {FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created by you@example.com"},
+        {TRUE, EINSORA_WORKLOAD_STATE_PENDING, EINSORA_WORKLOAD_STATE_QUEUED,
+         "waiting for l40s-48gb capacity: requested 1 GPU(s), not enough free right now"},
+        {TRUE, EINSORA_WORKLOAD_STATE_QUEUED, EINSORA_WORKLOAD_STATE_QUEUED,
+         "its machine is offline; waiting for it to reconnect"},
+        {TRUE, EINSORA_WORKLOAD_STATE_QUEUED, EINSORA_WORKLOAD_STATE_PROVISIONING,
+         "admitted: 1 × l40s-48gb"},
+    };
+
+    /* Appended with times and IDs running backwards: the order must be
+     * the order of appending, nothing else. */
+    f->now_us += 100 * G_USEC_PER_SEC;
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        EinsoraWorkloadEvent *event = event_new_for(f, workload, steps[i].has_from, steps[i].from,
+                                                    steps[i].to, steps[i].reason);
+        event->attempt = i == 3 ? 1 : 0;
+        append_event(f, event);
+        g_ptr_array_add(appended, event);
+        f->now_us -= 10 * G_USEC_PER_SEC;
+    }
+    other_event = event_new_for(f, other, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    append_event(f, other_event);
+
+    got = list_events(f, acme->id, workload->id);
+    g_assert_cmpuint(got->len, ==, appended->len);
+    for (guint i = 0; i < got->len; i++)
+        assert_event_equal(g_ptr_array_index(got, i), g_ptr_array_index(appended, i));
+    g_assert_false(((EinsoraWorkloadEvent *)g_ptr_array_index(got, 0))->has_from_state);
+    g_assert_true(einsora_workload_event_is_note(g_ptr_array_index(got, 2)));
+
+    got_other = list_events(f, acme->id, other->id);
+    g_assert_cmpuint(got_other->len, ==, 1);
+    assert_event_equal(g_ptr_array_index(got_other, 0), other_event);
+}
+
+static void
+test_event_duplicate_id(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkloadEvent) created =
+        event_new_for(f, workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    g_autoptr(EinsoraWorkloadEvent) copy = einsora_workload_event_copy(created);
+    g_autoptr(GPtrArray) events = NULL;
+
+    append_event(f, created);
+    replace_string(&copy->reason, g_strdup("again"));
+    g_assert_false(einsora_store_append_event(f->store, copy, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+
+    events = list_events(f, acme->id, workload->id);
+    g_assert_cmpuint(events->len, ==, 1);
+    assert_event_equal(g_ptr_array_index(events, 0), created);
+}
+
+static void
+test_event_unknown_workload(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) ghost = workload_new_for(f, acme->id, "ghost");
+    g_autoptr(EinsoraWorkloadEvent) event =
+        event_new_for(f, ghost, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+
+    g_assert_false(einsora_store_append_event(f->store, event, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static void
+test_event_append_only(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkloadEvent) created =
+        event_new_for(f, workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    g_autoptr(EinsoraWorkloadEvent) queued =
+        event_new_for(f, workload, TRUE, EINSORA_WORKLOAD_STATE_PENDING,
+                      EINSORA_WORKLOAD_STATE_QUEUED, "waiting for capacity");
+    g_autoptr(GPtrArray) events = NULL;
+    const char *const rewrites[] = {
+        "UPDATE workload_events SET reason = 'rewritten'",
+        "UPDATE workload_events SET to_state = 'running' WHERE from_state IS NULL",
+        "DELETE FROM workload_events",
+        "DELETE FROM workload_events WHERE from_state IS NOT NULL",
+    };
+
+    append_event(f, created);
+    append_event(f, queued);
+
+    for (guint i = 0; i < G_N_ELEMENTS(rewrites); i++) {
+        g_test_message("running %s", rewrites[i]);
+        g_assert_false(f->harness->raw_exec(f->store, rewrites[i], &error));
+        g_assert_nonnull(error);
+        g_clear_error(&error);
+    }
+
+    events = list_events(f, acme->id, workload->id);
+    g_assert_cmpuint(events->len, ==, 2);
+    assert_event_equal(g_ptr_array_index(events, 0), created);
+    assert_event_equal(g_ptr_array_index(events, 1), queued);
+}
+
+/* Transactions */
+
+typedef struct {
+    Fixture *f;
+    EinsoraTenant *tenant;
+    EinsoraWorkload *workload;
+    EinsoraWorkloadEvent *event;
+    gboolean fail;
+} WriteContext;
+
+static gboolean
+write_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    WriteContext *ctx = user_data;
+
+    if (!einsora_store_insert_tenant(store, ctx->tenant, error) ||
+        !einsora_store_insert_workload(store, ctx->workload, error) ||
+        !einsora_store_append_event(store, ctx->event, error))
+        return FALSE;
+    if (!einsora_store_set_quota(store, ctx->tenant->id, "l40s-48gb", 2, error))
+        return FALSE;
+    if (ctx->fail) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED, "changed my mind");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+write_context_init(Fixture *f, WriteContext *ctx, gboolean fail)
+{
+    g_autofree gchar *tenant_id = new_id(f);
+    g_autofree gchar *created_at = tick(f);
+
+    ctx->f = f;
+    ctx->tenant = einsora_tenant_new(tenant_id, "acme", FALSE, created_at);
+    ctx->workload = workload_new_for(f, tenant_id, "notebook");
+    ctx->event =
+        event_new_for(f, ctx->workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    ctx->fail = fail;
+}
+
+static void
+write_context_clear(WriteContext *ctx)
+{
+    g_clear_pointer(&ctx->tenant, einsora_tenant_free);
+    g_clear_pointer(&ctx->workload, einsora_workload_free);
+    g_clear_pointer(&ctx->event, einsora_workload_event_free);
+}
+
+static void
+test_transaction_commit(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    WriteContext ctx;
+    g_autoptr(EinsoraTenant) tenant = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    gint64 gpus = 0;
+
+    write_context_init(f, &ctx, FALSE);
+    g_assert_true(einsora_store_in_transaction(f->store, write_tx, &ctx, &error));
+    g_assert_no_error(error);
+
+    tenant = einsora_store_get_tenant(f->store, ctx.tenant->id, &error);
+    g_assert_no_error(error);
+    assert_tenant_equal(tenant, ctx.tenant);
+    workload = get_workload(f, ctx.tenant->id, ctx.workload->id);
+    assert_workload_equal(workload, ctx.workload);
+    events = list_events(f, ctx.tenant->id, ctx.workload->id);
+    g_assert_cmpuint(events->len, ==, 1);
+    g_assert_true(einsora_store_get_quota(f->store, ctx.tenant->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 2);
+    write_context_clear(&ctx);
+}
+
+static void
+test_transaction_rollback_on_false(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    WriteContext ctx;
+    g_autoptr(EinsoraTenant) tenant = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+    gint64 gpus = -1;
+
+    write_context_init(f, &ctx, TRUE);
+    g_assert_false(einsora_store_in_transaction(f->store, write_tx, &ctx, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_clear_error(&error);
+
+    tenant = einsora_store_get_tenant(f->store, ctx.tenant->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(tenant);
+    g_clear_error(&error);
+    workload = einsora_store_get_workload(f->store, ctx.tenant->id, ctx.workload->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(workload);
+    g_clear_error(&error);
+    list = list_workloads(f, ctx.tenant->id, TRUE);
+    g_assert_cmpuint(list->len, ==, 0);
+    g_assert_true(einsora_store_get_quota(f->store, ctx.tenant->id, "l40s-48gb", &gpus, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(gpus, ==, 0);
+
+    /* The store is usable afterwards: the same writes now commit. */
+    ctx.fail = FALSE;
+    g_assert_true(einsora_store_in_transaction(f->store, write_tx, &ctx, &error));
+    g_assert_no_error(error);
+    write_context_clear(&ctx);
+}
+
+static gboolean
+nested_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    WriteContext *ctx = user_data;
+    g_autoptr(GError) nested_error = NULL;
+
+    if (!einsora_store_insert_tenant(store, ctx->tenant, error))
+        return FALSE;
+    /* A transaction inside this one is a programming error. */
+    g_assert_false(einsora_store_in_transaction(store, write_tx, ctx, &nested_error));
+    g_assert_nonnull(nested_error);
+    return TRUE;
+}
+
+static void
+test_transaction_nested_begin_fails(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) first = NULL;
+    g_autoptr(EinsoraTenant) got = NULL;
+    WriteContext ctx;
+
+    g_assert_true(einsora_store_begin(f->store, &error));
+    g_assert_no_error(error);
+    first = add_tenant(f, "first", FALSE);
+    g_assert_false(einsora_store_begin(f->store, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    /* The failed begin left the outer transaction alone; rolling it back
+     * undoes the insert. */
+    einsora_store_rollback(f->store);
+    got = einsora_store_get_tenant(f->store, first->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    /* The same holds through einsora_store_in_transaction(). */
+    write_context_init(f, &ctx, FALSE);
+    g_assert_true(einsora_store_in_transaction(f->store, nested_tx, &ctx, &error));
+    g_assert_no_error(error);
+    got = einsora_store_get_tenant(f->store, ctx.tenant->id, &error);
+    g_assert_no_error(error);
+    assert_tenant_equal(got, ctx.tenant);
+    write_context_clear(&ctx);
+}
+
+static void
+test_transaction_commit_without_begin(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false(einsora_store_commit(f->store, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    /* A stray rollback is harmless. */
+    einsora_store_rollback(f->store);
+    g_assert_true(einsora_store_begin(f->store, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_commit(f->store, &error));
+    g_assert_no_error(error);
+}
+
+/* The schema */
+
+static gint
+strcmp_ptr(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(const char *const *)a, *(const char *const *)b);
+}
+
+static gchar *
+join_sorted(const char *const *strv)
+{
+    g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+
+    for (guint i = 0; strv[i] != NULL; i++)
+        g_ptr_array_add(sorted, (gpointer)strv[i]);
+    g_ptr_array_sort(sorted, strcmp_ptr);
+    g_ptr_array_add(sorted, NULL);
+    return g_strjoinv(",", (gchar **)sorted->pdata);
+}
+
+static void
+test_schema_columns(Fixture *f, gconstpointer data)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(schema_columns); i++) {
+        g_auto(GStrv) columns = f->harness->list_columns(f->store, schema_columns[i].table);
+        g_autofree gchar *got = NULL;
+        g_autofree gchar *want = join_sorted(schema_columns[i].columns);
+
+        g_test_message("table %s", schema_columns[i].table);
+        g_assert_nonnull(columns);
+        got = join_sorted((const char *const *)columns);
+        g_assert_cmpstr(got, ==, want);
+    }
+}
+
+static void
+test_schema_indexes(Fixture *f, gconstpointer data)
+{
+    g_auto(GStrv) indexes = f->harness->list_indexes(f->store);
+    g_autofree gchar *got = NULL;
+    g_autofree gchar *want = join_sorted(schema_indexes);
+
+    g_assert_nonnull(indexes);
+    got = join_sorted((const char *const *)indexes);
+    g_assert_cmpstr(got, ==, want);
+}
+
+/* Rows that break the schema's rules are refused whoever writes them. */
+static void
+test_schema_checks(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    const char *const bad[] = {
+        /* ID not 36 characters */
+        "INSERT INTO tenants (id, name, trusted, created_at) VALUES "
+        "('0190a000-0000-7000-8000-00000000000', 'short', 0, '2026-01-01T00:00:00.000000Z')",
+        /* time not fixed-width */
+        "INSERT INTO tenants (id, name, trusted, created_at) VALUES "
+        "('0190a000-0000-7000-8000-000000000001', 'late', 0, '2026-01-01T00:00:00Z')",
+        /* trusted is 0 or 1 */
+        "INSERT INTO tenants (id, name, trusted, created_at) VALUES "
+        "('0190a000-0000-7000-8000-000000000002', 'odd', 2, '2026-01-01T00:00:00.000000Z')",
+        /* no such state */
+        "UPDATE workloads SET state = 'paused'",
+        /* no such kind */
+        "UPDATE workloads SET kind = 'cluster'",
+        /* negative GPUs */
+        "UPDATE workloads SET gpus = -1",
+        /* not a machine */
+        "UPDATE workloads SET machine_id = '0190a000-0000-7000-8000-000000000003'",
+        /* quotas cannot be negative */
+        "INSERT INTO quotas (tenant_id, gpu_class, gpus, updated_at) "
+        "SELECT id, 'l40s-48gb', -1, created_at FROM tenants",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(EinsoraWorkload) got = NULL;
+
+        g_test_message("running %s", bad[i]);
+        g_assert_false(f->harness->raw_exec(f->store, bad[i], &error));
+        g_assert_nonnull(error);
+        g_clear_error(&error);
+        got = get_workload(f, acme->id, workload->id);
+        assert_workload_equal(got, workload);
+    }
+}
+
+static void
+test_ready(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_check_ready(f->store, &error));
+    g_assert_no_error(error);
+}
+
+typedef void (*ConformanceTestFunc)(Fixture *f, gconstpointer data);
+
+static const struct {
+    const char *path;
+    ConformanceTestFunc func;
+} conformance_tests[] = {
+    {"tenant/round-trip", test_tenant_round_trip},
+    {"tenant/duplicate-id-conflicts", test_tenant_duplicate_id},
+    {"tenant/duplicate-name-conflicts", test_tenant_duplicate_name},
+    {"machine/round-trip", test_machine_round_trip},
+    {"machine/duplicate-id-conflicts", test_machine_duplicate_id},
+    {"machine/unknown-tenant-not-found", test_machine_unknown_tenant},
+    {"machine/other-tenant-not-found", test_machine_other_tenant},
+    {"machine/list-order", test_machine_list_order},
+    {"workload/round-trip", test_workload_round_trip},
+    {"workload/duplicate-id-conflicts", test_workload_duplicate_id},
+    {"workload/unknown-tenant-not-found", test_workload_unknown_tenant},
+    {"workload/unknown-not-found", test_workload_unknown},
+    {"workload/other-tenant-not-found", test_workload_other_tenant},
+    {"workload/list-order", test_workload_list_order},
+    {"workload/list-include-deleted", test_workload_list_include_deleted},
+    {"cas/success-bumps-version", test_cas_success},
+    {"cas/stale-version-conflicts", test_cas_stale_version},
+    {"cas/wrong-state-conflicts", test_cas_wrong_state},
+    {"cas/unknown-machine-not-found", test_cas_unknown_machine},
+    {"quota/missing-is-zero", test_quota_missing_is_zero},
+    {"quota/set-and-update", test_quota_set_and_update},
+    {"quota/per-tenant", test_quota_per_tenant},
+    {"quota/gpus-by-state", test_quota_gpus_by_state},
+    {"event/round-trip-in-append-order", test_event_round_trip_and_order},
+    {"event/duplicate-id-conflicts", test_event_duplicate_id},
+    {"event/unknown-workload-not-found", test_event_unknown_workload},
+    {"event/append-only", test_event_append_only},
+    {"transaction/commit", test_transaction_commit},
+    {"transaction/rollback-on-false", test_transaction_rollback_on_false},
+    {"transaction/nested-begin-fails", test_transaction_nested_begin_fails},
+    {"transaction/commit-without-begin-fails", test_transaction_commit_without_begin},
+    {"schema/columns", test_schema_columns},
+    {"schema/indexes", test_schema_indexes},
+    {"schema/checks", test_schema_checks},
+    {"ready", test_ready},
+};
+
+void
+einsora_store_conformance_add_tests(const EinsoraStoreHarness *harness)
+{
+    g_return_if_fail(harness != NULL && harness->name != NULL && harness->open_fresh != NULL);
+
+    for (guint i = 0; i < G_N_ELEMENTS(conformance_tests); i++) {
+        g_autofree gchar *path =
+            g_strdup_printf("/store/%s/%s", harness->name, conformance_tests[i].path);
+        g_test_add(path, Fixture, harness, fixture_set_up, conformance_tests[i].func,
+                   fixture_tear_down);
+    }
+}

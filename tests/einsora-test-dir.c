@@ -19,9 +19,8 @@ einsora_test_dir_new(void)
 static void
 remove_tree(GFile *file)
 {
-    g_autoptr(GFileEnumerator) children =
-        g_file_enumerate_children(file, G_FILE_ATTRIBUTE_STANDARD_NAME,
-                                  G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, NULL, NULL);
+    g_autoptr(GFileEnumerator) children = g_file_enumerate_children(
+        file, G_FILE_ATTRIBUTE_STANDARD_NAME, G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, NULL, NULL);
     if (children != NULL) {
         GFileInfo *info;
         GFile *child;

@@ -37,13 +37,13 @@ test_parse_refuses(void)
     static const char *const bad[] = {
         "",
         "not-a-uuid",
-        "0190b5d2-7c4e-7abc-8def-0123456789a",    /* short */
-        "0190b5d2-7c4e-7abc-8def-0123456789abc",  /* long */
-        "0190B5D2-7C4E-7ABC-8DEF-0123456789AB",   /* upper case */
-        "0190b5d2-7c4e-4abc-8def-0123456789ab",   /* version 4 */
-        "0190b5d2-7c4e-7abc-cdef-0123456789ab",   /* wrong variant */
-        "0190b5d27c4e-7abc-8def-0123456789ab-",   /* dashes misplaced */
-        "0190b5d2-7c4e-7abc-8def-0123456789ag",   /* not hex */
+        "0190b5d2-7c4e-7abc-8def-0123456789a",   /* short */
+        "0190b5d2-7c4e-7abc-8def-0123456789abc", /* long */
+        "0190B5D2-7C4E-7ABC-8DEF-0123456789AB",  /* upper case */
+        "0190b5d2-7c4e-4abc-8def-0123456789ab",  /* version 4 */
+        "0190b5d2-7c4e-7abc-cdef-0123456789ab",  /* wrong variant */
+        "0190b5d27c4e-7abc-8def-0123456789ab-",  /* dashes misplaced */
+        "0190b5d2-7c4e-7abc-8def-0123456789ag",  /* not hex */
         "{0190b5d2-7c4e-7abc-8def-0123456789a}",
     };
 

@@ -66,10 +66,10 @@ test_properties(void)
         EinsoraWorkloadState state;
         gboolean quota, capacity, metered, can_note;
     } table[] = {
-        {P, TRUE, FALSE, FALSE, TRUE},  {Q, TRUE, FALSE, FALSE, TRUE},
-        {V, TRUE, TRUE, FALSE, TRUE},   {R, TRUE, TRUE, TRUE, TRUE},
-        {G, TRUE, TRUE, FALSE, TRUE},   {S, FALSE, FALSE, FALSE, TRUE},
-        {F, FALSE, FALSE, FALSE, TRUE}, {D, FALSE, TRUE, FALSE, TRUE},
+        {P, TRUE, FALSE, FALSE, TRUE},   {Q, TRUE, FALSE, FALSE, TRUE},
+        {V, TRUE, TRUE, FALSE, TRUE},    {R, TRUE, TRUE, TRUE, TRUE},
+        {G, TRUE, TRUE, FALSE, TRUE},    {S, FALSE, FALSE, FALSE, TRUE},
+        {F, FALSE, FALSE, FALSE, TRUE},  {D, FALSE, TRUE, FALSE, TRUE},
         {X, FALSE, FALSE, FALSE, FALSE},
     };
 
@@ -87,9 +87,8 @@ test_properties(void)
 static void
 test_names_round_trip(void)
 {
-    static const char *const states[] = {"pending",  "queued", "provisioning",
-                                         "running",  "stopping", "stopped",
-                                         "failed",   "deleting", "deleted"};
+    static const char *const states[] = {"pending", "queued", "provisioning", "running", "stopping",
+                                         "stopped", "failed", "deleting",     "deleted"};
     static const char *const kinds[] = {"notebook", "endpoint", "vm"};
 
     for (guint i = 0; i < G_N_ELEMENTS(states); i++) {

@@ -38,8 +38,8 @@ typedef struct {
 typedef struct {
     gchar *name;
     gchar *description;
-    guint kinds;          /* bit per EinsoraWorkloadKind */
-    GPtrArray *runtimes;  /* of EinsoraImageRuntime */
+    guint kinds;         /* bit per EinsoraWorkloadKind */
+    GPtrArray *runtimes; /* of EinsoraImageRuntime */
 } EinsoraImage;
 
 /* A driver this installation offers; its isolation and limits are the
@@ -73,10 +73,10 @@ EinsoraCatalog *einsora_catalog_load(const char *path, GError **error);
 
 const char *einsora_catalog_get_origin(EinsoraCatalog *self);
 
-GPtrArray *einsora_catalog_get_regions(EinsoraCatalog *self);  /* of EinsoraRegion, borrowed */
-GPtrArray *einsora_catalog_get_classes(EinsoraCatalog *self);  /* of EinsoraComputeClass */
-GPtrArray *einsora_catalog_get_images(EinsoraCatalog *self);   /* of EinsoraImage */
-GPtrArray *einsora_catalog_get_drivers(EinsoraCatalog *self);  /* of EinsoraCatalogDriver */
+GPtrArray *einsora_catalog_get_regions(EinsoraCatalog *self);    /* of EinsoraRegion, borrowed */
+GPtrArray *einsora_catalog_get_classes(EinsoraCatalog *self);    /* of EinsoraComputeClass */
+GPtrArray *einsora_catalog_get_images(EinsoraCatalog *self);     /* of EinsoraImage */
+GPtrArray *einsora_catalog_get_drivers(EinsoraCatalog *self);    /* of EinsoraCatalogDriver */
 GPtrArray *einsora_catalog_get_gpu_models(EinsoraCatalog *self); /* of EinsoraGpuModel */
 
 /* The first region in the catalog. */

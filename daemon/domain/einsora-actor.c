@@ -5,8 +5,7 @@
 G_DEFINE_BOXED_TYPE(EinsoraActor, einsora_actor, einsora_actor_copy, einsora_actor_free)
 
 EinsoraActor *
-einsora_actor_new(const char *tenant_id, const char *user_id, const char *subject,
-                  const char *via)
+einsora_actor_new(const char *tenant_id, const char *user_id, const char *subject, const char *via)
 {
     EinsoraActor *actor = g_new0(EinsoraActor, 1);
     actor->tenant_id = g_strdup(tenant_id);

@@ -2,7 +2,7 @@
 
 #include "einsora-error.h"
 
-G_DEFINE_QUARK(einsora-error-quark, einsora_error)
+G_DEFINE_QUARK(einsora - error - quark, einsora_error)
 
 typedef struct {
     const char *code;

@@ -49,8 +49,8 @@ parse_fixed_width(const char *str, int *micro)
         if (pattern[i] == 'd' ? !g_ascii_isdigit(str[i]) : str[i] != pattern[i])
             return NULL;
     }
-    if (sscanf(str, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ", &year, &month, &day, &hour, &minute,
-               &second, micro) != 7)
+    if (sscanf(str, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ", &year, &month, &day, &hour, &minute, &second,
+               micro) != 7)
         return NULL;
     return g_date_time_new_utc(year, month, day, hour, minute, second);
 }

@@ -34,8 +34,8 @@ static gchar *
 format_uuid(const guint8 b[16])
 {
     return g_strdup_printf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
-                           b[11], b[12], b[13], b[14], b[15]);
+                           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                           b[12], b[13], b[14], b[15]);
 }
 
 /* A new UUIDv7 for the time @unix_ms (milliseconds since the epoch). Time

@@ -39,7 +39,8 @@ static const guint allowed_steps[] = {
     [EINSORA_WORKLOAD_STATE_DELETED] = 0,
 };
 
-static const guint holds_quota = S(PENDING) | S(QUEUED) | S(PROVISIONING) | S(RUNNING) | S(STOPPING);
+static const guint holds_quota =
+    S(PENDING) | S(QUEUED) | S(PROVISIONING) | S(RUNNING) | S(STOPPING);
 static const guint holds_capacity = S(PROVISIONING) | S(RUNNING) | S(STOPPING) | S(DELETING);
 static const guint metered = S(RUNNING);
 /* States that only a placed workload may be in (provisioning needs a machine

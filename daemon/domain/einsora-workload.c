@@ -2,8 +2,7 @@
 
 #include "einsora-workload.h"
 
-G_DEFINE_BOXED_TYPE(EinsoraWorkload, einsora_workload, einsora_workload_copy,
-                    einsora_workload_free)
+G_DEFINE_BOXED_TYPE(EinsoraWorkload, einsora_workload, einsora_workload_copy, einsora_workload_free)
 
 EinsoraWorkload *
 einsora_workload_new(void)

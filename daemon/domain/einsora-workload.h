@@ -18,12 +18,12 @@ typedef struct {
     gchar *gpu_class;    /* the class requested */
     gchar *placed_class; /* the class it runs on; NULL until admitted */
     gchar *image;
-    gint64 gpus;         /* devices the requested class holds, for quota */
-    gchar *machine_id;   /* NULL until placed on a machine */
-    gchar *driver;       /* NULL until placed on a machine */
-    gint64 attempt;      /* one more at each admission */
-    gint64 version;      /* one more at each state change: the CAS token */
-    gchar *created_by;   /* the user ID that created it */
+    gint64 gpus;       /* devices the requested class holds, for quota */
+    gchar *machine_id; /* NULL until placed on a machine */
+    gchar *driver;     /* NULL until placed on a machine */
+    gint64 attempt;    /* one more at each admission */
+    gint64 version;    /* one more at each state change: the CAS token */
+    gchar *created_by; /* the user ID that created it */
     gchar *created_at;
     gchar *updated_at;
 } EinsoraWorkload;

@@ -1,1 +1,737 @@
-/* being written */
+#define G_LOG_DOMAIN "einsora-service"
+
+#include "einsora-service.h"
+
+#include "einsora-error.h"
+#include "einsora-reason.h"
+#include "einsora-redact.h"
+#include "einsora-uuid.h"
+#include "einsora-workload-json.h"
+
+#define EXPORT_FORMAT_VERSION 1
+
+struct _EinsoraService {
+    GObject parent_instance;
+    EinsoraStore *store;
+    EinsoraCatalog *catalog;
+    EinsoraNowFunc now;
+    gpointer now_data;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraService, einsora_service, G_TYPE_OBJECT)
+
+static void
+einsora_service_finalize(GObject *object)
+{
+    EinsoraService *self = EINSORA_SERVICE(object);
+
+    g_clear_object(&self->store);
+    g_clear_object(&self->catalog);
+    G_OBJECT_CLASS(einsora_service_parent_class)->finalize(object);
+}
+
+static void
+einsora_service_class_init(EinsoraServiceClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_service_finalize;
+}
+
+static void
+einsora_service_init(EinsoraService *self)
+{
+}
+
+EinsoraService *
+einsora_service_new(EinsoraStore *store, EinsoraCatalog *catalog, EinsoraNowFunc now,
+                    gpointer now_data)
+{
+    EinsoraService *self;
+
+    g_return_val_if_fail(EINSORA_IS_STORE(store), NULL);
+    g_return_val_if_fail(EINSORA_IS_CATALOG(catalog), NULL);
+    g_return_val_if_fail(now != NULL, NULL);
+
+    self = g_object_new(EINSORA_TYPE_SERVICE, NULL);
+    self->store = g_object_ref(store);
+    self->catalog = g_object_ref(catalog);
+    self->now = now;
+    self->now_data = now_data;
+    return self;
+}
+
+static gint64
+service_now(EinsoraService *self)
+{
+    return self->now(self->now_data);
+}
+
+/* Swaps @src's contents into @dst; @src is left holding @dst's old ones. */
+static void
+workload_swap(EinsoraWorkload *dst, EinsoraWorkload *src)
+{
+    EinsoraWorkload tmp = *dst;
+    *dst = *src;
+    *src = tmp;
+}
+
+static EinsoraWorkloadEvent *
+event_new(EinsoraService *self, const EinsoraWorkload *workload, gboolean has_from_state,
+          EinsoraWorkloadState from, const char *reason, gint64 now_us)
+{
+    EinsoraWorkloadEvent *event = einsora_workload_event_new();
+
+    event->id = einsora_uuid_v7_new(now_us / 1000);
+    event->tenant_id = g_strdup(workload->tenant_id);
+    event->workload_id = g_strdup(workload->id);
+    event->has_from_state = has_from_state;
+    event->from_state = has_from_state ? from : workload->state;
+    event->to_state = workload->state;
+    event->reason = einsora_reason_clean(reason);
+    event->attempt = workload->attempt;
+    event->created_at = einsora_timestamp_format(now_us);
+    return event;
+}
+
+/* The state machine's step, the CAS and the timeline row, for a caller
+ * already inside a transaction. @workload is what the caller read; the
+ * new row comes back in @out and @workload is left untouched, so that a
+ * rolled-back transaction leaves the caller's copy true. */
+static gboolean
+transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload, EinsoraWorkloadState to,
+                 const char *reason, const EinsoraPlacement *placement, EinsoraWorkload **out,
+                 GError **error)
+{
+    gint64 now_us = service_now(self);
+    g_autoptr(EinsoraWorkload) next = NULL;
+    g_autoptr(EinsoraWorkloadEvent) event = NULL;
+
+    if (!einsora_workload_state_can_transition(workload->state, to)) {
+        g_set_error(
+            error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+            "a workload can't go from %s to %s", einsora_workload_state_to_string(workload->state),
+            einsora_workload_state_to_string(to) != NULL ? einsora_workload_state_to_string(to)
+                                                         : "an unknown state");
+        return FALSE;
+    }
+    if (placement != NULL && to != EINSORA_WORKLOAD_STATE_PROVISIONING) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                            "a placement is recorded only with the move to provisioning");
+        return FALSE;
+    }
+
+    next = einsora_workload_copy(workload);
+    next->state = to;
+    g_free(next->updated_at);
+    next->updated_at = einsora_timestamp_format(now_us);
+    if (to == EINSORA_WORKLOAD_STATE_PROVISIONING) {
+        if (placement == NULL || placement->placed_class == NULL) {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                                "a workload is admitted only with a placement");
+            return FALSE;
+        }
+        g_free(next->placed_class);
+        g_free(next->machine_id);
+        g_free(next->driver);
+        next->placed_class = g_strdup(placement->placed_class);
+        next->machine_id = g_strdup(placement->machine_id);
+        next->driver = g_strdup(placement->driver);
+        /* Each admission is a new attempt; agents start one at most once. */
+        next->attempt = workload->attempt + 1;
+    }
+    if (einsora_workload_state_needs_placement(to) && next->placed_class == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                    "an unplaced workload can't be %s", einsora_workload_state_to_string(to));
+        return FALSE;
+    }
+
+    if (!einsora_store_update_workload_state(self->store, next, workload->state, workload->version,
+                                             error))
+        return FALSE;
+    next->version = workload->version + 1;
+
+    event = event_new(self, next, TRUE, workload->state, reason, now_us);
+    if (!einsora_store_append_event(self->store, event, error))
+        return FALSE;
+
+    *out = g_steal_pointer(&next);
+    return TRUE;
+}
+
+typedef struct {
+    EinsoraService *self;
+    const EinsoraWorkload *workload;
+    EinsoraWorkloadState to;
+    const char *reason;
+    const EinsoraPlacement *placement;
+    EinsoraWorkload *result;
+} TransitionContext;
+
+static gboolean
+transition_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    TransitionContext *ctx = user_data;
+    return transition_in_tx(ctx->self, ctx->workload, ctx->to, ctx->reason, ctx->placement,
+                            &ctx->result, error);
+}
+
+/**
+ * einsora_service_transition:
+ * @workload: (inout): the workload as the caller last read it; on success
+ *   it holds the new row (state, version, placement, attempt)
+ * @reason: built from the reason vocabulary; cleaned before it is stored
+ * @placement: (nullable): required, and allowed only, with the move to
+ *   provisioning
+ *
+ * Validates the step against the lifecycle, compare-and-swaps the row and
+ * appends the timeline row, in one transaction. A caller that lost a race
+ * gets EINSORA_ERROR_CONFLICT and may read again and retry.
+ */
+gboolean
+einsora_service_transition(EinsoraService *self, EinsoraWorkload *workload, EinsoraWorkloadState to,
+                           const char *reason, const EinsoraPlacement *placement, GError **error)
+{
+    TransitionContext ctx = {self, workload, to, reason, placement, NULL};
+    g_autoptr(EinsoraWorkload) result = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
+    g_return_val_if_fail(workload != NULL, FALSE);
+
+    if (!einsora_store_in_transaction(self->store, transition_tx, &ctx, error)) {
+        einsora_workload_free(ctx.result);
+        return FALSE;
+    }
+    result = ctx.result;
+    workload_swap(workload, result);
+    return TRUE;
+}
+
+typedef struct {
+    EinsoraService *self;
+    const EinsoraWorkload *workload;
+    const char *reason;
+} NoteContext;
+
+static gboolean
+note_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    NoteContext *ctx = user_data;
+    g_autoptr(EinsoraWorkload) current = NULL;
+    g_autoptr(EinsoraWorkloadEvent) event = NULL;
+
+    current = einsora_store_get_workload(store, ctx->workload->tenant_id, ctx->workload->id, error);
+    if (current == NULL)
+        return FALSE;
+    /* A note speaks of the state the caller saw; if that has moved on,
+     * the decision it records is stale. */
+    if (current->state != ctx->workload->state || current->version != ctx->workload->version) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                            "the workload changed while this was being decided; try again");
+        return FALSE;
+    }
+    event =
+        event_new(ctx->self, current, TRUE, current->state, ctx->reason, service_now(ctx->self));
+    return einsora_store_append_event(store, event, error);
+}
+
+/* Records a decision that changes no state (a retry, a machine gone
+ * offline): a timeline row whose from equals its to. */
+gboolean
+einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload, const char *reason,
+                     GError **error)
+{
+    NoteContext ctx = {self, workload, reason};
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
+    g_return_val_if_fail(workload != NULL, FALSE);
+
+    if (!einsora_workload_state_can_note(workload->state)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                    "a %s workload's timeline is closed",
+                    einsora_workload_state_to_string(workload->state));
+        return FALSE;
+    }
+    return einsora_store_in_transaction(self->store, note_tx, &ctx, error);
+}
+
+/* GPUs held plus the request must not exceed the tenant's quota for the
+ * class. Runs inside the creating or starting transaction, which holds the
+ * store's write lock, so concurrent requests serialize. */
+static gboolean
+check_quota_in_tx(EinsoraService *self, const char *tenant_id, const char *gpu_class,
+                  gint64 requested, GError **error)
+{
+    gint64 sums[EINSORA_WORKLOAD_STATE_COUNT] = {0};
+    gint64 quota = 0;
+    gint64 held = 0;
+
+    if (requested <= 0)
+        return TRUE;
+    if (!einsora_store_get_quota(self->store, tenant_id, gpu_class, &quota, error))
+        return FALSE;
+    if (!einsora_store_gpus_by_state(self->store, tenant_id, gpu_class, sums, error))
+        return FALSE;
+    for (guint state = 0; state < EINSORA_WORKLOAD_STATE_COUNT; state++) {
+        if (einsora_workload_state_holds_quota((EinsoraWorkloadState)state))
+            held += sums[state];
+    }
+    if (held + requested > quota) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED,
+                    "quota exceeded for %s: %" G_GINT64_FORMAT " GPU(s) held, %" G_GINT64_FORMAT
+                    " requested, quota %" G_GINT64_FORMAT,
+                    gpu_class, held, requested, quota);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+validate_name(const char *name, GError **error)
+{
+    if (name == NULL || *name == '\0') {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "name is required");
+        return FALSE;
+    }
+    if (strlen(name) > EINSORA_WORKLOAD_NAME_MAX_BYTES || !g_utf8_validate(name, -1, NULL)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "name must be valid UTF-8 of at most %d bytes",
+                    EINSORA_WORKLOAD_NAME_MAX_BYTES);
+        return FALSE;
+    }
+    for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p)) {
+        if (g_unichar_iscntrl(g_utf8_get_char(p))) {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                                "name must not contain control characters");
+            return FALSE;
+        }
+    }
+    if (g_unichar_isspace(g_utf8_get_char(name)) ||
+        g_unichar_isspace(g_utf8_get_char(g_utf8_find_prev_char(name, name + strlen(name))))) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "name must not start or end with a space");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Checks a request against the catalog and builds the new workload row.
+ * Nothing is written. */
+static EinsoraWorkload *
+workload_from_request(EinsoraService *self, const EinsoraActor *actor,
+                      const EinsoraWorkloadRequest *request, gint64 now_us, GError **error)
+{
+    EinsoraWorkloadKind kind;
+    const char *region;
+    const EinsoraComputeClass *klass;
+    const EinsoraImage *image;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    if (request->kind == NULL || !einsora_workload_kind_from_string(request->kind, &kind)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "kind must be one of notebook, endpoint, vm");
+        return NULL;
+    }
+    if (!validate_name(request->name, error))
+        return NULL;
+
+    region = request->region != NULL ? request->region
+                                     : einsora_catalog_get_default_region(self->catalog);
+    if (einsora_catalog_lookup_region(self->catalog, region) == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "region is not one this installation offers");
+        return NULL;
+    }
+    if (request->gpu_class == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "gpu_class is required");
+        return NULL;
+    }
+    klass = einsora_catalog_lookup_class(self->catalog, request->gpu_class);
+    if (klass == NULL || !einsora_catalog_class_offered_in(klass, region)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "gpu_class is not offered in this region");
+        return NULL;
+    }
+    if (request->image == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "image is required");
+        return NULL;
+    }
+    image = einsora_catalog_lookup_image(self->catalog, request->image);
+    if (image == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "image is not one this installation offers");
+        return NULL;
+    }
+    if (!einsora_image_supports_kind(image, kind)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "image %s can't run as a %s", image->name,
+                    einsora_workload_kind_to_string(kind));
+        return NULL;
+    }
+    if (einsora_image_lookup_runtime(image, klass->accelerator) == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "image %s has no runtime for %s's accelerator (%s)", image->name, klass->name,
+                    einsora_accelerator_to_string(klass->accelerator));
+        return NULL;
+    }
+
+    workload = einsora_workload_new();
+    workload->id = einsora_uuid_v7_new(now_us / 1000);
+    workload->tenant_id = g_strdup(actor->tenant_id);
+    workload->kind = kind;
+    workload->name = g_strdup(request->name);
+    workload->state = EINSORA_WORKLOAD_STATE_INITIAL;
+    workload->region = g_strdup(region);
+    workload->gpu_class = g_strdup(klass->name);
+    workload->image = g_strdup(image->name);
+    workload->gpus = klass->devices;
+    workload->attempt = 0;
+    workload->version = 0;
+    workload->created_by = g_strdup(actor->user_id);
+    workload->created_at = einsora_timestamp_format(now_us);
+    workload->updated_at = einsora_timestamp_format(now_us);
+    return g_steal_pointer(&workload);
+}
+
+typedef struct {
+    EinsoraService *self;
+    const EinsoraActor *actor;
+    const EinsoraWorkload *workload;
+    gint64 now_us;
+} CreateContext;
+
+static gboolean
+create_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    CreateContext *ctx = user_data;
+    g_autofree gchar *reason = einsora_reason_created(ctx->actor);
+    g_autoptr(EinsoraWorkloadEvent) event = NULL;
+
+    if (!check_quota_in_tx(ctx->self, ctx->workload->tenant_id, ctx->workload->gpu_class,
+                           ctx->workload->gpus, error))
+        return FALSE;
+    if (!einsora_store_insert_workload(store, ctx->workload, error))
+        return FALSE;
+    event = event_new(ctx->self, ctx->workload, FALSE, ctx->workload->state, reason, ctx->now_us);
+    return einsora_store_append_event(store, event, error);
+}
+
+EinsoraWorkload *
+einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
+                                const EinsoraWorkloadRequest *request, GError **error)
+{
+    gint64 now_us;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    CreateContext ctx;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL, NULL);
+    g_return_val_if_fail(request != NULL, NULL);
+
+    now_us = service_now(self);
+    workload = workload_from_request(self, actor, request, now_us, error);
+    if (workload == NULL)
+        return NULL;
+    ctx = (CreateContext){self, actor, workload, now_us};
+    if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
+        return NULL;
+    return g_steal_pointer(&workload);
+}
+
+EinsoraWorkload *
+einsora_service_get_workload(EinsoraService *self, const char *tenant_id, const char *workload_id,
+                             gboolean include_deleted, GError **error)
+{
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    workload = einsora_store_get_workload(self->store, tenant_id, workload_id, error);
+    if (workload == NULL)
+        return NULL;
+    if (workload->state == EINSORA_WORKLOAD_STATE_DELETED && !include_deleted) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return g_steal_pointer(&workload);
+}
+
+GPtrArray *
+einsora_service_list_workloads(EinsoraService *self, const char *tenant_id,
+                               gboolean include_deleted, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    return einsora_store_list_workloads(self->store, tenant_id, include_deleted, error);
+}
+
+/* What a user action does from each state: move, do nothing (it is already
+ * on its way there), or refuse. */
+typedef enum {
+    ACTION_REFUSE,
+    ACTION_NOTHING,
+    ACTION_MOVE,
+} ActionOutcome;
+
+typedef struct {
+    EinsoraService *self;
+    const EinsoraActor *actor;
+    const char *workload_id;
+    EinsoraUserAction action;
+    EinsoraWorkload *result;
+} ActionContext;
+
+static ActionOutcome
+action_outcome(EinsoraUserAction action, EinsoraWorkloadState state, EinsoraWorkloadState *to)
+{
+    switch (action) {
+    case EINSORA_USER_ACTION_START:
+        *to = EINSORA_WORKLOAD_STATE_PENDING;
+        if (state == EINSORA_WORKLOAD_STATE_STOPPED || state == EINSORA_WORKLOAD_STATE_FAILED)
+            return ACTION_MOVE;
+        if (state == EINSORA_WORKLOAD_STATE_PENDING || state == EINSORA_WORKLOAD_STATE_QUEUED ||
+            state == EINSORA_WORKLOAD_STATE_PROVISIONING || state == EINSORA_WORKLOAD_STATE_RUNNING)
+            return ACTION_NOTHING;
+        return ACTION_REFUSE;
+    case EINSORA_USER_ACTION_STOP:
+        *to = EINSORA_WORKLOAD_STATE_STOPPING;
+        if (state == EINSORA_WORKLOAD_STATE_PROVISIONING || state == EINSORA_WORKLOAD_STATE_RUNNING)
+            return ACTION_MOVE;
+        if (state == EINSORA_WORKLOAD_STATE_STOPPING || state == EINSORA_WORKLOAD_STATE_STOPPED ||
+            state == EINSORA_WORKLOAD_STATE_FAILED)
+            return ACTION_NOTHING;
+        return ACTION_REFUSE;
+    case EINSORA_USER_ACTION_DELETE:
+        *to = EINSORA_WORKLOAD_STATE_DELETING;
+        if (state == EINSORA_WORKLOAD_STATE_DELETING)
+            return ACTION_NOTHING;
+        if (einsora_workload_state_can_transition(state, EINSORA_WORKLOAD_STATE_DELETING))
+            return ACTION_MOVE;
+        return ACTION_REFUSE;
+    default:
+        break;
+    }
+    return ACTION_REFUSE;
+}
+
+static void
+set_refusal(GError **error, EinsoraUserAction action, EinsoraWorkloadState state)
+{
+    const char *name = einsora_workload_state_to_string(state);
+
+    switch (action) {
+    case EINSORA_USER_ACTION_START:
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                    "a %s workload can't be started; try again once it has stopped", name);
+        return;
+    case EINSORA_USER_ACTION_STOP:
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                    "a %s workload can't be stopped: it isn't running; delete it to cancel it",
+                    name);
+        return;
+    case EINSORA_USER_ACTION_DELETE:
+    default:
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION,
+                    "a %s workload can't be deleted", name);
+        return;
+    }
+}
+
+static gboolean
+action_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    ActionContext *ctx = user_data;
+    g_autoptr(EinsoraWorkload) current = NULL;
+    g_autofree gchar *reason = NULL;
+    EinsoraWorkloadState to;
+
+    current = einsora_store_get_workload(store, ctx->actor->tenant_id, ctx->workload_id, error);
+    if (current == NULL)
+        return FALSE;
+    /* A deleted workload is history: visible to reads that ask for it,
+     * gone for actions. */
+    if (current->state == EINSORA_WORKLOAD_STATE_DELETED) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return FALSE;
+    }
+    switch (action_outcome(ctx->action, current->state, &to)) {
+    case ACTION_NOTHING:
+        ctx->result = g_steal_pointer(&current);
+        return TRUE;
+    case ACTION_REFUSE:
+        set_refusal(error, ctx->action, current->state);
+        return FALSE;
+    case ACTION_MOVE:
+    default:
+        break;
+    }
+    /* Starting again takes quota again. */
+    if (ctx->action == EINSORA_USER_ACTION_START &&
+        !check_quota_in_tx(ctx->self, current->tenant_id, current->gpu_class, current->gpus, error))
+        return FALSE;
+    reason = einsora_reason_requested(ctx->action, ctx->actor);
+    return transition_in_tx(ctx->self, current, to, reason, NULL, &ctx->result, error);
+}
+
+static EinsoraWorkload *
+run_action(EinsoraService *self, const EinsoraActor *actor, const char *workload_id,
+           EinsoraUserAction action, GError **error)
+{
+    ActionContext ctx = {self, actor, workload_id, action, NULL};
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    if (!einsora_store_in_transaction(self->store, action_tx, &ctx, error)) {
+        einsora_workload_free(ctx.result);
+        return NULL;
+    }
+    return ctx.result;
+}
+
+EinsoraWorkload *
+einsora_service_start_workload(EinsoraService *self, const EinsoraActor *actor,
+                               const char *workload_id, GError **error)
+{
+    return run_action(self, actor, workload_id, EINSORA_USER_ACTION_START, error);
+}
+
+EinsoraWorkload *
+einsora_service_stop_workload(EinsoraService *self, const EinsoraActor *actor,
+                              const char *workload_id, GError **error)
+{
+    return run_action(self, actor, workload_id, EINSORA_USER_ACTION_STOP, error);
+}
+
+EinsoraWorkload *
+einsora_service_delete_workload(EinsoraService *self, const EinsoraActor *actor,
+                                const char *workload_id, GError **error)
+{
+    return run_action(self, actor, workload_id, EINSORA_USER_ACTION_DELETE, error);
+}
+
+/* The whole timeline, deleted workloads included: history stays. */
+GPtrArray *
+einsora_service_list_events(EinsoraService *self, const char *tenant_id, const char *workload_id,
+                            GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return einsora_store_list_events(self->store, tenant_id, workload_id, error);
+}
+
+/* Replaces a string member with its redacted form when redaction changed
+ * it, and says so in @redactions: data is never dropped silently. */
+static void
+redact_member(JsonObject *object, const char *member, const char *path, JsonArray *redactions)
+{
+    const char *value;
+    g_autofree gchar *redacted = NULL;
+    JsonObject *entry;
+
+    if (!json_object_has_member(object, member) || json_object_get_null_member(object, member))
+        return;
+    value = json_object_get_string_member(object, member);
+    redacted = einsora_redact_secrets(value);
+    if (g_strcmp0(redacted, value) == 0)
+        return;
+    json_object_set_string_member(object, member, redacted);
+    entry = json_object_new();
+    json_object_set_string_member(entry, "field", path);
+    json_object_set_string_member(entry, "reason", "it held what looked like a credential");
+    json_array_add_object_element(redactions, entry);
+}
+
+typedef struct {
+    const char *tenant_id;
+    const char *workload_id;
+    EinsoraWorkload *workload;
+    GPtrArray *events;
+} ExportContext;
+
+static gboolean
+export_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    ExportContext *ctx = user_data;
+
+    /* One transaction, so the record and its timeline agree. */
+    ctx->workload = einsora_store_get_workload(store, ctx->tenant_id, ctx->workload_id, error);
+    if (ctx->workload == NULL)
+        return FALSE;
+    ctx->events = einsora_store_list_events(store, ctx->tenant_id, ctx->workload_id, error);
+    return ctx->events != NULL;
+}
+
+/* The complete record and timeline of one workload, deleted or not. Fields
+ * a user or a runtime could have filled with a secret are redacted, each
+ * with an entry in "redactions". */
+JsonNode *
+einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
+                                const char *workload_id, GError **error)
+{
+    ExportContext ctx = {tenant_id, workload_id, NULL, NULL};
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autofree gchar *exported_at = NULL;
+    JsonObject *root;
+    JsonObject *record;
+    JsonArray *timeline;
+    JsonArray *redactions;
+    JsonNode *node;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    if (!einsora_store_in_transaction(self->store, export_tx, &ctx, error)) {
+        einsora_workload_free(ctx.workload);
+        g_clear_pointer(&ctx.events, g_ptr_array_unref);
+        return NULL;
+    }
+    workload = ctx.workload;
+    events = ctx.events;
+
+    root = json_object_new();
+    redactions = json_array_new();
+    json_object_set_int_member(root, "export_version", EXPORT_FORMAT_VERSION);
+    exported_at = einsora_timestamp_format(service_now(self));
+    json_object_set_string_member(root, "exported_at", exported_at);
+
+    node = einsora_workload_to_json(workload);
+    record = json_node_get_object(node);
+    redact_member(record, "name", "workload.name", redactions);
+    redact_member(record, "image", "workload.image", redactions);
+    json_object_set_member(root, "workload", node);
+
+    timeline = json_array_new();
+    for (guint i = 0; i < events->len; i++) {
+        g_autofree gchar *path = g_strdup_printf("events[%u].reason", i);
+        node = einsora_workload_event_to_json(g_ptr_array_index(events, i));
+        redact_member(json_node_get_object(node), "reason", path, redactions);
+        json_array_add_element(timeline, node);
+    }
+    json_object_set_array_member(root, "events", timeline);
+    json_object_set_array_member(root, "redactions", redactions);
+
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, root);
+    return node;
+}

@@ -1,1 +1,1054 @@
-/* being written */
+#define G_LOG_DOMAIN "einsora-store"
+
+#include "einsora-sqlite-store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-error.h"
+
+#define BUSY_TIMEOUT_MS 15000
+#define PRIVATE_FILE_MODE 0600
+
+struct _EinsoraSqliteStore {
+    GObject parent_instance;
+    sqlite3 *db;
+    gchar *path;
+    gboolean in_transaction;
+    EinsoraNowFunc now;
+    gpointer now_data;
+};
+
+static void einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraSqliteStore, einsora_sqlite_store, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_STORE,
+                                                    einsora_sqlite_store_iface_init))
+
+/* The columns each row mapper reads, in its order. */
+#define TENANT_COLUMNS "id, name, trusted, created_at"
+#define MACHINE_COLUMNS                                                                            \
+    "id, tenant_id, name, region, os, cpus, memory_mib, sharing, last_seen_at, created_at"
+#define WORKLOAD_COLUMNS                                                                           \
+    "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
+    "machine_id, driver, attempt, version, created_by, created_at, updated_at"
+#define EVENT_COLUMNS                                                                              \
+    "id, tenant_id, workload_id, from_state, to_state, reason, attempt, created_at"
+
+/* Opening: the file must stay private. */
+
+static gboolean
+check_path_form(const char *path, GError **error)
+{
+    if (path == NULL || path[0] == '\0') {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "refusing to use an empty database path");
+        return FALSE;
+    }
+    /* SQLite would read these as something other than the file we check. */
+    if (g_strcmp0(path, ":memory:") == 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "refusing to use %s: the store needs a private file", path);
+        return FALSE;
+    }
+    if (g_str_has_prefix(path, "file:")) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "refusing to use %s: SQLite URIs are not accepted; give a file path", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+check_directory(const char *path, GError **error)
+{
+    g_autofree gchar *dir = g_path_get_dirname(path);
+    struct stat st;
+
+    if (stat(dir, &st) != 0) {
+        int saved_errno = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno),
+                    "refusing to use %s: its directory %s: %s", path, dir, g_strerror(saved_errno));
+        return FALSE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_DIRECTORY,
+                    "refusing to use %s: %s is not a directory", path, dir);
+        return FALSE;
+    }
+    /* Whoever can write the directory can swap the files in it. */
+    if ((st.st_mode & 022) != 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                    "refusing to use %s: its directory %s has mode %04o; group and others "
+                    "must not be able to write to it",
+                    path, dir, (guint)(st.st_mode & 07777));
+        return FALSE;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                    "refusing to use %s: its directory %s is owned by uid %u; it must be "
+                    "owned by this user (uid %u) or root",
+                    path, dir, (guint)st.st_uid, (guint)geteuid());
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* lstat, so that a symbolic link is refused rather than followed. */
+static gboolean
+check_private_file(const char *file, gboolean *exists, GError **error)
+{
+    struct stat st;
+
+    if (lstat(file, &st) != 0) {
+        int saved_errno = errno;
+        if (saved_errno == ENOENT) {
+            *exists = FALSE;
+            return TRUE;
+        }
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno), "refusing to use %s: %s",
+                    file, g_strerror(saved_errno));
+        return FALSE;
+    }
+    *exists = TRUE;
+    if (S_ISLNK(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE,
+                    "refusing to use %s: it is a symbolic link; it must be a regular file", file);
+        return FALSE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE,
+                    "refusing to use %s: it is not a regular file", file);
+        return FALSE;
+    }
+    if (st.st_uid != geteuid()) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                    "refusing to use %s: it is owned by uid %u; it must be owned by this "
+                    "user (uid %u)",
+                    file, (guint)st.st_uid, (guint)geteuid());
+        return FALSE;
+    }
+    if ((st.st_mode & 07777) != PRIVATE_FILE_MODE) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                    "refusing to use %s: its mode is %04o; it must be %04o", file,
+                    (guint)(st.st_mode & 07777), (guint)PRIVATE_FILE_MODE);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The database and every file SQLite keeps beside it. */
+static gboolean
+check_private_files(const char *path, gboolean *db_exists, GError **error)
+{
+    const char *const suffixes[] = {"-wal", "-shm", "-journal"};
+
+    if (!check_private_file(path, db_exists, error))
+        return FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree gchar *file = g_strconcat(path, suffixes[i], NULL);
+        gboolean exists = FALSE;
+        if (!check_private_file(file, &exists, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+create_private_file(const char *path, GError **error)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE_MODE);
+
+    if (fd < 0) {
+        int saved_errno = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno),
+                    "refusing to use %s: cannot create it: %s", path, g_strerror(saved_errno));
+        return FALSE;
+    }
+    /* The umask may have removed bits; say exactly what is meant. */
+    if (fchmod(fd, PRIVATE_FILE_MODE) != 0) {
+        int saved_errno = errno;
+        close(fd);
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno),
+                    "refusing to use %s: cannot set its mode: %s", path, g_strerror(saved_errno));
+        return FALSE;
+    }
+    close(fd);
+    return TRUE;
+}
+
+/* SQL helpers. Messages carry SQLite's text, never bound values. */
+
+static gboolean
+set_sqlite_error(EinsoraSqliteStore *self, GError **error)
+{
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s", sqlite3_errmsg(self->db));
+    return FALSE;
+}
+
+static gboolean
+exec_sql(EinsoraSqliteStore *self, const char *sql, GError **error)
+{
+    char *message = NULL;
+
+    if (sqlite3_exec(self->db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s",
+                    message != NULL ? message : sqlite3_errstr(sqlite3_extended_errcode(self->db)));
+        sqlite3_free(message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static sqlite3_stmt *
+prepare(EinsoraSqliteStore *self, const char *sql, GError **error)
+{
+    sqlite3_stmt *stmt = NULL;
+
+    if (sqlite3_prepare_v2(self->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+        sqlite3_finalize(stmt);
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return stmt;
+}
+
+static void
+bind_text(sqlite3_stmt *stmt, int index, const char *value)
+{
+    /* NULL binds SQL NULL. */
+    sqlite3_bind_text(stmt, index, value, -1, SQLITE_TRANSIENT);
+}
+
+static gchar *
+column_strdup(sqlite3_stmt *stmt, int column)
+{
+    return g_strdup((const char *)sqlite3_column_text(stmt, column));
+}
+
+/* Runs a statement that writes one row, mapping constraint failures to the
+ * errors callers act on. */
+static gboolean
+step_write(EinsoraSqliteStore *self, sqlite3_stmt *stmt, const char *conflict_message,
+           const char *missing_message, GError **error)
+{
+    int rc = sqlite3_step(stmt);
+
+    switch (rc) {
+    case SQLITE_DONE:
+        return TRUE;
+    case SQLITE_CONSTRAINT_PRIMARYKEY:
+    case SQLITE_CONSTRAINT_UNIQUE:
+        if (conflict_message == NULL)
+            return set_sqlite_error(self, error);
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT, conflict_message);
+        return FALSE;
+    case SQLITE_CONSTRAINT_FOREIGNKEY:
+        if (missing_message == NULL)
+            return set_sqlite_error(self, error);
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, missing_message);
+        return FALSE;
+    default:
+        return set_sqlite_error(self, error);
+    }
+}
+
+static gboolean
+invalid_row(const char *table, const char *column, GError **error)
+{
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                "sqlite: %s.%s holds a value this einsora-daemon does not know", table, column);
+    return FALSE;
+}
+
+/* Row mappers: one per record, reading the *_COLUMNS above. */
+
+static EinsoraTenant *
+tenant_from_row(sqlite3_stmt *stmt)
+{
+    return einsora_tenant_new(
+        (const char *)sqlite3_column_text(stmt, 0), (const char *)sqlite3_column_text(stmt, 1),
+        sqlite3_column_int64(stmt, 2) != 0, (const char *)sqlite3_column_text(stmt, 3));
+}
+
+static EinsoraMachine *
+machine_from_row(sqlite3_stmt *stmt, GError **error)
+{
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+
+    machine->id = column_strdup(stmt, 0);
+    machine->tenant_id = column_strdup(stmt, 1);
+    machine->name = column_strdup(stmt, 2);
+    machine->region = column_strdup(stmt, 3);
+    machine->os = column_strdup(stmt, 4);
+    machine->cpus = sqlite3_column_int64(stmt, 5);
+    machine->memory_mib = sqlite3_column_int64(stmt, 6);
+    if (!einsora_sharing_from_string((const char *)sqlite3_column_text(stmt, 7),
+                                     &machine->sharing)) {
+        invalid_row("machines", "sharing", error);
+        return NULL;
+    }
+    machine->last_seen_at = column_strdup(stmt, 8);
+    machine->created_at = column_strdup(stmt, 9);
+    return g_steal_pointer(&machine);
+}
+
+static EinsoraWorkload *
+workload_from_row(sqlite3_stmt *stmt, GError **error)
+{
+    g_autoptr(EinsoraWorkload) workload = einsora_workload_new();
+
+    workload->id = column_strdup(stmt, 0);
+    workload->tenant_id = column_strdup(stmt, 1);
+    if (!einsora_workload_kind_from_string((const char *)sqlite3_column_text(stmt, 2),
+                                           &workload->kind)) {
+        invalid_row("workloads", "kind", error);
+        return NULL;
+    }
+    workload->name = column_strdup(stmt, 3);
+    if (!einsora_workload_state_from_string((const char *)sqlite3_column_text(stmt, 4),
+                                            &workload->state)) {
+        invalid_row("workloads", "state", error);
+        return NULL;
+    }
+    workload->region = column_strdup(stmt, 5);
+    workload->gpu_class = column_strdup(stmt, 6);
+    workload->placed_class = column_strdup(stmt, 7);
+    workload->image = column_strdup(stmt, 8);
+    workload->gpus = sqlite3_column_int64(stmt, 9);
+    workload->machine_id = column_strdup(stmt, 10);
+    workload->driver = column_strdup(stmt, 11);
+    workload->attempt = sqlite3_column_int64(stmt, 12);
+    workload->version = sqlite3_column_int64(stmt, 13);
+    workload->created_by = column_strdup(stmt, 14);
+    workload->created_at = column_strdup(stmt, 15);
+    workload->updated_at = column_strdup(stmt, 16);
+    return g_steal_pointer(&workload);
+}
+
+static EinsoraWorkloadEvent *
+event_from_row(sqlite3_stmt *stmt, GError **error)
+{
+    g_autoptr(EinsoraWorkloadEvent) event = einsora_workload_event_new();
+
+    event->id = column_strdup(stmt, 0);
+    event->tenant_id = column_strdup(stmt, 1);
+    event->workload_id = column_strdup(stmt, 2);
+    event->has_from_state = sqlite3_column_type(stmt, 3) != SQLITE_NULL;
+    if (event->has_from_state &&
+        !einsora_workload_state_from_string((const char *)sqlite3_column_text(stmt, 3),
+                                            &event->from_state)) {
+        invalid_row("workload_events", "from_state", error);
+        return NULL;
+    }
+    if (!einsora_workload_state_from_string((const char *)sqlite3_column_text(stmt, 4),
+                                            &event->to_state)) {
+        invalid_row("workload_events", "to_state", error);
+        return NULL;
+    }
+    event->reason = column_strdup(stmt, 5);
+    event->attempt = sqlite3_column_int64(stmt, 6);
+    event->created_at = column_strdup(stmt, 7);
+    return g_steal_pointer(&event);
+}
+
+/* Transactions */
+
+static gboolean
+einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+
+    /* One connection has one transaction; a nested begin is a bug in the
+     * caller, and SQLite would refuse it anyway. */
+    if (self->in_transaction) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                            "a transaction is already open on this store; transactions "
+                            "never nest");
+        return FALSE;
+    }
+    /* IMMEDIATE takes the write lock now, so reads inside are never stale
+     * and another process waits here rather than failing at commit. */
+    if (!exec_sql(self, "BEGIN IMMEDIATE", error))
+        return FALSE;
+    self->in_transaction = TRUE;
+    return TRUE;
+}
+
+static gboolean
+einsora_sqlite_store_commit(EinsoraStore *store, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+
+    if (!self->in_transaction) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                            "no transaction is open on this store");
+        return FALSE;
+    }
+    if (!exec_sql(self, "COMMIT", error)) {
+        /* Still open unless SQLite rolled it back itself; the caller rolls
+         * back. */
+        self->in_transaction = !sqlite3_get_autocommit(self->db);
+        return FALSE;
+    }
+    self->in_transaction = FALSE;
+    return TRUE;
+}
+
+static void
+einsora_sqlite_store_rollback(EinsoraStore *store)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+
+    if (!sqlite3_get_autocommit(self->db)) {
+        g_autoptr(GError) error = NULL;
+        if (!exec_sql(self, "ROLLBACK", &error))
+            g_warning("rolling back: %s", error->message);
+    }
+    self->in_transaction = FALSE;
+}
+
+static gboolean
+einsora_sqlite_store_check_ready(EinsoraStore *store, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(GPtrArray) builtin = einsora_migrations_load_builtin(error);
+    gint64 version;
+
+    if (builtin == NULL)
+        return FALSE;
+    version = einsora_migrations_get_version(self->db, error);
+    if (version < 0)
+        return FALSE;
+    if (version != (gint64)builtin->len) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                    "the database schema is at version %" G_GINT64_FORMAT "; this "
+                    "einsora-daemon needs version %u",
+                    version, builtin->len);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Tenants */
+
+static gboolean
+einsora_sqlite_store_insert_tenant(EinsoraStore *store, const EinsoraTenant *tenant, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "INSERT INTO tenants (" TENANT_COLUMNS ") VALUES (?1, ?2, ?3, ?4)", error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant->id);
+    bind_text(stmt, 2, tenant->name);
+    sqlite3_bind_int(stmt, 3, tenant->trusted ? 1 : 0);
+    bind_text(stmt, 4, tenant->created_at);
+    return step_write(self, stmt, "a tenant with this ID or name already exists", NULL, error);
+}
+
+static EinsoraTenant *
+einsora_sqlite_store_get_tenant(EinsoraStore *store, const char *tenant_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT " TENANT_COLUMNS " FROM tenants WHERE id = ?1", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return tenant_from_row(stmt);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such tenant");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
+/* Quotas */
+
+static gboolean
+einsora_sqlite_store_set_quota(EinsoraStore *store, const char *tenant_id, const char *gpu_class,
+                               gint64 gpus, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autofree gchar *updated_at = NULL;
+    g_autoptr(sqlite3_stmt) stmt = NULL;
+
+    if (gpus < 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "a quota cannot be negative");
+        return FALSE;
+    }
+    stmt = prepare(self,
+                   "INSERT INTO quotas (tenant_id, gpu_class, gpus, updated_at) "
+                   "VALUES (?1, ?2, ?3, ?4) "
+                   "ON CONFLICT (tenant_id, gpu_class) "
+                   "DO UPDATE SET gpus = excluded.gpus, updated_at = excluded.updated_at",
+                   error);
+    if (stmt == NULL)
+        return FALSE;
+    updated_at = einsora_timestamp_format(self->now(self->now_data));
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, gpu_class);
+    sqlite3_bind_int64(stmt, 3, gpus);
+    bind_text(stmt, 4, updated_at);
+    return step_write(self, stmt, NULL, "no such tenant", error);
+}
+
+static gboolean
+einsora_sqlite_store_get_quota(EinsoraStore *store, const char *tenant_id, const char *gpu_class,
+                               gint64 *gpus, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT gpus FROM quotas WHERE tenant_id = ?1 AND gpu_class = ?2", error);
+    int rc;
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, gpu_class);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        *gpus = sqlite3_column_int64(stmt, 0);
+        return TRUE;
+    }
+    if (rc == SQLITE_DONE) {
+        /* No row allows none. */
+        *gpus = 0;
+        return TRUE;
+    }
+    return set_sqlite_error(self, error);
+}
+
+static gboolean
+einsora_sqlite_store_gpus_by_state(EinsoraStore *store, const char *tenant_id,
+                                   const char *gpu_class, gint64 sums[EINSORA_WORKLOAD_STATE_COUNT],
+                                   GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT state, sum(gpus) FROM workloads "
+                                           "WHERE tenant_id = ?1 AND gpu_class = ?2 "
+                                           "GROUP BY state",
+                                           error);
+    int rc;
+
+    if (stmt == NULL)
+        return FALSE;
+    for (guint i = 0; i < EINSORA_WORKLOAD_STATE_COUNT; i++)
+        sums[i] = 0;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, gpu_class);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkloadState state;
+        if (!einsora_workload_state_from_string((const char *)sqlite3_column_text(stmt, 0), &state))
+            return invalid_row("workloads", "state", error);
+        sums[state] = sqlite3_column_int64(stmt, 1);
+    }
+    if (rc != SQLITE_DONE)
+        return set_sqlite_error(self, error);
+    return TRUE;
+}
+
+/* Machines */
+
+static gboolean
+einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *machine,
+                                    GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "INSERT INTO machines (" MACHINE_COLUMNS ") "
+                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                           error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, machine->id);
+    bind_text(stmt, 2, machine->tenant_id);
+    bind_text(stmt, 3, machine->name);
+    bind_text(stmt, 4, machine->region);
+    bind_text(stmt, 5, machine->os);
+    sqlite3_bind_int64(stmt, 6, machine->cpus);
+    sqlite3_bind_int64(stmt, 7, machine->memory_mib);
+    bind_text(stmt, 8, einsora_sharing_to_string(machine->sharing));
+    bind_text(stmt, 9, machine->last_seen_at);
+    bind_text(stmt, 10, machine->created_at);
+    return step_write(self, stmt, "a machine with this ID already exists", "no such tenant", error);
+}
+
+static EinsoraMachine *
+einsora_sqlite_store_get_machine(EinsoraStore *store, const char *tenant_id, const char *machine_id,
+                                 GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE tenant_id = ?1 AND id = ?2", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, machine_id);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return machine_from_row(stmt, error);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_machines(EinsoraStore *store, const char *tenant_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " MACHINE_COLUMNS " FROM machines "
+                                           "WHERE tenant_id = ?1 ORDER BY created_at, id",
+                                           error);
+    g_autoptr(GPtrArray) machines =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_machine_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraMachine *machine = machine_from_row(stmt, error);
+        if (machine == NULL)
+            return NULL;
+        g_ptr_array_add(machines, machine);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&machines);
+}
+
+/* Workloads */
+
+static gboolean
+workload_exists(EinsoraSqliteStore *self, const char *tenant_id, const char *workload_id,
+                gboolean *exists, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT 1 FROM workloads WHERE tenant_id = ?1 AND id = ?2", error);
+    int rc;
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, workload_id);
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return set_sqlite_error(self, error);
+    *exists = rc == SQLITE_ROW;
+    return TRUE;
+}
+
+static gboolean
+einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload *workload,
+                                     GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
+                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                           error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, workload->id);
+    bind_text(stmt, 2, workload->tenant_id);
+    bind_text(stmt, 3, einsora_workload_kind_to_string(workload->kind));
+    bind_text(stmt, 4, workload->name);
+    bind_text(stmt, 5, einsora_workload_state_to_string(workload->state));
+    bind_text(stmt, 6, workload->region);
+    bind_text(stmt, 7, workload->gpu_class);
+    bind_text(stmt, 8, workload->placed_class);
+    bind_text(stmt, 9, workload->image);
+    sqlite3_bind_int64(stmt, 10, workload->gpus);
+    bind_text(stmt, 11, workload->machine_id);
+    bind_text(stmt, 12, workload->driver);
+    sqlite3_bind_int64(stmt, 13, workload->attempt);
+    sqlite3_bind_int64(stmt, 14, workload->version);
+    bind_text(stmt, 15, workload->created_by);
+    bind_text(stmt, 16, workload->created_at);
+    bind_text(stmt, 17, workload->updated_at);
+    return step_write(self, stmt, "a workload with this ID already exists",
+                      "no such tenant or machine", error);
+}
+
+static EinsoraWorkload *
+einsora_sqlite_store_get_workload(EinsoraStore *store, const char *tenant_id,
+                                  const char *workload_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self, "SELECT " WORKLOAD_COLUMNS " FROM workloads WHERE tenant_id = ?1 AND id = ?2", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, workload_id);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return workload_from_row(stmt, error);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
+                                    gboolean include_deleted, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                                           "WHERE tenant_id = ?1 "
+                                           "AND (?2 = 1 OR state <> 'deleted') "
+                                           "ORDER BY created_at, id",
+                                           error);
+    g_autoptr(GPtrArray) workloads =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    sqlite3_bind_int(stmt, 2, include_deleted ? 1 : 0);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkload *workload = workload_from_row(stmt, error);
+        if (workload == NULL)
+            return NULL;
+        g_ptr_array_add(workloads, workload);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&workloads);
+}
+
+static gboolean
+einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWorkload *workload,
+                                           EinsoraWorkloadState expected_state,
+                                           gint64 expected_version, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self,
+                "UPDATE workloads SET state = ?1, placed_class = ?2, machine_id = ?3, "
+                "driver = ?4, attempt = ?5, updated_at = ?6, version = version + 1 "
+                "WHERE tenant_id = ?7 AND id = ?8 AND state = ?9 AND version = ?10",
+                error);
+    gboolean exists = FALSE;
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, einsora_workload_state_to_string(workload->state));
+    bind_text(stmt, 2, workload->placed_class);
+    bind_text(stmt, 3, workload->machine_id);
+    bind_text(stmt, 4, workload->driver);
+    sqlite3_bind_int64(stmt, 5, workload->attempt);
+    bind_text(stmt, 6, workload->updated_at);
+    bind_text(stmt, 7, workload->tenant_id);
+    bind_text(stmt, 8, workload->id);
+    bind_text(stmt, 9, einsora_workload_state_to_string(expected_state));
+    sqlite3_bind_int64(stmt, 10, expected_version);
+    if (!step_write(self, stmt, NULL, "no such machine", error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 1)
+        return TRUE;
+
+    /* Nothing matched: either someone else changed it first, or it is not
+     * this tenant's. */
+    if (!workload_exists(self, workload->tenant_id, workload->id, &exists, error))
+        return FALSE;
+    if (exists)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                            "the workload changed while this request was handled; try again");
+    else
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+    return FALSE;
+}
+
+/* The timeline */
+
+static gboolean
+einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEvent *event,
+                                  GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "INSERT INTO workload_events (" EVENT_COLUMNS ") "
+                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                           error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, event->id);
+    bind_text(stmt, 2, event->tenant_id);
+    bind_text(stmt, 3, event->workload_id);
+    bind_text(stmt, 4,
+              event->has_from_state ? einsora_workload_state_to_string(event->from_state) : NULL);
+    bind_text(stmt, 5, einsora_workload_state_to_string(event->to_state));
+    bind_text(stmt, 6, event->reason);
+    sqlite3_bind_int64(stmt, 7, event->attempt);
+    bind_text(stmt, 8, event->created_at);
+    /* The foreign key is (tenant_id, workload_id): another tenant's
+     * workload is not found. */
+    return step_write(self, stmt, "an event with this ID already exists", "no such workload",
+                      error);
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_events(EinsoraStore *store, const char *tenant_id,
+                                 const char *workload_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " EVENT_COLUMNS " FROM workload_events "
+                                           "WHERE tenant_id = ?1 AND workload_id = ?2 "
+                                           "ORDER BY seq",
+                                           error);
+    g_autoptr(GPtrArray) events =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_event_free);
+    gboolean exists = FALSE;
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    /* An empty list would say the workload exists. */
+    if (!workload_exists(self, tenant_id, workload_id, &exists, error))
+        return NULL;
+    if (!exists) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, workload_id);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkloadEvent *event = event_from_row(stmt, error);
+        if (event == NULL)
+            return NULL;
+        g_ptr_array_add(events, event);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&events);
+}
+
+/* The object */
+
+static void
+einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
+{
+    iface->begin = einsora_sqlite_store_begin;
+    iface->commit = einsora_sqlite_store_commit;
+    iface->rollback = einsora_sqlite_store_rollback;
+    iface->check_ready = einsora_sqlite_store_check_ready;
+    iface->insert_tenant = einsora_sqlite_store_insert_tenant;
+    iface->get_tenant = einsora_sqlite_store_get_tenant;
+    iface->set_quota = einsora_sqlite_store_set_quota;
+    iface->get_quota = einsora_sqlite_store_get_quota;
+    iface->gpus_by_state = einsora_sqlite_store_gpus_by_state;
+    iface->insert_machine = einsora_sqlite_store_insert_machine;
+    iface->get_machine = einsora_sqlite_store_get_machine;
+    iface->list_machines = einsora_sqlite_store_list_machines;
+    iface->insert_workload = einsora_sqlite_store_insert_workload;
+    iface->get_workload = einsora_sqlite_store_get_workload;
+    iface->list_workloads = einsora_sqlite_store_list_workloads;
+    iface->update_workload_state = einsora_sqlite_store_update_workload_state;
+    iface->append_event = einsora_sqlite_store_append_event;
+    iface->list_events = einsora_sqlite_store_list_events;
+}
+
+static void
+einsora_sqlite_store_finalize(GObject *object)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(object);
+
+    if (self->db != NULL) {
+        if (!sqlite3_get_autocommit(self->db))
+            sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2(self->db);
+    }
+    g_free(self->path);
+    G_OBJECT_CLASS(einsora_sqlite_store_parent_class)->finalize(object);
+}
+
+static void
+einsora_sqlite_store_class_init(EinsoraSqliteStoreClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_sqlite_store_finalize;
+}
+
+static void
+einsora_sqlite_store_init(EinsoraSqliteStore *self)
+{
+    self->now = einsora_now_real;
+}
+
+static gboolean
+query_text(EinsoraSqliteStore *self, const char *sql, gchar **value, GError **error)
+{
+    g_autoptr(sqlite3_stmt) stmt = prepare(self, sql, error);
+
+    if (stmt == NULL)
+        return FALSE;
+    if (sqlite3_step(stmt) != SQLITE_ROW)
+        return set_sqlite_error(self, error);
+    *value = column_strdup(stmt, 0);
+    return TRUE;
+}
+
+/* Connection settings every store relies on; each is read back, since
+ * SQLite ignores a pragma it cannot honour. */
+static gboolean
+configure_connection(EinsoraSqliteStore *self, GError **error)
+{
+    g_autofree gchar *journal_mode = NULL;
+    g_autofree gchar *foreign_keys = NULL;
+
+    if (sqlite3_busy_timeout(self->db, BUSY_TIMEOUT_MS) != SQLITE_OK)
+        return set_sqlite_error(self, error);
+    if (!query_text(self, "PRAGMA journal_mode = WAL", &journal_mode, error))
+        return FALSE;
+    if (g_ascii_strcasecmp(journal_mode, "wal") != 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                    "SQLite kept journal mode %s instead of WAL", journal_mode);
+        return FALSE;
+    }
+    if (!exec_sql(self, "PRAGMA foreign_keys = ON", error) ||
+        !query_text(self, "PRAGMA foreign_keys", &foreign_keys, error))
+        return FALSE;
+    if (g_strcmp0(foreign_keys, "1") != 0) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                            "this SQLite does not enforce foreign keys");
+        return FALSE;
+    }
+    return exec_sql(self, "PRAGMA synchronous = FULL", error);
+}
+
+EinsoraSqliteStore *
+einsora_sqlite_store_open(const char *path, GError **error)
+{
+    g_autoptr(EinsoraSqliteStore) self = NULL;
+    g_autofree gchar *absolute = NULL;
+    gboolean exists = FALSE;
+    int rc;
+
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    if (!check_path_form(path, error))
+        return NULL;
+    absolute = g_canonicalize_filename(path, NULL);
+    if (!check_directory(absolute, error))
+        return NULL;
+    if (!check_private_files(absolute, &exists, error))
+        return NULL;
+    if (!exists && !create_private_file(absolute, error))
+        return NULL;
+
+    self = g_object_new(EINSORA_TYPE_SQLITE_STORE, NULL);
+    self->path = g_steal_pointer(&absolute);
+    rc = sqlite3_open_v2(self->path, &self->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
+                             SQLITE_OPEN_EXRESCODE,
+                         NULL);
+    if (rc != SQLITE_OK) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot open %s: sqlite: %s", self->path,
+                    self->db != NULL ? sqlite3_errmsg(self->db) : sqlite3_errstr(rc));
+        return NULL;
+    }
+    if (!configure_connection(self, error)) {
+        g_prefix_error(error, "refusing to use %s: ", self->path);
+        return NULL;
+    }
+    /* WAL mode brings -wal and -shm files: check what SQLite made. */
+    if (!check_private_files(self->path, &exists, error))
+        return NULL;
+    if (!exists) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "refusing to use %s: it disappeared while opening", self->path);
+        return NULL;
+    }
+    return g_steal_pointer(&self);
+}
+
+gboolean
+einsora_sqlite_store_migrate_with(EinsoraSqliteStore *self, GPtrArray *migrations, gint64 now_us,
+                                  GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SQLITE_STORE(self), FALSE);
+    g_return_val_if_fail(migrations != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    if (self->in_transaction) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                            "migrations cannot run inside a transaction");
+        return FALSE;
+    }
+    if (!einsora_migrations_apply(self->db, migrations, now_us, error)) {
+        g_prefix_error(error, "%s: ", self->path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+einsora_sqlite_store_migrate(EinsoraSqliteStore *self, gint64 now_us, GError **error)
+{
+    g_autoptr(GPtrArray) migrations = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SQLITE_STORE(self), FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    migrations = einsora_migrations_load_builtin(error);
+    if (migrations == NULL)
+        return FALSE;
+    return einsora_sqlite_store_migrate_with(self, migrations, now_us, error);
+}
+
+void
+einsora_sqlite_store_set_clock(EinsoraSqliteStore *self, EinsoraNowFunc now, gpointer now_data)
+{
+    g_return_if_fail(EINSORA_IS_SQLITE_STORE(self));
+    g_return_if_fail(now != NULL);
+
+    self->now = now;
+    self->now_data = now_data;
+}
+
+const char *
+einsora_sqlite_store_get_path(EinsoraSqliteStore *self)
+{
+    g_return_val_if_fail(EINSORA_IS_SQLITE_STORE(self), NULL);
+    return self->path;
+}
+
+sqlite3 *
+einsora_sqlite_store_get_handle(EinsoraSqliteStore *self)
+{
+    g_return_val_if_fail(EINSORA_IS_SQLITE_STORE(self), NULL);
+    return self->db;
+}

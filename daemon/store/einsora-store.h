@@ -68,15 +68,14 @@ struct _EinsoraStoreInterface {
      * does not exist for this tenant is EINSORA_ERROR_NOT_FOUND. Only
      * einsora_service_transition() calls this. */
     gboolean (*update_workload_state)(EinsoraStore *self, const EinsoraWorkload *workload,
-                                      EinsoraWorkloadState expected_state,
-                                      gint64 expected_version, GError **error);
+                                      EinsoraWorkloadState expected_state, gint64 expected_version,
+                                      GError **error);
 
     /* The timeline is append-only. */
-    gboolean (*append_event)(EinsoraStore *self, const EinsoraWorkloadEvent *event,
-                             GError **error);
+    gboolean (*append_event)(EinsoraStore *self, const EinsoraWorkloadEvent *event, GError **error);
     /* In the order they were appended. An unknown workload is NOT_FOUND. */
-    GPtrArray *(*list_events)(EinsoraStore *self, const char *tenant_id,
-                              const char *workload_id, GError **error);
+    GPtrArray *(*list_events)(EinsoraStore *self, const char *tenant_id, const char *workload_id,
+                              GError **error);
 };
 
 typedef gboolean (*EinsoraStoreTransactionFunc)(EinsoraStore *store, gpointer user_data,
@@ -92,8 +91,7 @@ gboolean einsora_store_check_ready(EinsoraStore *self, GError **error);
 
 gboolean einsora_store_insert_tenant(EinsoraStore *self, const EinsoraTenant *tenant,
                                      GError **error);
-EinsoraTenant *einsora_store_get_tenant(EinsoraStore *self, const char *tenant_id,
-                                        GError **error);
+EinsoraTenant *einsora_store_get_tenant(EinsoraStore *self, const char *tenant_id, GError **error);
 
 gboolean einsora_store_set_quota(EinsoraStore *self, const char *tenant_id, const char *gpu_class,
                                  gint64 gpus, GError **error);
@@ -107,8 +105,7 @@ gboolean einsora_store_insert_machine(EinsoraStore *self, const EinsoraMachine *
                                       GError **error);
 EinsoraMachine *einsora_store_get_machine(EinsoraStore *self, const char *tenant_id,
                                           const char *machine_id, GError **error);
-GPtrArray *einsora_store_list_machines(EinsoraStore *self, const char *tenant_id,
-                                       GError **error);
+GPtrArray *einsora_store_list_machines(EinsoraStore *self, const char *tenant_id, GError **error);
 
 gboolean einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload *workload,
                                        GError **error);

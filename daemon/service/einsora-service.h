@@ -1,0 +1,68 @@
+/* The service: business operations on workloads, always scoped to the
+ * caller's tenant. einsora_service_transition() is the only way a
+ * workload's state changes; einsora_service_note() records a decision that
+ * changes nothing. Time comes from the injected clock. */
+#pragma once
+
+#include <glib-object.h>
+#include <json-glib/json-glib.h>
+
+#include "einsora-actor.h"
+#include "einsora-catalog.h"
+#include "einsora-store.h"
+#include "einsora-timestamp.h"
+#include "einsora-workload.h"
+
+G_BEGIN_DECLS
+
+/* What a user asks for; strings are borrowed. */
+typedef struct {
+    const char *kind;
+    const char *name;
+    const char *gpu_class;
+    const char *image;
+    const char *region; /* NULL: the catalog's default region */
+} EinsoraWorkloadRequest;
+
+/* Where the controller placed a workload; recorded with the move to
+ * provisioning, in the same transaction. */
+typedef struct {
+    const char *placed_class;
+    const char *machine_id; /* NULL on backends that pick the node */
+    const char *driver;     /* NULL on backends that pick the node */
+} EinsoraPlacement;
+
+#define EINSORA_WORKLOAD_NAME_MAX_BYTES 100
+
+#define EINSORA_TYPE_SERVICE (einsora_service_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraService, einsora_service, EINSORA, SERVICE, GObject)
+
+EinsoraService *einsora_service_new(EinsoraStore *store, EinsoraCatalog *catalog,
+                                    EinsoraNowFunc now, gpointer now_data);
+
+EinsoraWorkload *einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
+                                                 const EinsoraWorkloadRequest *request,
+                                                 GError **error);
+EinsoraWorkload *einsora_service_get_workload(EinsoraService *self, const char *tenant_id,
+                                              const char *workload_id, gboolean include_deleted,
+                                              GError **error);
+GPtrArray *einsora_service_list_workloads(EinsoraService *self, const char *tenant_id,
+                                          gboolean include_deleted, GError **error);
+EinsoraWorkload *einsora_service_start_workload(EinsoraService *self, const EinsoraActor *actor,
+                                                const char *workload_id, GError **error);
+EinsoraWorkload *einsora_service_stop_workload(EinsoraService *self, const EinsoraActor *actor,
+                                               const char *workload_id, GError **error);
+EinsoraWorkload *einsora_service_delete_workload(EinsoraService *self, const EinsoraActor *actor,
+                                                 const char *workload_id, GError **error);
+GPtrArray *einsora_service_list_events(EinsoraService *self, const char *tenant_id,
+                                       const char *workload_id, GError **error);
+JsonNode *einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
+                                          const char *workload_id, GError **error);
+
+gboolean einsora_service_transition(EinsoraService *self, EinsoraWorkload *workload,
+                                    EinsoraWorkloadState to, const char *reason,
+                                    const EinsoraPlacement *placement, GError **error);
+gboolean einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload,
+                              const char *reason, GError **error);
+
+G_END_DECLS
