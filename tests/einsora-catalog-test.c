@@ -58,6 +58,11 @@ static const InvalidCase invalid_cases[] = {
     {"empty", "", "not a JSON object"},
     {"not-an-object", "['regions']", "not a JSON object"},
     {"unknown-top-level-field", CATALOG(REGIONS ", 'regoins': []"), "unknown field 'regoins'"},
+    {"repeated-top-level-key", CATALOG(REGIONS ", " REGIONS), "key 'regions' appears twice"},
+    {"repeated-runtime-key",
+     WITH_IMAGES(IMAGE("'notebook'", "'cpu': {'reference': 'a', 'driver_refs': ['sim']},"
+                                     "'cpu': {'reference': 'b', 'driver_refs': ['sim']}")),
+     "key 'cpu' appears twice"},
     {"missing-version", "{" REGIONS "}", "missing field 'version'"},
     {"version-not-a-number", "{'version': '1'}", "'version' must be a whole number"},
     {"version-not-whole", "{'version': 1.0}", "'version' must be a whole number"},

@@ -22,6 +22,13 @@ test_clean_table(void)
          "Authorization: Bearer [redacted]"},
         {"token \"laptop\" (tsk_Ab3xQ9zLmN0pQrStUvWx)", "token \"laptop\" (tsk_Ab3x…)"},
         {"-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY----- after", "[redacted] after"},
+        {"{\"password\": \"hunter2\", \"token\": \"abcdefgh\"}",
+         "{\"password\": [redacted], \"token\": [redacted]}"},
+        {"run --password hunter2 --user bob", "run --password [redacted] --user bob"},
+        {"run --api-token=abc123 now", "run --api-token=[redacted] now"},
+        {"design: new layout, author: ann", "design: new layout, author: ann"},
+        {"auth: xyz sig=abc", "auth: [redacted] sig=[redacted]"},
+        {"right\u202Eto left", "rightto left"},
         {"ok \xff\xfe bytes", "ok \xef\xbf\xbd\xef\xbf\xbd bytes"},
     };
 

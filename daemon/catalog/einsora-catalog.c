@@ -701,19 +701,50 @@ parse_catalog(EinsoraCatalog *self, JsonNode *root_node, GError **error)
 
 /* Construction */
 
+/* json-glib keeps the last of a repeated key; a catalog that says one
+ * thing twice is a mistake to refuse, not to resolve silently. */
+typedef struct {
+    GHashTable *members; /* JsonObject -> members seen */
+    gchar *duplicate;
+} DuplicateKeys;
+
+static void
+on_object_member(JsonParser *parser, JsonObject *object, const char *name, gpointer user_data)
+{
+    DuplicateKeys *keys = user_data;
+    guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(keys->members, object)) + 1;
+
+    g_hash_table_insert(keys->members, object, GUINT_TO_POINTER(seen));
+    if (seen > json_object_get_size(object) && keys->duplicate == NULL)
+        keys->duplicate = g_strdup(name);
+}
+
 EinsoraCatalog *
 einsora_catalog_new_from_data(const char *data, gssize length, const char *origin, GError **error)
 {
     g_autoptr(EinsoraCatalog) self = g_object_new(EINSORA_TYPE_CATALOG, NULL);
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GError) parse_error = NULL;
+    g_autoptr(GHashTable) members = g_hash_table_new(NULL, NULL);
+    g_autofree gchar *duplicate = NULL;
+    DuplicateKeys keys = {members, NULL};
+    gboolean parsed;
 
     g_return_val_if_fail(data != NULL, NULL);
 
     self->origin = g_strdup(origin != NULL ? origin : "(data)");
-    if (!json_parser_load_from_data(parser, data, length, &parse_error)) {
+    g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &keys);
+    parsed = json_parser_load_from_data(parser, data, length, &parse_error);
+    duplicate = keys.duplicate;
+    if (!parsed) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                     "catalog %s: not valid JSON: %s", self->origin, parse_error->message);
+        return NULL;
+    }
+    if (duplicate != NULL) {
+        g_autofree gchar *shown = g_strescape(duplicate, NULL);
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "catalog %s: the key \"%s\" appears twice in one object", self->origin, shown);
         return NULL;
     }
     if (!parse_catalog(self, json_parser_get_root(parser), error)) {

@@ -2,7 +2,10 @@
 
 #include "einsora-error.h"
 
-G_DEFINE_QUARK(einsora - error - quark, einsora_error)
+/* The macro stringifies its first argument: keep the formatter away. */
+/* clang-format off */
+G_DEFINE_QUARK(einsora-error-quark, einsora_error)
+/* clang-format on */
 
 typedef struct {
     const char *code;

@@ -18,6 +18,10 @@ collapse_whitespace(const char *text)
             pending_space = out->len > 0;
             continue;
         }
+        /* Invisible format characters (U+202E reverses the text after it)
+         * could make a timeline say something it doesn't. */
+        if (g_unichar_type(c) == G_UNICODE_FORMAT)
+            continue;
         if (pending_space)
             g_string_append_c(out, ' ');
         pending_space = FALSE;

@@ -15,11 +15,15 @@ static const EinsoraRedactRule rules[] = {
     /* Einsora API tokens: keep "tsk_" and four characters, as shown to users. */
     {"\\b(tsk_[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+", "\\1…"},
     {"\\b(Bearer|Basic|token)(\\s+)[A-Za-z0-9._~+/=-]{6,}", "\\1\\2" EINSORA_REDACTED},
-    /* key=value and key: value where the key names a secret. */
-    {"(?i)\\b([a-z0-9_.-]*(?:password|passwd|secret|token|ticket|cookie|session|api[_-]?key|"
-     "access[_-]?key|private[_-]?key|signature|sig|auth)[a-z0-9_.-]*)(\\s*[=:]\\s*)"
-     "(?!(?:Bearer|Basic|token)\\s)(\"[^\"]*\"|'[^']*'|[^\\s&;,\"']+)",
+    /* --password VALUE and --token=VALUE on a command line. */
+    {"(?i)(--?[a-z0-9_-]*(?:password|passwd|secret|token)[a-z0-9_-]*)(\\s+|=)(?!-)([^\\s\"']+)",
      "\\1\\2" EINSORA_REDACTED},
+    /* key=value, key: value and "key": "value" where the key names a
+     * secret; sig and auth only as whole words. */
+    {"(?i)([\"']?)\\b([a-z0-9_.-]*(?:password|passwd|secret|token|ticket|cookie|session|"
+     "api[_-]?key|access[_-]?key|private[_-]?key|credential)[a-z0-9_.-]*|sig|signature|auth)\\1"
+     "(\\s*[=:]\\s*)(?!(?:Bearer|Basic|token)\\s)(\"[^\"]*\"|'[^']*'|[^\\s&;,\"'}]+)",
+     "\\1\\2\\1\\3" EINSORA_REDACTED},
 };
 
 static GPtrArray *
