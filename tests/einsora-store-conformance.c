@@ -1113,6 +1113,738 @@ test_event_append_only(Fixture *f, gconstpointer data)
     assert_event_equal(g_ptr_array_index(events, 1), queued);
 }
 
+/* Accounts */
+
+static gchar *
+sha256_of(const char *text)
+{
+    return g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+}
+
+static EinsoraUser *
+user_new_for(Fixture *f, const char *tenant_id, const char *email)
+{
+    EinsoraUser *user = einsora_user_new();
+
+    user->id = new_id(f);
+    user->tenant_id = g_strdup(tenant_id);
+    user->email = g_strdup(email);
+    user->display_name = g_strdup("Someone");
+    user->password_hash = g_strdup("$argon2id$v=19$m=65536,t=3,p=1$c2FsdA$aGFzaA");
+    user->role = g_strdup("member");
+    user->created_at = tick(f);
+    return user;
+}
+
+static EinsoraUser *
+add_user(Fixture *f, const char *tenant_id, const char *email)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraUser) user = user_new_for(f, tenant_id, email);
+
+    g_assert_true(einsora_store_insert_user(f->store, user, &error));
+    g_assert_no_error(error);
+    return g_steal_pointer(&user);
+}
+
+static void
+assert_user_equal(const EinsoraUser *a, const EinsoraUser *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->email, ==, b->email);
+    g_assert_cmpstr(a->display_name, ==, b->display_name);
+    g_assert_cmpstr(a->password_hash, ==, b->password_hash);
+    g_assert_cmpstr(a->role, ==, b->role);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->disabled_at, ==, b->disabled_at);
+}
+
+static gint64
+count_users(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 count = -1;
+
+    g_assert_true(einsora_store_count_users(f->store, &count, &error));
+    g_assert_no_error(error);
+    return count;
+}
+
+static void
+test_user_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) owner = user_new_for(f, acme->id, "owner@localhost");
+    g_autoptr(EinsoraUser) got = NULL;
+
+    g_assert_cmpint(count_users(f), ==, 1);
+    /* No password, an owner, disabled. */
+    g_clear_pointer(&owner->password_hash, g_free);
+    replace_string(&owner->role, g_strdup("owner"));
+    owner->disabled_at = tick(f);
+    g_assert_true(einsora_store_insert_user(f->store, owner, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(count_users(f), ==, 2);
+
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_no_error(error);
+    assert_user_equal(got, ann);
+    g_clear_pointer(&got, einsora_user_free);
+    got = einsora_store_get_user(f->store, acme->id, owner->id, &error);
+    g_assert_no_error(error);
+    assert_user_equal(got, owner);
+    g_assert_null(got->password_hash);
+    g_clear_pointer(&got, einsora_user_free);
+
+    got = einsora_store_find_user_by_email(f->store, "ann@acme.example", &error);
+    g_assert_no_error(error);
+    assert_user_equal(got, ann);
+    g_clear_pointer(&got, einsora_user_free);
+    got = einsora_store_find_user_by_email(f->store, "nobody@acme.example", &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+}
+
+static void
+test_user_duplicate_email(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@example.com");
+    /* Emails are unique across tenants: sign-in finds one account. */
+    g_autoptr(EinsoraUser) again = user_new_for(f, globex->id, "ann@example.com");
+    g_autoptr(EinsoraUser) same_id = user_new_for(f, acme->id, "other@example.com");
+
+    g_assert_false(einsora_store_insert_user(f->store, again, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    replace_string(&same_id->id, g_strdup(ann->id));
+    g_assert_false(einsora_store_insert_user(f->store, same_id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_assert_cmpint(count_users(f), ==, 1);
+}
+
+static void
+test_user_unknown_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant_id = new_id(f);
+    g_autoptr(EinsoraUser) user = user_new_for(f, tenant_id, "ann@example.com");
+
+    g_assert_false(einsora_store_insert_user(f->store, user, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_cmpint(count_users(f), ==, 0);
+}
+
+static void
+test_user_other_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) got = NULL;
+    g_autofree gchar *unknown_id = new_id(f);
+
+    got = einsora_store_get_user(f->store, globex->id, ann->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+    got = einsora_store_get_user(f->store, acme->id, unknown_id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+}
+
+/* API tokens */
+
+static EinsoraApiToken *
+api_token_new_for(Fixture *f, const EinsoraUser *user, const char *name)
+{
+    EinsoraApiToken *token = einsora_api_token_new();
+    g_autofree gchar *secret = g_strdup_printf("tsk_%s_%s", user->id, name);
+
+    token->id = new_id(f);
+    token->tenant_id = g_strdup(user->tenant_id);
+    token->user_id = g_strdup(user->id);
+    token->name = g_strdup(name);
+    token->prefix = g_strndup(secret, 8);
+    token->token_sha256 = sha256_of(secret);
+    token->created_at = tick(f);
+    return token;
+}
+
+static EinsoraApiToken *
+add_api_token(Fixture *f, const EinsoraUser *user, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraApiToken) token = api_token_new_for(f, user, name);
+
+    g_assert_true(einsora_store_insert_api_token(f->store, token, &error));
+    g_assert_no_error(error);
+    return g_steal_pointer(&token);
+}
+
+static void
+assert_api_token_equal(const EinsoraApiToken *a, const EinsoraApiToken *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->user_id, ==, b->user_id);
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_cmpstr(a->prefix, ==, b->prefix);
+    g_assert_cmpstr(a->token_sha256, ==, b->token_sha256);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->last_used_at, ==, b->last_used_at);
+    g_assert_cmpstr(a->expires_at, ==, b->expires_at);
+    g_assert_cmpstr(a->revoked_at, ==, b->revoked_at);
+}
+
+static EinsoraApiToken *
+find_api_token(Fixture *f, const char *token_sha256)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraApiToken *token = einsora_store_find_api_token(f->store, token_sha256, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(token);
+    return token;
+}
+
+static GPtrArray *
+list_api_tokens(Fixture *f, const char *tenant_id, const char *user_id)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *tokens = einsora_store_list_api_tokens(f->store, tenant_id, user_id, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(tokens);
+    return tokens;
+}
+
+static void
+test_api_token_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraApiToken) laptop = add_api_token(f, ann, "laptop");
+    g_autoptr(EinsoraApiToken) ci = api_token_new_for(f, ann, "ci");
+    g_autoptr(EinsoraApiToken) got = NULL;
+    g_autoptr(EinsoraApiToken) missing = NULL;
+    g_autofree gchar *unknown_sha256 = sha256_of("tsk_unknown");
+
+    ci->last_used_at = tick(f);
+    ci->expires_at = tick(f);
+    g_assert_true(einsora_store_insert_api_token(f->store, ci, &error));
+    g_assert_no_error(error);
+
+    got = find_api_token(f, laptop->token_sha256);
+    assert_api_token_equal(got, laptop);
+    g_assert_null(got->last_used_at);
+    g_assert_null(got->expires_at);
+    g_assert_null(got->revoked_at);
+    g_clear_pointer(&got, einsora_api_token_free);
+    got = find_api_token(f, ci->token_sha256);
+    assert_api_token_equal(got, ci);
+
+    missing = einsora_store_find_api_token(f->store, unknown_sha256, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(missing);
+}
+
+static void
+test_api_token_duplicate(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraApiToken) laptop = add_api_token(f, ann, "laptop");
+    g_autoptr(EinsoraApiToken) same_hash = api_token_new_for(f, ann, "other");
+    g_autoptr(EinsoraApiToken) same_id = api_token_new_for(f, ann, "third");
+    g_autoptr(GPtrArray) tokens = NULL;
+
+    replace_string(&same_hash->token_sha256, g_strdup(laptop->token_sha256));
+    g_assert_false(einsora_store_insert_api_token(f->store, same_hash, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    replace_string(&same_id->id, g_strdup(laptop->id));
+    g_assert_false(einsora_store_insert_api_token(f->store, same_id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    tokens = list_api_tokens(f, acme->id, ann->id);
+    g_assert_cmpuint(tokens->len, ==, 1);
+}
+
+/* A token's user must be in the token's tenant. */
+static void
+test_api_token_other_tenant_user(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraApiToken) token = api_token_new_for(f, ann, "sneaky");
+    g_autofree gchar *unknown_user = new_id(f);
+    g_autoptr(EinsoraApiToken) orphan = api_token_new_for(f, ann, "orphan");
+
+    replace_string(&token->tenant_id, g_strdup(globex->id));
+    g_assert_false(einsora_store_insert_api_token(f->store, token, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    replace_string(&orphan->user_id, g_strdup(unknown_user));
+    g_assert_false(einsora_store_insert_api_token(f->store, orphan, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static gint
+api_token_order_cmp(gconstpointer a, gconstpointer b)
+{
+    const EinsoraApiToken *ta = *(EinsoraApiToken *const *)a;
+    const EinsoraApiToken *tb = *(EinsoraApiToken *const *)b;
+    int cmp = g_strcmp0(ta->created_at, tb->created_at);
+
+    return cmp != 0 ? cmp : g_strcmp0(ta->id, tb->id);
+}
+
+/* One user's tokens, oldest first, revoked ones too; nobody else's. */
+static void
+test_api_token_list(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) bob = add_user(f, acme->id, "bob@acme.example");
+    g_autoptr(EinsoraApiToken) bobs = add_api_token(f, bob, "bob's");
+    g_autoptr(GPtrArray) expected =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_api_token_free);
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) as_globex = NULL;
+    g_autofree gchar *early = tick(f);
+    g_autofree gchar *late = tick(f);
+    g_autofree gchar *revoked_at = tick(f);
+    const char *times[] = {late, early, late, early};
+
+    for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+        g_autofree gchar *name = g_strdup_printf("token-%u", i);
+        EinsoraApiToken *token = api_token_new_for(f, ann, name);
+        replace_string(&token->created_at, g_strdup(times[i]));
+        g_assert_true(einsora_store_insert_api_token(f->store, token, &error));
+        g_assert_no_error(error);
+        g_ptr_array_add(expected, token);
+    }
+    g_ptr_array_sort(expected, api_token_order_cmp);
+    /* Revoked tokens stay listed. */
+    {
+        EinsoraApiToken *first = g_ptr_array_index(expected, 0);
+        g_assert_true(einsora_store_revoke_api_token(f->store, acme->id, ann->id, first->id,
+                                                     revoked_at, &error));
+        g_assert_no_error(error);
+        replace_string(&first->revoked_at, g_strdup(revoked_at));
+    }
+
+    got = list_api_tokens(f, acme->id, ann->id);
+    g_assert_cmpuint(got->len, ==, expected->len);
+    for (guint i = 0; i < got->len; i++)
+        assert_api_token_equal(g_ptr_array_index(got, i), g_ptr_array_index(expected, i));
+    g_clear_pointer(&got, g_ptr_array_unref);
+    got = list_api_tokens(f, acme->id, bob->id);
+    g_assert_cmpuint(got->len, ==, 1);
+    assert_api_token_equal(g_ptr_array_index(got, 0), bobs);
+    as_globex = list_api_tokens(f, globex->id, ann->id);
+    g_assert_cmpuint(as_globex->len, ==, 0);
+}
+
+static void
+test_api_token_revoke(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) bob = add_user(f, acme->id, "bob@acme.example");
+    g_autoptr(EinsoraUser) gus = add_user(f, globex->id, "gus@globex.example");
+    g_autoptr(EinsoraApiToken) token = add_api_token(f, ann, "laptop");
+    g_autoptr(EinsoraApiToken) got = NULL;
+    g_autofree gchar *first = tick(f);
+    g_autofree gchar *second = tick(f);
+    g_autofree gchar *unknown_id = new_id(f);
+
+    /* Another user of the same tenant, another tenant, an unknown ID: not
+     * found, and the token is untouched. */
+    g_assert_false(
+        einsora_store_revoke_api_token(f->store, acme->id, bob->id, token->id, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_false(
+        einsora_store_revoke_api_token(f->store, globex->id, gus->id, token->id, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_false(
+        einsora_store_revoke_api_token(f->store, globex->id, ann->id, token->id, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_false(
+        einsora_store_revoke_api_token(f->store, acme->id, ann->id, unknown_id, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    got = find_api_token(f, token->token_sha256);
+    assert_api_token_equal(got, token);
+    g_clear_pointer(&got, einsora_api_token_free);
+
+    g_assert_true(
+        einsora_store_revoke_api_token(f->store, acme->id, ann->id, token->id, first, &error));
+    g_assert_no_error(error);
+    /* Twice succeeds and keeps the first time. */
+    g_assert_true(
+        einsora_store_revoke_api_token(f->store, acme->id, ann->id, token->id, second, &error));
+    g_assert_no_error(error);
+    /* Still found: callers check revoked_at. */
+    got = find_api_token(f, token->token_sha256);
+    replace_string(&token->revoked_at, g_strdup(first));
+    assert_api_token_equal(got, token);
+}
+
+static void
+test_api_token_touch(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraApiToken) token = add_api_token(f, ann, "laptop");
+    g_autoptr(EinsoraApiToken) got = NULL;
+    g_autofree gchar *earlier = tick(f);
+    g_autofree gchar *later = tick(f);
+    g_autofree gchar *unknown_id = new_id(f);
+
+    g_assert_true(einsora_store_touch_api_token(f->store, token->id, later, &error));
+    g_assert_no_error(error);
+    /* A slower request finishing afterwards does not move it back. */
+    g_assert_true(einsora_store_touch_api_token(f->store, token->id, earlier, &error));
+    g_assert_no_error(error);
+    got = find_api_token(f, token->token_sha256);
+    replace_string(&token->last_used_at, g_strdup(later));
+    assert_api_token_equal(got, token);
+
+    g_assert_false(einsora_store_touch_api_token(f->store, unknown_id, later, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+/* Browser sessions */
+
+static EinsoraSession *
+session_new_for(Fixture *f, const EinsoraUser *user, const char *seed)
+{
+    EinsoraSession *session = einsora_session_new();
+    g_autofree gchar *value = g_strdup_printf("ses_%s", seed);
+    g_autofree gchar *csrf = g_strdup_printf("csrf_%s", seed);
+
+    session->id = new_id(f);
+    session->tenant_id = g_strdup(user->tenant_id);
+    session->user_id = g_strdup(user->id);
+    session->session_sha256 = sha256_of(value);
+    session->csrf_sha256 = sha256_of(csrf);
+    session->created_at = tick(f);
+    session->expires_at = einsora_timestamp_format(f->now_us + 7 * G_TIME_SPAN_DAY);
+    return session;
+}
+
+static void
+assert_session_equal(const EinsoraSession *a, const EinsoraSession *b)
+{
+    g_assert_cmpstr(a->id, ==, b->id);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->user_id, ==, b->user_id);
+    g_assert_cmpstr(a->session_sha256, ==, b->session_sha256);
+    g_assert_cmpstr(a->csrf_sha256, ==, b->csrf_sha256);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->expires_at, ==, b->expires_at);
+    g_assert_cmpstr(a->revoked_at, ==, b->revoked_at);
+}
+
+static void
+test_session_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraSession) session = session_new_for(f, ann, "one");
+    g_autoptr(EinsoraSession) duplicate = session_new_for(f, ann, "two");
+    g_autoptr(EinsoraSession) got = NULL;
+    g_autofree gchar *unknown_sha256 = sha256_of("ses_unknown");
+
+    g_assert_true(einsora_store_insert_session(f->store, session, &error));
+    g_assert_no_error(error);
+    got = einsora_store_find_session(f->store, session->session_sha256, &error);
+    g_assert_no_error(error);
+    assert_session_equal(got, session);
+    g_clear_pointer(&got, einsora_session_free);
+
+    got = einsora_store_find_session(f->store, unknown_sha256, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+
+    replace_string(&duplicate->session_sha256, g_strdup(session->session_sha256));
+    g_assert_false(einsora_store_insert_session(f->store, duplicate, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+}
+
+static void
+test_session_other_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraSession) sneaky = session_new_for(f, ann, "sneaky");
+    g_autoptr(EinsoraSession) session = session_new_for(f, ann, "real");
+    g_autoptr(EinsoraSession) got = NULL;
+    g_autofree gchar *revoked_at = tick(f);
+
+    /* A session's user must be in the session's tenant. */
+    replace_string(&sneaky->tenant_id, g_strdup(globex->id));
+    g_assert_false(einsora_store_insert_session(f->store, sneaky, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    g_assert_true(einsora_store_insert_session(f->store, session, &error));
+    g_assert_no_error(error);
+    g_assert_false(
+        einsora_store_revoke_session(f->store, globex->id, session->id, revoked_at, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    got = einsora_store_find_session(f->store, session->session_sha256, &error);
+    g_assert_no_error(error);
+    assert_session_equal(got, session);
+}
+
+static void
+test_session_revoke(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraSession) session = session_new_for(f, ann, "one");
+    g_autoptr(EinsoraSession) got = NULL;
+    g_autofree gchar *first = tick(f);
+    g_autofree gchar *second = tick(f);
+    g_autofree gchar *unknown_id = new_id(f);
+
+    g_assert_true(einsora_store_insert_session(f->store, session, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_revoke_session(f->store, acme->id, session->id, first, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_revoke_session(f->store, acme->id, session->id, second, &error));
+    g_assert_no_error(error);
+    got = einsora_store_find_session(f->store, session->session_sha256, &error);
+    g_assert_no_error(error);
+    replace_string(&session->revoked_at, g_strdup(first));
+    assert_session_equal(got, session);
+
+    g_assert_false(einsora_store_revoke_session(f->store, acme->id, unknown_id, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+/* Idempotency keys */
+
+static EinsoraIdempotencyRecord *
+idempotency_record_new_for(Fixture *f, const char *tenant_id, const char *key, const char *body)
+{
+    EinsoraIdempotencyRecord *record = einsora_idempotency_record_new();
+
+    record->tenant_id = g_strdup(tenant_id);
+    record->key = g_strdup(key);
+    record->request_sha256 = sha256_of(body);
+    record->response_status = 202;
+    record->response_body = g_strdup(body);
+    record->created_at = tick(f);
+    record->expires_at = einsora_timestamp_format(f->now_us + G_TIME_SPAN_DAY);
+    return record;
+}
+
+static void
+assert_idempotency_record_equal(const EinsoraIdempotencyRecord *a,
+                                const EinsoraIdempotencyRecord *b)
+{
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->key, ==, b->key);
+    g_assert_cmpstr(a->request_sha256, ==, b->request_sha256);
+    g_assert_cmpint(a->response_status, ==, b->response_status);
+    g_assert_cmpstr(a->response_body, ==, b->response_body);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->expires_at, ==, b->expires_at);
+}
+
+static void
+insert_idempotency_record(Fixture *f, const EinsoraIdempotencyRecord *record)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_insert_idempotency_record(f->store, record, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraIdempotencyRecord *
+get_idempotency_record(Fixture *f, const char *tenant_id, const char *key)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraIdempotencyRecord *record =
+        einsora_store_get_idempotency_record(f->store, tenant_id, key, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(record);
+    return record;
+}
+
+static void
+test_idempotency_round_trip(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraIdempotencyRecord) record =
+        idempotency_record_new_for(f, acme->id, "key-1", "{\"id\": \"w1\"}");
+    /* Keys are per tenant: another tenant may use the same one. */
+    g_autoptr(EinsoraIdempotencyRecord) theirs =
+        idempotency_record_new_for(f, globex->id, "key-1", "{\"id\": \"w2\"}");
+    g_autoptr(EinsoraIdempotencyRecord) got = NULL;
+
+    insert_idempotency_record(f, record);
+    got = get_idempotency_record(f, acme->id, "key-1");
+    assert_idempotency_record_equal(got, record);
+    g_clear_pointer(&got, einsora_idempotency_record_free);
+
+    got = einsora_store_get_idempotency_record(f->store, globex->id, "key-1", &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+    got = einsora_store_get_idempotency_record(f->store, acme->id, "key-2", &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+
+    insert_idempotency_record(f, theirs);
+    got = get_idempotency_record(f, globex->id, "key-1");
+    assert_idempotency_record_equal(got, theirs);
+    g_clear_pointer(&got, einsora_idempotency_record_free);
+    got = get_idempotency_record(f, acme->id, "key-1");
+    assert_idempotency_record_equal(got, record);
+}
+
+static void
+test_idempotency_duplicate(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraIdempotencyRecord) record =
+        idempotency_record_new_for(f, acme->id, "key-1", "{\"first\": true}");
+    g_autoptr(EinsoraIdempotencyRecord) again =
+        idempotency_record_new_for(f, acme->id, "key-1", "{\"second\": true}");
+    g_autoptr(EinsoraIdempotencyRecord) later = NULL;
+    g_autoptr(EinsoraIdempotencyRecord) got = NULL;
+
+    insert_idempotency_record(f, record);
+    g_assert_false(einsora_store_insert_idempotency_record(f->store, again, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    got = get_idempotency_record(f, acme->id, "key-1");
+    assert_idempotency_record_equal(got, record);
+    g_clear_pointer(&got, einsora_idempotency_record_free);
+
+    /* Once the first has expired, the key may be used again. */
+    f->now_us += 2 * G_TIME_SPAN_DAY;
+    later = idempotency_record_new_for(f, acme->id, "key-1", "{\"third\": true}");
+    insert_idempotency_record(f, later);
+    got = get_idempotency_record(f, acme->id, "key-1");
+    assert_idempotency_record_equal(got, later);
+}
+
+static void
+test_idempotency_unknown_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant_id = new_id(f);
+    g_autoptr(EinsoraIdempotencyRecord) record =
+        idempotency_record_new_for(f, tenant_id, "key-1", "{}");
+
+    g_assert_false(einsora_store_insert_idempotency_record(f->store, record, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
+static void
+test_idempotency_delete_expired(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraIdempotencyRecord) old = idempotency_record_new_for(f, acme->id, "old", "{}");
+    g_autoptr(EinsoraIdempotencyRecord) fresh = NULL;
+    g_autoptr(EinsoraIdempotencyRecord) got = NULL;
+    g_autofree gchar *now = NULL;
+
+    insert_idempotency_record(f, old);
+    f->now_us += G_TIME_SPAN_DAY / 2;
+    fresh = idempotency_record_new_for(f, acme->id, "fresh", "{}");
+    insert_idempotency_record(f, fresh);
+
+    /* Exactly at expiry counts as expired. */
+    now = g_strdup(old->expires_at);
+    g_assert_true(einsora_store_delete_expired_idempotency_records(f->store, now, &error));
+    g_assert_no_error(error);
+    got = einsora_store_get_idempotency_record(f->store, acme->id, "old", &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+    g_clear_error(&error);
+    got = get_idempotency_record(f, acme->id, "fresh");
+    assert_idempotency_record_equal(got, fresh);
+
+    g_assert_true(einsora_store_delete_expired_idempotency_records(f->store, now, &error));
+    g_assert_no_error(error);
+}
+
+/* The auth tables refuse rows that break their rules. */
+static void
+test_schema_auth_checks(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraApiToken) token = add_api_token(f, ann, "laptop");
+    const char *const bad[] = {
+        /* a password that is not an argon2id hash (say, in clear) */
+        "UPDATE users SET password_hash = 'hunter2'",
+        /* no such role */
+        "UPDATE users SET role = 'admin'",
+        /* a token that is not a SHA-256 hex digest */
+        "UPDATE api_tokens SET token_sha256 = 'tsk_secret'",
+        /* an empty email */
+        "UPDATE users SET email = ''",
+        /* statuses are HTTP statuses */
+        "INSERT INTO idempotency_keys (tenant_id, key, request_sha256, response_status, "
+        "response_body, created_at, expires_at) SELECT id, 'k', "
+        "'0000000000000000000000000000000000000000000000000000000000000000', 99, '{}', "
+        "created_at, created_at FROM tenants",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(EinsoraUser) got_user = NULL;
+        g_autoptr(EinsoraApiToken) got_token = NULL;
+
+        g_test_message("running %s", bad[i]);
+        g_assert_false(f->harness->raw_exec(f->store, bad[i], &error));
+        g_assert_nonnull(error);
+        g_clear_error(&error);
+        got_user = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+        g_assert_no_error(error);
+        assert_user_equal(got_user, ann);
+        got_token = find_api_token(f, token->token_sha256);
+        assert_api_token_equal(got_token, token);
+    }
+}
+
 /* Transactions */
 
 typedef struct {
@@ -1418,6 +2150,23 @@ static const struct {
     {"event/duplicate-id-conflicts", test_event_duplicate_id},
     {"event/unknown-workload-not-found", test_event_unknown_workload},
     {"event/append-only", test_event_append_only},
+    {"user/round-trip", test_user_round_trip},
+    {"user/duplicate-email-conflicts", test_user_duplicate_email},
+    {"user/unknown-tenant-not-found", test_user_unknown_tenant},
+    {"user/other-tenant-not-found", test_user_other_tenant},
+    {"api-token/round-trip", test_api_token_round_trip},
+    {"api-token/duplicate-conflicts", test_api_token_duplicate},
+    {"api-token/other-tenant-user-not-found", test_api_token_other_tenant_user},
+    {"api-token/list-own-oldest-first-with-revoked", test_api_token_list},
+    {"api-token/revoke-own-only-keeps-first-time", test_api_token_revoke},
+    {"api-token/touch-never-goes-back", test_api_token_touch},
+    {"session/round-trip", test_session_round_trip},
+    {"session/other-tenant-not-found", test_session_other_tenant},
+    {"session/revoke-keeps-first-time", test_session_revoke},
+    {"idempotency/round-trip-per-tenant", test_idempotency_round_trip},
+    {"idempotency/duplicate-conflicts-until-expired", test_idempotency_duplicate},
+    {"idempotency/unknown-tenant-not-found", test_idempotency_unknown_tenant},
+    {"idempotency/delete-expired", test_idempotency_delete_expired},
     {"transaction/commit", test_transaction_commit},
     {"transaction/rollback-on-false", test_transaction_rollback_on_false},
     {"transaction/nested-begin-fails", test_transaction_nested_begin_fails},
@@ -1425,6 +2174,7 @@ static const struct {
     {"schema/columns", test_schema_columns},
     {"schema/indexes", test_schema_indexes},
     {"schema/checks", test_schema_checks},
+    {"schema/auth-checks", test_schema_auth_checks},
     {"ready", test_ready},
 };
 

@@ -206,3 +206,157 @@ einsora_store_list_events(EinsoraStore *self, const char *tenant_id, const char 
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     return EINSORA_STORE_GET_IFACE(self)->list_events(self, tenant_id, workload_id, error);
 }
+
+gboolean
+einsora_store_insert_user(EinsoraStore *self, const EinsoraUser *user, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(user != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_user(self, user, error);
+}
+
+EinsoraUser *
+einsora_store_get_user(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                       GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(user_id != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->get_user(self, tenant_id, user_id, error);
+}
+
+EinsoraUser *
+einsora_store_find_user_by_email(EinsoraStore *self, const char *email, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(email != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_user_by_email(self, email, error);
+}
+
+gboolean
+einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(count != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->count_users(self, count, error);
+}
+
+gboolean
+einsora_store_insert_api_token(EinsoraStore *self, const EinsoraApiToken *token, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(token != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_api_token(self, token, error);
+}
+
+EinsoraApiToken *
+einsora_store_find_api_token(EinsoraStore *self, const char *token_sha256, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(token_sha256 != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_api_token(self, token_sha256, error);
+}
+
+GPtrArray *
+einsora_store_list_api_tokens(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                              GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(user_id != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_api_tokens(self, tenant_id, user_id, error);
+}
+
+gboolean
+einsora_store_revoke_api_token(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                               const char *token_id, const char *revoked_at, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL, FALSE);
+    g_return_val_if_fail(user_id != NULL, FALSE);
+    g_return_val_if_fail(token_id != NULL, FALSE);
+    g_return_val_if_fail(revoked_at != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->revoke_api_token(self, tenant_id, user_id, token_id,
+                                                           revoked_at, error);
+}
+
+gboolean
+einsora_store_touch_api_token(EinsoraStore *self, const char *token_id, const char *last_used_at,
+                              GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(token_id != NULL, FALSE);
+    g_return_val_if_fail(last_used_at != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->touch_api_token(self, token_id, last_used_at, error);
+}
+
+gboolean
+einsora_store_insert_session(EinsoraStore *self, const EinsoraSession *session, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(session != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_session(self, session, error);
+}
+
+EinsoraSession *
+einsora_store_find_session(EinsoraStore *self, const char *session_sha256, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(session_sha256 != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_session(self, session_sha256, error);
+}
+
+gboolean
+einsora_store_revoke_session(EinsoraStore *self, const char *tenant_id, const char *session_id,
+                             const char *revoked_at, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL, FALSE);
+    g_return_val_if_fail(session_id != NULL, FALSE);
+    g_return_val_if_fail(revoked_at != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->revoke_session(self, tenant_id, session_id, revoked_at,
+                                                         error);
+}
+
+EinsoraIdempotencyRecord *
+einsora_store_get_idempotency_record(EinsoraStore *self, const char *tenant_id, const char *key,
+                                     GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(key != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->get_idempotency_record(self, tenant_id, key, error);
+}
+
+gboolean
+einsora_store_insert_idempotency_record(EinsoraStore *self, const EinsoraIdempotencyRecord *record,
+                                        GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(record != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_idempotency_record(self, record, error);
+}
+
+gboolean
+einsora_store_delete_expired_idempotency_records(EinsoraStore *self, const char *now,
+                                                 GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(now != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->delete_expired_idempotency_records(self, now, error);
+}

@@ -4,15 +4,22 @@
  * suite (tests/einsora-store-conformance.c).
  *
  * Every tenant-scoped method takes the tenant ID and filters by it: another
- * tenant's object is EINSORA_ERROR_NOT_FOUND, never a different error.
+ * tenant's object is EINSORA_ERROR_NOT_FOUND, never a different error. The
+ * few global look-ups (a user by email, a token or session by its hash)
+ * exist because the caller does not know the tenant yet: they are how a
+ * request finds its tenant.
  * Transactions: einsora_store_in_transaction(); never nest them, and never
  * wait on anything else while one is open. */
 #pragma once
 
 #include <glib-object.h>
 
+#include "einsora-api-token.h"
+#include "einsora-idempotency-record.h"
 #include "einsora-machine.h"
+#include "einsora-session.h"
 #include "einsora-tenant.h"
+#include "einsora-user.h"
 #include "einsora-workload-event.h"
 #include "einsora-workload.h"
 
@@ -76,6 +83,53 @@ struct _EinsoraStoreInterface {
     /* In the order they were appended. An unknown workload is NOT_FOUND. */
     GPtrArray *(*list_events)(EinsoraStore *self, const char *tenant_id, const char *workload_id,
                               GError **error);
+
+    /* Accounts. An email is unique across tenants (CONFLICT); an unknown
+     * tenant is NOT_FOUND. */
+    gboolean (*insert_user)(EinsoraStore *self, const EinsoraUser *user, GError **error);
+    EinsoraUser *(*get_user)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                             GError **error);
+    /* Global: sign-in does not know the tenant. Exact match; callers
+     * normalise. */
+    EinsoraUser *(*find_user_by_email)(EinsoraStore *self, const char *email, GError **error);
+    gboolean (*count_users)(EinsoraStore *self, gint64 *count, GError **error);
+
+    /* API tokens, stored by the SHA-256 of their secret. A token for a user
+     * that is not in that tenant is NOT_FOUND. */
+    gboolean (*insert_api_token)(EinsoraStore *self, const EinsoraApiToken *token, GError **error);
+    /* Global, and revoked or expired tokens are found too: callers check. */
+    EinsoraApiToken *(*find_api_token)(EinsoraStore *self, const char *token_sha256,
+                                       GError **error);
+    /* One user's tokens, oldest first (by created_at, then ID), revoked
+     * ones included. */
+    GPtrArray *(*list_api_tokens)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                  GError **error);
+    /* NOT_FOUND unless the token is this user's. Revoking twice succeeds
+     * and keeps the first revoked_at. */
+    gboolean (*revoke_api_token)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                 const char *token_id, const char *revoked_at, GError **error);
+    gboolean (*touch_api_token)(EinsoraStore *self, const char *token_id, const char *last_used_at,
+                                GError **error);
+
+    /* Browser sessions, stored by the SHA-256 of the cookie's value. */
+    gboolean (*insert_session)(EinsoraStore *self, const EinsoraSession *session, GError **error);
+    /* Global, and revoked or expired sessions are found too: callers
+     * check. */
+    EinsoraSession *(*find_session)(EinsoraStore *self, const char *session_sha256, GError **error);
+    /* Revoking twice succeeds and keeps the first revoked_at. */
+    gboolean (*revoke_session)(EinsoraStore *self, const char *tenant_id, const char *session_id,
+                               const char *revoked_at, GError **error);
+
+    /* Idempotency-Key replays. get finds expired records too (callers
+     * compare expires_at). insert is CONFLICT while a record for the key
+     * lives, and replaces one that expired by the new record's created_at. */
+    EinsoraIdempotencyRecord *(*get_idempotency_record)(EinsoraStore *self, const char *tenant_id,
+                                                        const char *key, GError **error);
+    gboolean (*insert_idempotency_record)(EinsoraStore *self,
+                                          const EinsoraIdempotencyRecord *record, GError **error);
+    /* Deletes the records whose expires_at is at or before @now. */
+    gboolean (*delete_expired_idempotency_records)(EinsoraStore *self, const char *now,
+                                                   GError **error);
 };
 
 typedef gboolean (*EinsoraStoreTransactionFunc)(EinsoraStore *store, gpointer user_data,
@@ -121,5 +175,41 @@ gboolean einsora_store_append_event(EinsoraStore *self, const EinsoraWorkloadEve
                                     GError **error);
 GPtrArray *einsora_store_list_events(EinsoraStore *self, const char *tenant_id,
                                      const char *workload_id, GError **error);
+
+gboolean einsora_store_insert_user(EinsoraStore *self, const EinsoraUser *user, GError **error);
+EinsoraUser *einsora_store_get_user(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                    GError **error);
+EinsoraUser *einsora_store_find_user_by_email(EinsoraStore *self, const char *email,
+                                              GError **error);
+gboolean einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error);
+
+gboolean einsora_store_insert_api_token(EinsoraStore *self, const EinsoraApiToken *token,
+                                        GError **error);
+EinsoraApiToken *einsora_store_find_api_token(EinsoraStore *self, const char *token_sha256,
+                                              GError **error);
+GPtrArray *einsora_store_list_api_tokens(EinsoraStore *self, const char *tenant_id,
+                                         const char *user_id, GError **error);
+gboolean einsora_store_revoke_api_token(EinsoraStore *self, const char *tenant_id,
+                                        const char *user_id, const char *token_id,
+                                        const char *revoked_at, GError **error);
+gboolean einsora_store_touch_api_token(EinsoraStore *self, const char *token_id,
+                                       const char *last_used_at, GError **error);
+
+gboolean einsora_store_insert_session(EinsoraStore *self, const EinsoraSession *session,
+                                      GError **error);
+EinsoraSession *einsora_store_find_session(EinsoraStore *self, const char *session_sha256,
+                                           GError **error);
+gboolean einsora_store_revoke_session(EinsoraStore *self, const char *tenant_id,
+                                      const char *session_id, const char *revoked_at,
+                                      GError **error);
+
+EinsoraIdempotencyRecord *einsora_store_get_idempotency_record(EinsoraStore *self,
+                                                               const char *tenant_id,
+                                                               const char *key, GError **error);
+gboolean einsora_store_insert_idempotency_record(EinsoraStore *self,
+                                                 const EinsoraIdempotencyRecord *record,
+                                                 GError **error);
+gboolean einsora_store_delete_expired_idempotency_records(EinsoraStore *self, const char *now,
+                                                          GError **error);
 
 G_END_DECLS

@@ -1,0 +1,97 @@
+/* Local authentication: API tokens, browser sessions with their CSRF
+ * token, password sign-in, local accounts, and Solo's first run. Secrets
+ * are returned to the caller once and stored only as SHA-256 hashes;
+ * passwords only as argon2id hashes, computed outside any store
+ * transaction. Time comes from the injected clock. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "einsora-actor.h"
+#include "einsora-api-token.h"
+#include "einsora-store.h"
+#include "einsora-timestamp.h"
+#include "einsora-user.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_AUTH_SESSION_LIFETIME_US (7 * G_TIME_SPAN_DAY)
+#define EINSORA_AUTH_TOKEN_NAME_MAX_BYTES 64
+#define EINSORA_AUTH_TENANT_NAME_MAX_BYTES 64
+
+/* Solo's first run. */
+#define EINSORA_AUTH_LOCAL_TENANT "local"
+#define EINSORA_AUTH_LOCAL_OWNER_EMAIL "owner@localhost"
+#define EINSORA_AUTH_LOCAL_TOKEN_NAME "local"
+#define EINSORA_AUTH_TOKEN_FILE "token"
+
+#define EINSORA_TYPE_AUTH (einsora_auth_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraAuth, einsora_auth, EINSORA, AUTH, GObject)
+
+EinsoraAuth *einsora_auth_new(EinsoraStore *store, EinsoraNowFunc now, gpointer now_data);
+
+/* The actor behind an API token ("tsk_..."). Unknown, revoked and expired
+ * tokens, and tokens of a disabled user, are all
+ * EINSORA_ERROR_UNAUTHENTICATED with one message. Records last_used_at, at
+ * most once a minute per token so that reads do not each cost a write. */
+EinsoraActor *einsora_auth_authenticate_token(EinsoraAuth *self, const char *token, GError **error);
+
+/* The actor behind a session cookie's value ("ses_..."): unknown, expired
+ * or revoked is EINSORA_ERROR_UNAUTHENTICATED. For an @unsafe_method
+ * (anything but GET, HEAD, OPTIONS), @csrf_token must match the session's,
+ * or it is EINSORA_ERROR_FORBIDDEN. */
+EinsoraActor *einsora_auth_authenticate_session(EinsoraAuth *self, const char *session_value,
+                                                const char *csrf_token, gboolean unsafe_method,
+                                                GError **error);
+
+/* Password sign-in. The password is checked in a worker thread; on success
+ * a session valid for 7 days is stored and its cookie value and CSRF token
+ * are returned (only here). A wrong email or password is
+ * EINSORA_ERROR_UNAUTHENTICATED, taking the same time either way. */
+void einsora_auth_login_async(EinsoraAuth *self, const char *email, const char *password,
+                              GCancellable *cancellable, GAsyncReadyCallback callback,
+                              gpointer user_data);
+/* @actor, @session_value and @csrf_token may each be NULL. */
+gboolean einsora_auth_login_finish(EinsoraAuth *self, GAsyncResult *result, EinsoraActor **actor,
+                                   gchar **session_value, gchar **csrf_token, GError **error);
+
+/* Revokes the session whose cookie value is @session_value; revoking one
+ * already revoked succeeds. An unknown session is
+ * EINSORA_ERROR_UNAUTHENTICATED. */
+gboolean einsora_auth_logout(EinsoraAuth *self, const char *session_value, GError **error);
+
+/* A new API token for the actor's own user. The secret comes back in
+ * @secret, and nowhere else, ever. @name: 1 to 64 bytes of UTF-8 without
+ * control characters. */
+EinsoraApiToken *einsora_auth_create_token(EinsoraAuth *self, const EinsoraActor *actor,
+                                           const char *name, gchar **secret, GError **error);
+/* The actor's own tokens, oldest first, revoked ones included. */
+GPtrArray *einsora_auth_list_tokens(EinsoraAuth *self, const EinsoraActor *actor, GError **error);
+/* Another user's token, or a malformed ID, is EINSORA_ERROR_NOT_FOUND. */
+gboolean einsora_auth_revoke_token(EinsoraAuth *self, const EinsoraActor *actor,
+                                   const char *token_id, GError **error);
+
+/* A new tenant and its first user, in one transaction. The password (NULL:
+ * no password sign-in) is hashed first, synchronously: this is for
+ * start-up and operator commands, not the main loop of a serving daemon.
+ * Emails are stored in ASCII lower case. Bad input is
+ * EINSORA_ERROR_INVALID_REQUEST; a taken email or tenant name is
+ * EINSORA_ERROR_CONFLICT. */
+EinsoraUser *einsora_auth_create_account(EinsoraAuth *self, const char *tenant_name,
+                                         const char *email, const char *password, const char *role,
+                                         gboolean trusted, GError **error);
+
+/* Solo's first run. When the store has no users: creates the tenant
+ * "local" (trusted) with a quota of @gpus_per_class for each of
+ * @gpu_classes (NULL-terminated, may be NULL), its owner
+ * "owner@localhost" without a password, and an API token named "local"
+ * whose secret goes to <data_dir>/token (mode 0600, followed by a
+ * newline). An existing token file is never overwritten: if one is there,
+ * nothing is created and a warning says to remove it. When users exist,
+ * nothing happens. @owner gets the new owner, or NULL when nothing was
+ * created. */
+gboolean einsora_auth_ensure_first_run(EinsoraAuth *self, const char *data_dir,
+                                       const char *const *gpu_classes, gint64 gpus_per_class,
+                                       EinsoraUser **owner, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,61 @@
+/* Credentials: random secrets that are stored only as SHA-256 hashes (API
+ * tokens, session cookies, CSRF tokens), and argon2id password hashes.
+ * Nothing here logs or keeps a secret. */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+#define EINSORA_CREDENTIAL_TOKEN_PREFIX "tsk_"
+#define EINSORA_CREDENTIAL_SESSION_PREFIX "ses_"
+#define EINSORA_CREDENTIAL_CSRF_PREFIX "csrf_"
+
+/* Passwords longer than this are refused: argon2id's cost does not depend
+ * on it, but nobody needs more, and a bound keeps requests small. */
+#define EINSORA_CREDENTIAL_PASSWORD_MAX_BYTES 1024
+
+/* @prefix followed by 32 random bytes (OpenSSL's RAND_bytes) in base64url
+ * without padding (43 characters). NULL only if the system's random
+ * generator fails. */
+gchar *einsora_credential_new_secret(const char *prefix);
+
+/* The lowercase hex SHA-256 of @secret: what the store keeps. */
+gchar *einsora_credential_sha256_hex(const char *secret);
+
+/* The first 8 characters of a secret (e.g. "tsk_Ab3x"): enough for a person
+ * to tell their tokens apart, too little to help a guess. */
+gchar *einsora_credential_display_prefix(const char *token);
+
+/* Constant-time string equality; FALSE when either is NULL or the lengths
+ * differ (the values compared are fixed-length digests, so the length
+ * tells nothing). */
+gboolean einsora_credential_equal(const char *a, const char *b);
+
+/* argon2id (t=3, m=64 MiB, p=1, 16-byte random salt, 32-byte hash) in its
+ * encoded "$argon2id$..." form. Slow on purpose: never call it on the main
+ * loop of a running daemon (use the _async form) nor inside a store
+ * transaction. An empty or over-long password is
+ * EINSORA_ERROR_INVALID_REQUEST. */
+gchar *einsora_credential_hash_password(const char *password, GError **error);
+
+/* Whether @password matches @encoded (an argon2id hash from above). FALSE
+ * for anything malformed. */
+gboolean einsora_credential_verify_password(const char *encoded, const char *password);
+
+/* The same in a worker thread, so the calling thread's main loop keeps
+ * running. The inputs are copied; the copies of the password are wiped
+ * when done. */
+void einsora_credential_hash_password_async(const char *password, GCancellable *cancellable,
+                                            GAsyncReadyCallback callback, gpointer user_data);
+gchar *einsora_credential_hash_password_finish(GAsyncResult *result, GError **error);
+
+/* TRUE when the password matches. A mismatch is FALSE with
+ * EINSORA_ERROR_UNAUTHENTICATED, so that FALSE always comes with an
+ * error; cancellation is G_IO_ERROR_CANCELLED. */
+void einsora_credential_verify_password_async(const char *encoded, const char *password,
+                                              GCancellable *cancellable,
+                                              GAsyncReadyCallback callback, gpointer user_data);
+gboolean einsora_credential_verify_password_finish(GAsyncResult *result, GError **error);
+
+G_END_DECLS
