@@ -1,6 +1,6 @@
 /* einsora-daemon: wiring only. Settings come from EINSORA_* variables and
- * the matching options; a bad value stops the daemon at start with a
- * message naming the setting. */
+ * the matching options; every one is checked before anything starts, and a
+ * bad value stops the daemon with a message naming the setting. */
 #define G_LOG_DOMAIN "einsora-daemon"
 
 #include <errno.h>
@@ -8,25 +8,42 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "einsora-api-server.h"
+#include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-service.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
 
 #define DATABASE_NAME "einsora.db"
+/* On one's own machine capacity is the real limit; the quota only keeps a
+ * runaway script from queueing without end. */
+#define SOLO_GPUS_PER_CLASS 64
 
 typedef struct {
     gchar *data_dir;
+    gchar *api_addr;
+    gchar *access_addr;
+    gchar *region;
     gchar *catalog;
+    gchar *controller_interval;
+    gchar *machine_owner;
+    gint64 controller_interval_us;
 } EinsoraDaemonSettings;
 
 static void
 settings_clear(EinsoraDaemonSettings *settings)
 {
     g_clear_pointer(&settings->data_dir, g_free);
+    g_clear_pointer(&settings->api_addr, g_free);
+    g_clear_pointer(&settings->access_addr, g_free);
+    g_clear_pointer(&settings->region, g_free);
     g_clear_pointer(&settings->catalog, g_free);
+    g_clear_pointer(&settings->controller_interval, g_free);
+    g_clear_pointer(&settings->machine_owner, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -34,7 +51,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
 /* An option wins over its variable; an empty value is a mistake, not a
  * request for the default. */
 static gboolean
-resolve_setting(gchar **value, const char *variable, const char *option, GError **error)
+resolve_setting(gchar **value, const char *variable, const char *option, const char *fallback,
+                GError **error)
 {
     const char *env = g_getenv(variable);
 
@@ -45,22 +63,97 @@ resolve_setting(gchar **value, const char *variable, const char *option, GError 
                     variable, option);
         return FALSE;
     }
+    if (*value == NULL && fallback != NULL)
+        *value = g_strdup(fallback);
     return TRUE;
+}
+
+static gboolean
+check_address(const char *value, const char *variable, const char *option, GError **error)
+{
+    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(value, 0, NULL);
+    g_autoptr(GInetAddress) host = NULL;
+
+    if (parsed != NULL)
+        host = g_inet_address_new_from_string(
+            g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
+    if (host == NULL || !g_strrstr(value, ":")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "%s (%s): \"%s\" is not an IP address and port, like 127.0.0.1:8080", variable,
+                    option, value);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* "250ms", "5s", "2m": the forms an operator writes. */
+static gboolean
+parse_duration(const char *text, gint64 *us)
+{
+    static const struct {
+        const char *suffix;
+        gint64 scale;
+    } units[] = {
+        {"ms", 1000}, {"s", G_USEC_PER_SEC}, {"m", G_GINT64_CONSTANT(60) * G_USEC_PER_SEC}};
+    char *end = NULL;
+    guint64 number;
+
+    if (!g_ascii_isdigit(*text))
+        return FALSE;
+    errno = 0;
+    number = g_ascii_strtoull(text, &end, 10);
+    if (errno != 0 || number > 3600000)
+        return FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(units); i++) {
+        if (g_strcmp0(end, units[i].suffix) == 0) {
+            *us = (gint64)number * units[i].scale;
+            return TRUE;
+        }
+    }
+    return FALSE;
 }
 
 static gboolean
 resolve_settings(EinsoraDaemonSettings *settings, GError **error)
 {
-    if (!resolve_setting(&settings->data_dir, "EINSORA_DATA_DIR", "--data-dir", error))
+    g_autofree gchar *default_data_dir = g_build_filename(g_get_user_data_dir(), "einsora", NULL);
+
+    if (!resolve_setting(&settings->data_dir, "EINSORA_DATA_DIR", "--data-dir", default_data_dir,
+                         error) ||
+        !resolve_setting(&settings->api_addr, "EINSORA_API_ADDR", "--listen", "127.0.0.1:8080",
+                         error) ||
+        !resolve_setting(&settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen",
+                         "127.0.0.1:8090", error) ||
+        !resolve_setting(&settings->region, "EINSORA_REGION", "--region", NULL, error) ||
+        !resolve_setting(&settings->catalog, "EINSORA_CATALOG", "--catalog", NULL, error) ||
+        !resolve_setting(&settings->controller_interval, "EINSORA_CONTROLLER_INTERVAL",
+                         "--controller-interval", "5s", error) ||
+        !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
+                         "local", error))
         return FALSE;
-    if (!resolve_setting(&settings->catalog, "EINSORA_CATALOG", "--catalog", error))
-        return FALSE;
-    if (settings->data_dir == NULL)
-        settings->data_dir = g_build_filename(g_get_user_data_dir(), "einsora", NULL);
     if (!g_path_is_absolute(settings->data_dir)) {
         gchar *absolute = g_canonicalize_filename(settings->data_dir, NULL);
         g_free(settings->data_dir);
         settings->data_dir = absolute;
+    }
+    if (!check_address(settings->api_addr, "EINSORA_API_ADDR", "--listen", error) ||
+        !check_address(settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen", error))
+        return FALSE;
+    if (!parse_duration(settings->controller_interval, &settings->controller_interval_us) ||
+        settings->controller_interval_us < 100 * 1000 ||
+        settings->controller_interval_us > G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_CONTROLLER_INTERVAL (--controller-interval): \"%s\" is not a "
+                    "duration between 100ms and 60m, like 5s",
+                    settings->controller_interval);
+        return FALSE;
+    }
+    if (!g_regex_match_simple("^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$", settings->machine_owner, 0,
+                              0)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_MACHINE_OWNER (--machine-owner): \"%s\" is not a tenant name",
+                    settings->machine_owner);
+        return FALSE;
     }
     return TRUE;
 }
@@ -84,6 +177,7 @@ open_store(const EinsoraDaemonSettings *settings, GError **error)
         g_prefix_error(error, "EINSORA_DATA_DIR (--data-dir): ");
         return NULL;
     }
+    einsora_sqlite_store_set_clock(store, einsora_now_real, NULL);
     return g_steal_pointer(&store);
 }
 
@@ -111,6 +205,87 @@ run_migrate(const EinsoraDaemonSettings *settings)
     return EXIT_SUCCESS;
 }
 
+static GStrv
+gpu_class_names(EinsoraCatalog *catalog)
+{
+    GPtrArray *classes = einsora_catalog_get_classes(catalog);
+    g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+
+    for (guint i = 0; i < classes->len; i++) {
+        const EinsoraComputeClass *klass = g_ptr_array_index(classes, i);
+        if (klass->devices > 0)
+            g_strv_builder_add(names, klass->name);
+    }
+    return g_strv_builder_end(names);
+}
+
+/* Reads a password from standard input: one line, never echoed to logs. */
+static gchar *
+read_password(GError **error)
+{
+    char buffer[1100];
+    gsize length;
+
+    if (fgets(buffer, sizeof buffer, stdin) == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            "--password-stdin: no password on standard input");
+        return NULL;
+    }
+    length = strcspn(buffer, "\r\n");
+    buffer[length] = '\0';
+    {
+        gchar *password = g_strdup(buffer);
+        explicit_bzero(buffer, sizeof buffer);
+        return password;
+    }
+}
+
+/* `einsora-daemon account create`: an operator adds a tenant and its first
+ * user, and gets an API token for it on standard output, once. */
+static int
+run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, const char *email,
+                   gboolean password_stdin)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraSqliteStore) store = NULL;
+    g_autoptr(EinsoraAuth) auth = NULL;
+    g_autoptr(EinsoraUser) user = NULL;
+    g_autoptr(EinsoraActor) actor = NULL;
+    g_autoptr(EinsoraApiToken) token = NULL;
+    g_autofree gchar *password = NULL;
+    g_autofree gchar *secret = NULL;
+
+    if (tenant == NULL || email == NULL) {
+        g_printerr("einsora-daemon account create: --tenant and --email are required\n");
+        return 2;
+    }
+    if (password_stdin && (password = read_password(&error)) == NULL) {
+        g_printerr("einsora-daemon account create: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    store = open_store(settings, &error);
+    if (store == NULL || !einsora_sqlite_store_migrate(store, einsora_now_real(NULL), &error)) {
+        g_printerr("einsora-daemon account create: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);
+    user = einsora_auth_create_account(auth, tenant, email, password, "owner", FALSE, &error);
+    if (password != NULL)
+        explicit_bzero(password, strlen(password));
+    if (user == NULL) {
+        g_printerr("einsora-daemon account create: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    actor = einsora_actor_new(user->tenant_id, user->id, user->email, "einsora-daemon account");
+    token = einsora_auth_create_token(auth, actor, "created with the account", &secret, &error);
+    if (token == NULL) {
+        g_printerr("einsora-daemon account create: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    g_print("%s\n", secret);
+    return EXIT_SUCCESS;
+}
+
 static int
 run_daemon(const EinsoraDaemonSettings *settings)
 {
@@ -118,7 +293,13 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraCatalog) catalog = NULL;
     g_autoptr(EinsoraSqliteStore) store = NULL;
     g_autoptr(EinsoraService) service = NULL;
+    g_autoptr(EinsoraAuth) auth = NULL;
+    g_autoptr(EinsoraApiServer) api = NULL;
+    g_autoptr(EinsoraUser) owner = NULL;
     g_autoptr(GMainLoop) loop = NULL;
+    g_auto(GStrv) gpu_classes = NULL;
+    g_autofree gchar *uri = NULL;
+    const char *region;
 
     /* Everything is checked before anything starts: nothing runs
      * half-configured. */
@@ -127,18 +308,43 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: EINSORA_CATALOG (--catalog): %s\n", error->message);
         return EXIT_FAILURE;
     }
+    region =
+        settings->region != NULL ? settings->region : einsora_catalog_get_default_region(catalog);
+    if (einsora_catalog_lookup_region(catalog, region) == NULL) {
+        g_printerr("einsora-daemon: EINSORA_REGION (--region): \"%s\" is not a region of the "
+                   "catalog\n",
+                   region);
+        return EXIT_FAILURE;
+    }
     store = open_store(settings, &error);
     if (store == NULL || !einsora_sqlite_store_migrate(store, einsora_now_real(NULL), &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    einsora_sqlite_store_set_clock(store, einsora_now_real, NULL);
     service = einsora_service_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
+    auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);
+    gpu_classes = gpu_class_names(catalog);
+    if (!einsora_auth_ensure_first_run(auth, settings->data_dir, (const char *const *)gpu_classes,
+                                       SOLO_GPUS_PER_CLASS, &owner, &error)) {
+        g_printerr("einsora-daemon: first run: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    if (owner != NULL)
+        g_message("first run: created %s; its API token is in %s/token", owner->email,
+                  settings->data_dir);
+
+    api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
+    if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
+        g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    uri = einsora_api_server_get_uri(api);
 
     loop = g_main_loop_new(NULL, FALSE);
     g_unix_signal_add(SIGINT, quit_on_signal, loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, loop);
-    g_message("ready: data in %s, catalog %s", settings->data_dir,
+    g_message("api listening on %s", uri);
+    g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));
     g_main_loop_run(loop);
     return EXIT_SUCCESS;
@@ -147,33 +353,61 @@ run_daemon(const EinsoraDaemonSettings *settings)
 int
 main(int argc, char **argv)
 {
-    g_auto(EinsoraDaemonSettings) settings = {NULL, NULL};
+    g_auto(EinsoraDaemonSettings) settings = {NULL};
     g_autoptr(GOptionContext) context = NULL;
     g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant = NULL;
+    g_autofree gchar *email = NULL;
+    gboolean password_stdin = FALSE;
     const GOptionEntry entries[] = {
         {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.data_dir,
-         "Where the database lives (EINSORA_DATA_DIR)", "DIR"},
+         "Where the database and the token file live (EINSORA_DATA_DIR)", "DIR"},
+        {"listen", 0, 0, G_OPTION_ARG_STRING, &settings.api_addr,
+         "The /v1 API's address (EINSORA_API_ADDR, default 127.0.0.1:8080)", "HOST:PORT"},
+        {"access-listen", 0, 0, G_OPTION_ARG_STRING, &settings.access_addr,
+         "The access proxy's address (EINSORA_ACCESS_ADDR, default 127.0.0.1:8090)", "HOST:PORT"},
+        {"region", 0, 0, G_OPTION_ARG_STRING, &settings.region,
+         "The region this daemon reconciles (EINSORA_REGION, default the catalog's first)", "NAME"},
         {"catalog", 0, 0, G_OPTION_ARG_FILENAME, &settings.catalog,
          "A catalog file that replaces the built-in one (EINSORA_CATALOG)", "FILE"},
+        {"controller-interval", 0, 0, G_OPTION_ARG_STRING, &settings.controller_interval,
+         "How often the controller reconciles (EINSORA_CONTROLLER_INTERVAL, default 5s)",
+         "DURATION"},
+        {"machine-owner", 0, 0, G_OPTION_ARG_STRING, &settings.machine_owner,
+         "The tenant that owns this machine (EINSORA_MACHINE_OWNER, default local)", "TENANT"},
+        {"tenant", 0, 0, G_OPTION_ARG_STRING, &tenant, "account create: the new tenant's name",
+         "NAME"},
+        {"email", 0, 0, G_OPTION_ARG_STRING, &email, "account create: the new user's email",
+         "EMAIL"},
+        {"password-stdin", 0, 0, G_OPTION_ARG_NONE, &password_stdin,
+         "account create: read a password from standard input", NULL},
         {NULL},
     };
 
     setlocale(LC_ALL, "");
-    context = g_option_context_new("[migrate]");
-    g_option_context_set_summary(context, "Runs Einsora: the store, the catalog and the service. "
-                                          "\"migrate\" applies the database migrations and exits.");
+    context = g_option_context_new("[migrate | account create]");
+    g_option_context_set_summary(
+        context, "Runs Einsora: the /v1 API over the store, the catalog and the service.\n"
+                 "\"migrate\" applies the database migrations and exits; \"account create\" "
+                 "adds a tenant and its first user and prints an API token for it.");
     g_option_context_add_main_entries(context, entries, NULL);
-    if (!g_option_context_parse(context, &argc, &argv, &error) ||
-        !resolve_settings(&settings, &error)) {
+    if (!g_option_context_parse(context, &argc, &argv, &error)) {
+        g_printerr("einsora-daemon: %s\n", error->message);
+        return 2;
+    }
+    if (!resolve_settings(&settings, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    if (argc > 2 || (argc == 2 && g_strcmp0(argv[1], "migrate") != 0)) {
-        g_printerr("einsora-daemon: unknown command \"%s\"; the only command is migrate\n",
-                   argv[argc - 1]);
-        return EXIT_FAILURE;
-    }
-    if (argc == 2)
+    if (argc == 2 && g_strcmp0(argv[1], "migrate") == 0)
         return run_migrate(&settings);
+    if (argc == 3 && g_strcmp0(argv[1], "account") == 0 && g_strcmp0(argv[2], "create") == 0)
+        return run_account_create(&settings, tenant, email, password_stdin);
+    if (argc > 1) {
+        g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate and "
+                   "account create\n",
+                   argv[1]);
+        return 2;
+    }
     return run_daemon(&settings);
 }

@@ -11,7 +11,10 @@ declare -A allowed=(
   [daemon/domain]="daemon/domain"
   [daemon/catalog]="daemon/catalog daemon/domain"
   [daemon/store]="daemon/store daemon/domain"
+  [daemon/auth]="daemon/auth daemon/store daemon/domain"
   [daemon/service]="daemon/service daemon/store daemon/catalog daemon/domain"
+  # api never includes controller, backend, agent or access headers.
+  [daemon/api]="daemon/api daemon/service daemon/auth daemon/domain"
 )
 
 # Where each project header lives, by file name.

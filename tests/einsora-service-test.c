@@ -250,8 +250,8 @@ test_create_refuses_bad_input(Fixture *f, gconstpointer data)
         {{"container", "n", "cpu-2c-4g", "jupyter", NULL}, "kind"},
         {{NULL, "n", "cpu-2c-4g", "jupyter", NULL}, "kind"},
         {{"notebook", "", "cpu-2c-4g", "jupyter", NULL}, "name"},
-        {{"notebook", NULL, "cpu-2c-4g", "jupyter", NULL}, "name"},
         {{"notebook", "two\nlines", "cpu-2c-4g", "jupyter", NULL}, "control"},
+        {{"notebook", "evil\u202Egnp.exe", "cpu-2c-4g", "jupyter", NULL}, "invisible"},
         {{"notebook", " padded", "cpu-2c-4g", "jupyter", NULL}, "space"},
         {{"notebook", long_name, "cpu-2c-4g", "jupyter", NULL}, "name"},
         {{"notebook", "bad \xff utf8", "cpu-2c-4g", "jupyter", NULL}, "UTF-8"},
@@ -281,6 +281,18 @@ test_create_refuses_bad_input(Fixture *f, gconstpointer data)
             einsora_service_list_workloads(f->service, TENANT_A, TRUE, &error);
         g_assert_no_error(error);
         g_assert_cmpuint(all->len, ==, 0);
+    }
+    /* The name is optional: the kind and the ID's tail stand in. */
+    {
+        EinsoraWorkloadRequest request = {"notebook", NULL, "cpu-2c-4g", "jupyter", NULL};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraWorkload) workload =
+            einsora_service_create_workload(f->service, f->alice, &request, &error);
+        g_autofree gchar *expected = NULL;
+        g_assert_no_error(error);
+        expected = g_strdup_printf("notebook-%s", workload->id + 30);
+        g_assert_cmpstr(workload->name, ==, expected);
+        drive_to(f, workload, EINSORA_WORKLOAD_STATE_DELETED);
     }
     /* The same class is fine in the region that offers it. */
     {

@@ -9,6 +9,8 @@
 #include "einsora-workload-json.h"
 
 #define EXPORT_FORMAT_VERSION 1
+#define MACHINE_ONLINE_WINDOW_US (G_GINT64_CONSTANT(180) * G_USEC_PER_SEC)
+#define IDEMPOTENCY_TTL_US (G_GINT64_CONSTANT(24 * 60 * 60) * G_USEC_PER_SEC)
 
 struct _EinsoraService {
     GObject parent_instance;
@@ -299,9 +301,12 @@ validate_name(const char *name, GError **error)
         return FALSE;
     }
     for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p)) {
-        if (g_unichar_iscntrl(g_utf8_get_char(p))) {
+        gunichar c = g_utf8_get_char(p);
+        /* Format characters are invisible and can reorder what is shown. */
+        if (g_unichar_iscntrl(c) || g_unichar_type(c) == G_UNICODE_FORMAT) {
             g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
-                                "name must not contain control characters");
+                                "name must not contain control or invisible formatting "
+                                "characters");
             return FALSE;
         }
     }
@@ -331,7 +336,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                             "kind must be one of notebook, endpoint, vm");
         return NULL;
     }
-    if (!validate_name(request->name, error))
+    if (request->name != NULL && !validate_name(request->name, error))
         return NULL;
 
     region = request->region != NULL ? request->region
@@ -380,7 +385,12 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
     workload->id = einsora_uuid_v7_new(now_us / 1000);
     workload->tenant_id = g_strdup(actor->tenant_id);
     workload->kind = kind;
-    workload->name = g_strdup(request->name);
+    /* No name given: the kind and the ID's last characters, which vary
+     * even between workloads created in the same millisecond. */
+    workload->name = request->name != NULL
+                         ? g_strdup(request->name)
+                         : g_strdup_printf("%s-%s", einsora_workload_kind_to_string(kind),
+                                           workload->id + EINSORA_UUID_STRING_LEN - 6);
     workload->state = EINSORA_WORKLOAD_STATE_INITIAL;
     workload->region = g_strdup(region);
     workload->gpu_class = g_strdup(klass->name);
@@ -734,4 +744,100 @@ einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
     node = json_node_new(JSON_NODE_OBJECT);
     json_node_take_object(node, root);
     return node;
+}
+
+GPtrArray *
+einsora_service_list_machines(EinsoraService *self, const char *tenant_id, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    return einsora_store_list_machines(self->store, tenant_id, error);
+}
+
+EinsoraMachine *
+einsora_service_get_machine(EinsoraService *self, const char *tenant_id, const char *machine_id,
+                            GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+
+    if (!einsora_uuid_is_valid(machine_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+        return NULL;
+    }
+    return einsora_store_get_machine(self->store, tenant_id, machine_id, error);
+}
+
+gboolean
+einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine)
+{
+    gint64 seen_us = 0;
+
+    if (machine->last_seen_at == NULL ||
+        !einsora_timestamp_parse(machine->last_seen_at, &seen_us, NULL))
+        return FALSE;
+    return service_now(self) - seen_us <= MACHINE_ONLINE_WINDOW_US;
+}
+
+gboolean
+einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
+                                        const char *machine_id, gint64 *count, GError **error)
+{
+    g_autoptr(GPtrArray) workloads =
+        einsora_store_list_workloads(self->store, tenant_id, FALSE, error);
+
+    if (workloads == NULL)
+        return FALSE;
+    *count = 0;
+    for (guint i = 0; i < workloads->len; i++) {
+        const EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+        if (g_strcmp0(workload->machine_id, machine_id) == 0 &&
+            einsora_workload_state_holds_capacity(workload->state))
+            (*count)++;
+    }
+    return TRUE;
+}
+
+EinsoraIdempotencyRecord *
+einsora_service_get_idempotency_record(EinsoraService *self, const char *tenant_id, const char *key,
+                                       GError **error)
+{
+    g_autoptr(EinsoraIdempotencyRecord) record =
+        einsora_store_get_idempotency_record(self->store, tenant_id, key, error);
+    g_autofree gchar *now = NULL;
+
+    if (record == NULL)
+        return NULL;
+    now = einsora_timestamp_format(service_now(self));
+    if (g_strcmp0(record->expires_at, now) <= 0) {
+        /* Expired keys are forgotten, so the key may be used again. */
+        if (!einsora_store_delete_expired_idempotency_records(self->store, now, error))
+            return NULL;
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                            "no such idempotency key");
+        return NULL;
+    }
+    return g_steal_pointer(&record);
+}
+
+gboolean
+einsora_service_save_idempotency_record(EinsoraService *self, const char *tenant_id,
+                                        const char *key, const char *request_sha256, guint status,
+                                        const char *body, GError **error)
+{
+    g_autoptr(EinsoraIdempotencyRecord) record = einsora_idempotency_record_new();
+    gint64 now_us = service_now(self);
+
+    record->tenant_id = g_strdup(tenant_id);
+    record->key = g_strdup(key);
+    record->request_sha256 = g_strdup(request_sha256);
+    record->response_status = status;
+    record->response_body = g_strdup(body);
+    record->created_at = einsora_timestamp_format(now_us);
+    record->expires_at = einsora_timestamp_format(now_us + IDEMPOTENCY_TTL_US);
+    return einsora_store_insert_idempotency_record(self->store, record, error);
+}
+
+gboolean
+einsora_service_check_ready(EinsoraService *self, GError **error)
+{
+    return einsora_store_check_ready(self->store, error);
 }

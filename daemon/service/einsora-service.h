@@ -9,6 +9,8 @@
 
 #include "einsora-actor.h"
 #include "einsora-catalog.h"
+#include "einsora-idempotency-record.h"
+#include "einsora-machine.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
 #include "einsora-workload.h"
@@ -58,6 +60,29 @@ GPtrArray *einsora_service_list_events(EinsoraService *self, const char *tenant_
                                        const char *workload_id, GError **error);
 JsonNode *einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
                                           const char *workload_id, GError **error);
+
+/* Machines are read-only here: they register through their agent. */
+GPtrArray *einsora_service_list_machines(EinsoraService *self, const char *tenant_id,
+                                         GError **error);
+EinsoraMachine *einsora_service_get_machine(EinsoraService *self, const char *tenant_id,
+                                            const char *machine_id, GError **error);
+/* Online when its agent was seen in the last three minutes. */
+gboolean einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine);
+/* How many of the tenant's workloads hold capacity on the machine. */
+gboolean einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
+                                                 const char *machine_id, gint64 *count,
+                                                 GError **error);
+
+/* Idempotency-Key records, kept for a day. */
+EinsoraIdempotencyRecord *einsora_service_get_idempotency_record(EinsoraService *self,
+                                                                 const char *tenant_id,
+                                                                 const char *key, GError **error);
+gboolean einsora_service_save_idempotency_record(EinsoraService *self, const char *tenant_id,
+                                                 const char *key, const char *request_sha256,
+                                                 guint status, const char *body, GError **error);
+
+/* Whether the store is reachable and migrated. */
+gboolean einsora_service_check_ready(EinsoraService *self, GError **error);
 
 gboolean einsora_service_transition(EinsoraService *self, EinsoraWorkload *workload,
                                     EinsoraWorkloadState to, const char *reason,

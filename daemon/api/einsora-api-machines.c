@@ -1,0 +1,105 @@
+/* /v1/machines: the caller's own machines, read-only. Status comes from
+ * the store's last_seen_at; the API never asks a machine. */
+#define G_LOG_DOMAIN "einsora-api"
+
+#include "einsora-api-routes.h"
+
+static JsonNode *
+machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GError **error)
+{
+    EinsoraService *service = einsora_api_server_get_service(server);
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    gint64 workloads = 0;
+
+    if (!einsora_service_count_machine_workloads(service, machine->tenant_id, machine->id,
+                                                 &workloads, error))
+        return NULL;
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "id");
+    json_builder_add_string_value(builder, machine->id);
+    json_builder_set_member_name(builder, "name");
+    json_builder_add_string_value(builder, machine->name);
+    json_builder_set_member_name(builder, "region");
+    json_builder_add_string_value(builder, machine->region);
+    json_builder_set_member_name(builder, "system");
+    json_builder_add_string_value(builder, machine->os);
+    json_builder_set_member_name(builder, "cpus");
+    json_builder_add_int_value(builder, machine->cpus);
+    json_builder_set_member_name(builder, "memory_mib");
+    json_builder_add_int_value(builder, machine->memory_mib);
+    json_builder_set_member_name(builder, "sharing");
+    json_builder_add_string_value(builder, einsora_sharing_to_string(machine->sharing));
+    json_builder_set_member_name(builder, "status");
+    json_builder_add_string_value(
+        builder, einsora_service_machine_online(service, machine) ? "online" : "offline");
+    json_builder_set_member_name(builder, "last_seen_at");
+    if (machine->last_seen_at != NULL)
+        json_builder_add_string_value(builder, machine->last_seen_at);
+    else
+        json_builder_add_null_value(builder);
+    json_builder_set_member_name(builder, "workloads");
+    json_builder_add_int_value(builder, workloads);
+    json_builder_set_member_name(builder, "created_at");
+    json_builder_add_string_value(builder, machine->created_at);
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+void
+einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) machines = NULL;
+    JsonObject *root;
+    JsonArray *array;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!einsora_api_request_check_query(request, NULL, &error)) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    machines =
+        einsora_service_list_machines(einsora_api_server_get_service(server),
+                                      einsora_api_request_get_actor(request)->tenant_id, &error);
+    if (machines == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    root = json_object_new();
+    array = json_array_new();
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, root);
+    json_object_set_array_member(root, "machines", array);
+    for (guint i = 0; i < machines->len; i++) {
+        JsonNode *item = machine_to_json(server, g_ptr_array_index(machines, i), &error);
+        if (item == NULL) {
+            einsora_api_request_respond_error(request, error);
+            return;
+        }
+        json_array_add_element(array, item);
+    }
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}
+
+void
+einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!einsora_api_request_check_query(request, NULL, &error)) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    machine = einsora_service_get_machine(einsora_api_server_get_service(server),
+                                          einsora_api_request_get_actor(request)->tenant_id,
+                                          einsora_api_request_get_param(request, 0), &error);
+    if (machine != NULL)
+        node = machine_to_json(server, machine, &error);
+    if (node == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}

@@ -1,0 +1,72 @@
+/* One /v1 request as the API sees it: the message, the request ID that
+ * every log line of it carries, and who made it once authenticated. */
+#pragma once
+
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "einsora-actor.h"
+
+G_BEGIN_DECLS
+
+/* The largest request body accepted; larger ones are answered 413. */
+#define EINSORA_API_MAX_BODY_BYTES (64 * 1024)
+
+/* A JSON member a handler accepts; anything else in the body is refused. */
+typedef struct {
+    const char *name;
+    GType type; /* G_TYPE_STRING, G_TYPE_BOOLEAN or G_TYPE_INT64 */
+    gboolean required;
+} EinsoraApiField;
+
+#define EINSORA_TYPE_API_REQUEST (einsora_api_request_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraApiRequest, einsora_api_request, EINSORA, API_REQUEST, GObject)
+
+EinsoraApiRequest *einsora_api_request_new(SoupServerMessage *message, const char *request_id,
+                                           gint64 started_us);
+
+SoupServerMessage *einsora_api_request_get_message(EinsoraApiRequest *self);
+const char *einsora_api_request_get_id(EinsoraApiRequest *self);
+const char *einsora_api_request_get_method(EinsoraApiRequest *self);
+const char *einsora_api_request_get_path(EinsoraApiRequest *self);
+/* Path parameters ({id}) matched by the router, in order. */
+const char *einsora_api_request_get_param(EinsoraApiRequest *self, guint index);
+void einsora_api_request_set_params(EinsoraApiRequest *self, GStrv params);
+
+/* The value of the cookie @name the request carries, or NULL. */
+gchar *einsora_api_request_get_cookie(EinsoraApiRequest *self, const char *name);
+
+const EinsoraActor *einsora_api_request_get_actor(EinsoraApiRequest *self);
+void einsora_api_request_set_actor(EinsoraApiRequest *self, EinsoraActor *actor);
+
+gboolean einsora_api_request_is_finished(EinsoraApiRequest *self);
+guint einsora_api_request_get_status(EinsoraApiRequest *self);
+
+/* Reads the body as one JSON object whose members are all in @fields. */
+JsonObject *einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *fields,
+                                           GError **error);
+/* Reads a boolean query parameter; refuses any parameter not in @allowed. */
+gboolean einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allowed,
+                                         GError **error);
+gboolean einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
+                                        GError **error);
+
+void einsora_api_request_respond_json(EinsoraApiRequest *self, guint status, JsonNode *node);
+/* @body is JSON text already (an Idempotency-Key replay). */
+void einsora_api_request_respond_raw(EinsoraApiRequest *self, guint status, const char *body);
+void einsora_api_request_respond_empty(EinsoraApiRequest *self, guint status);
+void einsora_api_request_respond_error(EinsoraApiRequest *self, const GError *error);
+void einsora_api_request_respond_problem(EinsoraApiRequest *self, guint status, const char *code,
+                                         const char *message);
+
+typedef JsonNode *(*EinsoraApiToJson)(gconstpointer item);
+
+/* {"<member>": [to_json(item), ...]}: the shape of every /v1 list. */
+JsonNode *einsora_api_list_to_json(const char *member, GPtrArray *items, EinsoraApiToJson to_json);
+
+/* Logs a line carrying the request ID, and tenant and subject once known.
+ * Never pass a secret. */
+void einsora_api_request_log(EinsoraApiRequest *self, GLogLevelFlags level, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
+G_END_DECLS

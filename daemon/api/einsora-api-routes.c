@@ -1,0 +1,78 @@
+#define G_LOG_DOMAIN "einsora-api"
+
+#include "einsora-api-routes.h"
+
+#define AUTH EINSORA_API_AUTH_REQUIRED
+#define OPEN EINSORA_API_AUTH_NONE
+
+static const EinsoraApiRoute routes[] = {
+    {"GET", "/healthz", OPEN, FALSE, einsora_api_health_live},
+    {"GET", "/readyz", OPEN, FALSE, einsora_api_health_ready},
+    {"POST", "/v1/login", OPEN, FALSE, einsora_api_session_login},
+    {"POST", "/v1/logout", AUTH, FALSE, einsora_api_session_logout},
+    {"GET", "/v1/me", AUTH, FALSE, einsora_api_session_me},
+    {"POST", "/v1/workloads", AUTH, TRUE, einsora_api_workloads_create},
+    {"GET", "/v1/workloads", AUTH, FALSE, einsora_api_workloads_list},
+    {"GET", "/v1/workloads/{id}", AUTH, FALSE, einsora_api_workloads_get},
+    {"DELETE", "/v1/workloads/{id}", AUTH, FALSE, einsora_api_workloads_delete},
+    {"POST", "/v1/workloads/{id}/start", AUTH, TRUE, einsora_api_workloads_start},
+    {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, einsora_api_workloads_stop},
+    {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, einsora_api_workloads_events},
+    {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, einsora_api_workloads_export},
+    {"GET", "/v1/machines", AUTH, FALSE, einsora_api_machines_list},
+    {"GET", "/v1/machines/{id}", AUTH, FALSE, einsora_api_machines_get},
+    /* A token's answer holds its secret, which must never be stored: no
+     * Idempotency-Key replay for it. */
+    {"POST", "/v1/tokens", AUTH, FALSE, einsora_api_tokens_create},
+    {"GET", "/v1/tokens", AUTH, FALSE, einsora_api_tokens_list},
+    {"DELETE", "/v1/tokens/{id}", AUTH, FALSE, einsora_api_tokens_revoke},
+};
+
+#undef AUTH
+#undef OPEN
+
+const EinsoraApiRoute *
+einsora_api_routes(guint *n_routes)
+{
+    *n_routes = G_N_ELEMENTS(routes);
+    return routes;
+}
+
+static gboolean
+pattern_matches(const char *pattern, const char *path, GStrv *params)
+{
+    g_auto(GStrv) want = g_strsplit(pattern, "/", -1);
+    g_auto(GStrv) have = g_strsplit(path, "/", -1);
+    g_autoptr(GStrvBuilder) found = g_strv_builder_new();
+
+    if (g_strv_length(want) != g_strv_length(have))
+        return FALSE;
+    for (guint i = 0; want[i] != NULL; i++) {
+        if (g_strcmp0(want[i], "{id}") == 0) {
+            if (*have[i] == '\0')
+                return FALSE;
+            g_strv_builder_add(found, have[i]);
+        } else if (g_strcmp0(want[i], have[i]) != 0) {
+            return FALSE;
+        }
+    }
+    if (params != NULL)
+        *params = g_strv_builder_end(found);
+    return TRUE;
+}
+
+const EinsoraApiRoute *
+einsora_api_route_match(const char *method, const char *path, GStrv *params, gboolean *path_known)
+{
+    *path_known = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(routes); i++) {
+        if (!pattern_matches(routes[i].pattern, path, NULL))
+            continue;
+        *path_known = TRUE;
+        if (g_strcmp0(routes[i].method, method) == 0) {
+            pattern_matches(routes[i].pattern, path, params);
+            return &routes[i];
+        }
+    }
+    return NULL;
+}

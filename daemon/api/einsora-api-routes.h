@@ -1,0 +1,52 @@
+/* The /v1 route table: the one list of what the API serves. The router
+ * dispatches only through it, and tests/einsora-openapi-test.c checks it
+ * against docs/openapi.json both ways. */
+#pragma once
+
+#include "einsora-api-request.h"
+#include "einsora-api-server.h"
+
+G_BEGIN_DECLS
+
+typedef void (*EinsoraApiHandler)(EinsoraApiServer *server, EinsoraApiRequest *request);
+
+typedef enum {
+    EINSORA_API_AUTH_NONE,
+    EINSORA_API_AUTH_REQUIRED,
+} EinsoraApiAuth;
+
+typedef struct {
+    const char *method;
+    const char *pattern; /* segments; "{id}" matches one path segment */
+    EinsoraApiAuth auth;
+    gboolean idempotent_key; /* honours Idempotency-Key */
+    EinsoraApiHandler handler;
+} EinsoraApiRoute;
+
+const EinsoraApiRoute *einsora_api_routes(guint *n_routes);
+/* The route for @method and @path; *params gets the matched {id}s. Sets
+ * *path_known when some route has this path with another method. */
+const EinsoraApiRoute *einsora_api_route_match(const char *method, const char *path, GStrv *params,
+                                               gboolean *path_known);
+
+/* Handlers, by resource. */
+void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_health_ready(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_session_logout(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_session_me(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_start(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_stop(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_delete(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_export(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);
+
+G_END_DECLS

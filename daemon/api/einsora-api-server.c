@@ -1,0 +1,341 @@
+#define G_LOG_DOMAIN "einsora-api"
+
+#include "einsora-api-server.h"
+
+#include "einsora-api-routes.h"
+#include "einsora-error.h"
+#include "einsora-uuid.h"
+
+#define SESSION_COOKIE "einsora_session"
+#define IDEMPOTENCY_KEY_MAX 128
+
+struct _EinsoraApiServer {
+    GObject parent_instance;
+    SoupServer *server;
+    EinsoraService *service;
+    EinsoraAuth *auth;
+    EinsoraNowFunc now;
+    gpointer now_data;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraApiServer, einsora_api_server, G_TYPE_OBJECT)
+
+static void
+einsora_api_server_dispose(GObject *object)
+{
+    EinsoraApiServer *self = EINSORA_API_SERVER(object);
+
+    if (self->server != NULL)
+        soup_server_disconnect(self->server);
+    g_clear_object(&self->server);
+    g_clear_object(&self->service);
+    g_clear_object(&self->auth);
+    G_OBJECT_CLASS(einsora_api_server_parent_class)->dispose(object);
+}
+
+static void
+einsora_api_server_class_init(EinsoraApiServerClass *klass)
+{
+    G_OBJECT_CLASS(klass)->dispose = einsora_api_server_dispose;
+}
+
+static void
+einsora_api_server_init(EinsoraApiServer *self)
+{
+}
+
+EinsoraService *
+einsora_api_server_get_service(EinsoraApiServer *self)
+{
+    return self->service;
+}
+
+EinsoraAuth *
+einsora_api_server_get_auth(EinsoraApiServer *self)
+{
+    return self->auth;
+}
+
+gint64
+einsora_api_server_now(EinsoraApiServer *self)
+{
+    return self->now(self->now_data);
+}
+
+static EinsoraApiRequest *
+request_new(EinsoraApiServer *self, SoupServerMessage *message)
+{
+    g_autofree gchar *id = einsora_uuid_v7_new(einsora_api_server_now(self) / 1000);
+    EinsoraApiRequest *request = einsora_api_request_new(message, id, g_get_monotonic_time());
+    const char *client_id = soup_message_headers_get_one(
+        soup_server_message_get_request_headers(message), "X-Request-ID");
+
+    /* A caller's own ID is logged only when it cannot forge a log line. */
+    if (client_id != NULL && strlen(client_id) <= 64 &&
+        strspn(client_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+            strlen(client_id) &&
+        *client_id != '\0')
+        einsora_api_request_log(request, G_LOG_LEVEL_INFO, "client_request_id=%s", client_id);
+    return request;
+}
+
+/* Refuses an oversized body from its Content-Length before it is read. */
+static void
+early_handler(SoupServer *server, SoupServerMessage *message, const char *path, GHashTable *query,
+              gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(message);
+
+    if (soup_message_headers_get_encoding(headers) == SOUP_ENCODING_CONTENT_LENGTH &&
+        soup_message_headers_get_content_length(headers) > EINSORA_API_MAX_BODY_BYTES) {
+        g_autoptr(EinsoraApiRequest) request = request_new(self, message);
+        einsora_api_request_respond_problem(request, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+                                            "invalid_request", "the body is larger than 64 KiB");
+    }
+}
+
+static gboolean
+is_unsafe(const char *method)
+{
+    return g_strcmp0(method, "GET") != 0 && g_strcmp0(method, "HEAD") != 0 &&
+           g_strcmp0(method, "OPTIONS") != 0;
+}
+
+/* Bearer tokens first; otherwise the browser session cookie, which needs
+ * the CSRF token on every unsafe method. */
+static EinsoraActor *
+authenticate(EinsoraApiServer *self, EinsoraApiRequest *request, GError **error)
+{
+    SoupServerMessage *message = einsora_api_request_get_message(request);
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(message);
+    const char *authorization = soup_message_headers_get_one(headers, "Authorization");
+    g_autofree gchar *cookie = NULL;
+
+    if (authorization != NULL) {
+        if (!g_str_has_prefix(authorization, "Bearer ") || authorization[7] == '\0') {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                                "use Authorization: Bearer <API token>");
+            return NULL;
+        }
+        return einsora_auth_authenticate_token(self->auth, authorization + 7, error);
+    }
+    cookie = einsora_api_request_get_cookie(request, SESSION_COOKIE);
+    if (cookie != NULL)
+        return einsora_auth_authenticate_session(
+            self->auth, cookie, soup_message_headers_get_one(headers, "X-CSRF-Token"),
+            is_unsafe(einsora_api_request_get_method(request)), error);
+    g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                        "authentication required: an API token or a browser session");
+    return NULL;
+}
+
+/* JSON only: a body, when there is one, must say so. */
+static gboolean
+check_body(EinsoraApiRequest *request, guint *status, GError **error)
+{
+    SoupServerMessage *message = einsora_api_request_get_message(request);
+    SoupMessageBody *body = soup_server_message_get_request_body(message);
+    const char *type;
+
+    if (body->length > EINSORA_API_MAX_BODY_BYTES) {
+        *status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "the body is larger than 64 KiB");
+        return FALSE;
+    }
+    if (body->length == 0)
+        return TRUE;
+    type = soup_message_headers_get_content_type(soup_server_message_get_request_headers(message),
+                                                 NULL);
+    if (g_strcmp0(type, "application/json") != 0) {
+        *status = SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE;
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "the body must be application/json");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gchar *
+request_digest(EinsoraApiRequest *request)
+{
+    SoupMessageBody *body =
+        soup_server_message_get_request_body(einsora_api_request_get_message(request));
+    g_autoptr(GBytes) bytes = soup_message_body_flatten(body);
+    g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+    gsize length = 0;
+    const guchar *data = g_bytes_get_data(bytes, &length);
+
+    g_checksum_update(checksum, (const guchar *)einsora_api_request_get_method(request), -1);
+    g_checksum_update(checksum, (const guchar *)"\n", 1);
+    g_checksum_update(checksum, (const guchar *)einsora_api_request_get_path(request), -1);
+    g_checksum_update(checksum, (const guchar *)"\n", 1);
+    if (length > 0)
+        g_checksum_update(checksum, data, (gssize)length);
+    return g_strdup(g_checksum_get_string(checksum));
+}
+
+static gboolean
+idempotency_key_valid(const char *key)
+{
+    gsize length = strlen(key);
+    return length > 0 && length <= IDEMPOTENCY_KEY_MAX &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") ==
+               length;
+}
+
+/* A repeated key with the same request answers what the first answered;
+ * with another request, 409. Returns TRUE when it answered. */
+static gboolean
+replay_idempotent(EinsoraApiServer *self, EinsoraApiRequest *request, const char *key,
+                  const char *digest)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraIdempotencyRecord) record = einsora_service_get_idempotency_record(
+        self->service, einsora_api_request_get_actor(request)->tenant_id, key, &error);
+
+    if (record == NULL) {
+        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND))
+            return FALSE;
+        einsora_api_request_respond_error(request, error);
+        return TRUE;
+    }
+    if (g_strcmp0(record->request_sha256, digest) != 0) {
+        einsora_api_request_respond_problem(request, SOUP_STATUS_CONFLICT, "conflict",
+                                            "this Idempotency-Key was used for another request");
+        return TRUE;
+    }
+    soup_message_headers_replace(
+        soup_server_message_get_response_headers(einsora_api_request_get_message(request)),
+        "Idempotent-Replayed", "true");
+    einsora_api_request_respond_raw(request, (guint)record->response_status, record->response_body);
+    return TRUE;
+}
+
+static void
+remember_idempotent(EinsoraApiServer *self, EinsoraApiRequest *request, const char *key,
+                    const char *digest)
+{
+    SoupServerMessage *message = einsora_api_request_get_message(request);
+    g_autoptr(GBytes) body =
+        soup_message_body_flatten(soup_server_message_get_response_body(message));
+    g_autofree gchar *text = g_strndup(g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+    g_autoptr(GError) error = NULL;
+
+    /* Failures are not remembered: a retry should try again. */
+    if (!einsora_api_request_is_finished(request) || einsora_api_request_get_status(request) >= 500)
+        return;
+    if (!einsora_service_save_idempotency_record(
+            self->service, einsora_api_request_get_actor(request)->tenant_id, key, digest,
+            einsora_api_request_get_status(request), text, &error))
+        einsora_api_request_log(request, G_LOG_LEVEL_WARNING,
+                                "couldn't remember the Idempotency-Key: %s", error->message);
+}
+
+static void
+handle_request(SoupServer *server, SoupServerMessage *message, const char *path, GHashTable *query,
+               gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    g_autoptr(EinsoraApiRequest) request = request_new(self, message);
+    g_autoptr(GError) error = NULL;
+    g_auto(GStrv) params = NULL;
+    gboolean path_known = FALSE;
+    const EinsoraApiRoute *route;
+    const char *key = NULL;
+    g_autofree gchar *digest = NULL;
+    guint status = 0;
+
+    route = einsora_api_route_match(soup_server_message_get_method(message), path, &params,
+                                    &path_known);
+    if (route == NULL) {
+        if (path_known)
+            einsora_api_request_respond_problem(request, SOUP_STATUS_METHOD_NOT_ALLOWED,
+                                                "invalid_request",
+                                                "this method is not allowed here");
+        else
+            einsora_api_request_respond_problem(request, SOUP_STATUS_NOT_FOUND, "not_found",
+                                                "no such route");
+        return;
+    }
+    einsora_api_request_set_params(request, g_steal_pointer(&params));
+    if (!check_body(request, &status, &error)) {
+        einsora_api_request_respond_problem(request, status, "invalid_request", error->message);
+        return;
+    }
+    if (route->auth == EINSORA_API_AUTH_REQUIRED) {
+        EinsoraActor *actor = authenticate(self, request, &error);
+        if (actor == NULL) {
+            einsora_api_request_respond_error(request, error);
+            return;
+        }
+        einsora_api_request_set_actor(request, actor);
+    }
+
+    key = soup_message_headers_get_one(soup_server_message_get_request_headers(message),
+                                       "Idempotency-Key");
+    if (key != NULL) {
+        if (!route->idempotent_key || !idempotency_key_valid(key)) {
+            einsora_api_request_respond_problem(
+                request, SOUP_STATUS_BAD_REQUEST, "invalid_request",
+                route->idempotent_key ? "Idempotency-Key must be 1 to 128 of A-Z a-z 0-9 . _ : -"
+                                      : "Idempotency-Key is not accepted here");
+            return;
+        }
+        digest = request_digest(request);
+        if (replay_idempotent(self, request, key, digest))
+            return;
+    }
+
+    route->handler(self, request);
+
+    if (key != NULL)
+        remember_idempotent(self, request, key, digest);
+}
+
+EinsoraApiServer *
+einsora_api_server_new(EinsoraService *service, EinsoraAuth *auth, EinsoraNowFunc now,
+                       gpointer now_data)
+{
+    EinsoraApiServer *self = g_object_new(EINSORA_TYPE_API_SERVER, NULL);
+
+    self->service = g_object_ref(service);
+    self->auth = g_object_ref(auth);
+    self->now = now;
+    self->now_data = now_data;
+    self->server = soup_server_new("server-header", "einsora", NULL);
+    soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
+    soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
+    return self;
+}
+
+gboolean
+einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **error)
+{
+    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(address, 0, NULL);
+    g_autoptr(GInetAddress) host = NULL;
+    g_autoptr(GSocketAddress) socket_address = NULL;
+
+    if (parsed != NULL)
+        host = g_inet_address_new_from_string(
+            g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
+    if (host == NULL) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "\"%s\" is not an IP address and port, like 127.0.0.1:8080", address);
+        return FALSE;
+    }
+    socket_address =
+        g_inet_socket_address_new(host, g_network_address_get_port(G_NETWORK_ADDRESS(parsed)));
+    return soup_server_listen(self->server, socket_address, 0, error);
+}
+
+gchar *
+einsora_api_server_get_uri(EinsoraApiServer *self)
+{
+    GSList *uris = soup_server_get_uris(self->server);
+    gchar *text = uris != NULL ? g_uri_to_string(uris->data) : NULL;
+
+    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    return text;
+}

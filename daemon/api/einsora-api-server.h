@@ -1,0 +1,27 @@
+/* The /v1 API: one SoupServer on the main loop. Handlers are thin: they
+ * read the request, call the service (or auth for credentials), and map
+ * the answer. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "einsora-auth.h"
+#include "einsora-service.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_TYPE_API_SERVER (einsora_api_server_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraApiServer, einsora_api_server, EINSORA, API_SERVER, GObject)
+
+EinsoraApiServer *einsora_api_server_new(EinsoraService *service, EinsoraAuth *auth,
+                                         EinsoraNowFunc now, gpointer now_data);
+/* Listens on "HOST:PORT" (an IP literal; port 0 picks a free one). */
+gboolean einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **error);
+/* The URI it listens on, e.g. "http://127.0.0.1:8080/". */
+gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
+
+EinsoraService *einsora_api_server_get_service(EinsoraApiServer *self);
+EinsoraAuth *einsora_api_server_get_auth(EinsoraApiServer *self);
+gint64 einsora_api_server_now(EinsoraApiServer *self);
+
+G_END_DECLS

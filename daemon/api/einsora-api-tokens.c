@@ -1,0 +1,100 @@
+/* /v1/tokens: the caller's own API tokens. A new token's secret is in the
+ * answer that creates it and nowhere else; only its SHA-256 is stored. */
+#define G_LOG_DOMAIN "einsora-api"
+
+#include "einsora-api-routes.h"
+
+static JsonNode *
+token_to_json(gconstpointer item)
+{
+    const EinsoraApiToken *token = item;
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    const struct {
+        const char *name;
+        const char *value;
+    } members[] = {
+        {"id", token->id},
+        {"name", token->name},
+        {"prefix", token->prefix},
+        {"created_at", token->created_at},
+        {"last_used_at", token->last_used_at},
+        {"expires_at", token->expires_at},
+        {"revoked_at", token->revoked_at},
+    };
+
+    json_builder_begin_object(builder);
+    for (guint i = 0; i < G_N_ELEMENTS(members); i++) {
+        json_builder_set_member_name(builder, members[i].name);
+        if (members[i].value != NULL)
+            json_builder_add_string_value(builder, members[i].value);
+        else
+            json_builder_add_null_value(builder);
+    }
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+void
+einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    static const EinsoraApiField fields[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonObject) body = einsora_api_request_parse_body(request, fields, &error);
+    g_autoptr(EinsoraApiToken) token = NULL;
+    g_autofree gchar *secret = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *root;
+
+    if (body == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    token = einsora_auth_create_token(einsora_api_server_get_auth(server),
+                                      einsora_api_request_get_actor(request),
+                                      json_object_get_string_member(body, "name"), &secret, &error);
+    if (token == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    root = json_object_new();
+    json_object_set_member(root, "token", token_to_json(token));
+    json_object_set_string_member(root, "secret", secret);
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, root);
+    einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);
+}
+
+void
+einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) tokens = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (!einsora_api_request_check_query(request, NULL, &error)) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    tokens = einsora_auth_list_tokens(einsora_api_server_get_auth(server),
+                                      einsora_api_request_get_actor(request), &error);
+    if (tokens == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    node = einsora_api_list_to_json("tokens", tokens, token_to_json);
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}
+
+void
+einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_auth_revoke_token(einsora_api_server_get_auth(server),
+                                   einsora_api_request_get_actor(request),
+                                   einsora_api_request_get_param(request, 0), &error)) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    einsora_api_request_respond_empty(request, SOUP_STATUS_NO_CONTENT);
+}

@@ -1,0 +1,584 @@
+/* The /v1 API against the real einsora-daemon on a free loopback port.
+ * Tenant A is Solo's first-run owner; tenant B an account made with
+ * `einsora-daemon account create`. Every secret used is collected, and the
+ * last test checks that none of them is anywhere in the daemon's log. */
+#include <sqlite3.h>
+
+#include "einsora-test-daemon.h"
+
+#define JSON "application/json"
+#define B_PASSWORD "correct horse battery staple 42"
+
+static EinsoraTestDaemon *server_daemon;
+static gchar *token_b;
+static GPtrArray *secrets; /* every secret the tests used */
+
+static void
+remember_secret(const char *secret)
+{
+    g_assert_nonnull(secret);
+    g_ptr_array_add(secrets, g_strdup(secret));
+}
+
+static EinsoraTestResponse *
+call(const char *method, const char *path, const char *token, const char *body)
+{
+    return einsora_test_request(server_daemon, method, path, token, JSON, body, NULL);
+}
+
+static gchar *
+create_workload(const char *token, const char *name)
+{
+    g_autofree gchar *body = g_strdup_printf("{\"kind\": \"notebook\", \"name\": \"%s\", "
+                                             "\"gpu_class\": \"cpu-2c-4g\", "
+                                             "\"image\": \"jupyter-notebook\"}",
+                                             name);
+    g_autoptr(EinsoraTestResponse) response = call("POST", "/v1/workloads", token, body);
+
+    g_assert_cmpuint(response->status, ==, 201);
+    return g_strdup(einsora_test_response_string(response, "id"));
+}
+
+static void
+assert_error(EinsoraTestResponse *response, guint status, const char *code)
+{
+    JsonObject *error;
+
+    if (response->status != status)
+        g_test_message("body: %s", response->body);
+    g_assert_cmpuint(response->status, ==, status);
+    g_assert_cmpstr(einsora_test_response_error_code(response), ==, code);
+    error = json_object_get_object_member(json_node_get_object(response->json), "error");
+    g_assert_nonnull(json_object_get_string_member(error, "message"));
+    /* The body's request ID is the header's. */
+    g_assert_cmpstr(json_object_get_string_member(error, "request_id"), ==,
+                    soup_message_headers_get_one(response->headers, "X-Request-ID"));
+}
+
+static void
+test_health(void)
+{
+    g_autoptr(EinsoraTestResponse) live = call("GET", "/healthz", NULL, NULL);
+    g_autoptr(EinsoraTestResponse) ready = call("GET", "/readyz", NULL, NULL);
+    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
+    sqlite3 *handle = NULL;
+
+    g_assert_cmpuint(live->status, ==, 200);
+    g_assert_cmpuint(ready->status, ==, 200);
+    g_assert_cmpstr(einsora_test_response_string(ready, "status"), ==, "ready");
+
+    /* A schema the server_daemon doesn't know: not ready (503), then ready again. */
+    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
+    sqlite3_busy_timeout(handle, 15000);
+    g_assert_cmpint(sqlite3_exec(handle,
+                                 "INSERT INTO schema_migrations VALUES (99, '00099_future', '"
+                                 "0000000000000000000000000000000000000000000000000000000000000000"
+                                 "', '2030-01-01T00:00:00.000000Z')",
+                                 NULL, NULL, NULL),
+                    ==, SQLITE_OK);
+    {
+        g_autoptr(EinsoraTestResponse) not_ready = call("GET", "/readyz", NULL, NULL);
+        g_assert_cmpuint(not_ready->status, ==, 503);
+        g_assert_cmpstr(soup_message_headers_get_one(not_ready->headers, "Retry-After"), ==, "5");
+    }
+    g_assert_cmpint(
+        sqlite3_exec(handle, "DELETE FROM schema_migrations WHERE version = 99", NULL, NULL, NULL),
+        ==, SQLITE_OK);
+    sqlite3_close(handle);
+    {
+        g_autoptr(EinsoraTestResponse) again = call("GET", "/readyz", NULL, NULL);
+        g_assert_cmpuint(again->status, ==, 200);
+    }
+}
+
+static void
+test_request_ids(void)
+{
+    const char *safe[] = {"X-Request-ID", "client-abc.123_X", NULL};
+    const char *unsafe[] = {"X-Request-ID", "evil id\" injected=1", NULL};
+    g_autoptr(EinsoraTestResponse) one = einsora_test_request(
+        server_daemon, "GET", "/v1/workloads", server_daemon->owner_token, NULL, NULL, safe);
+    g_autoptr(EinsoraTestResponse) two = einsora_test_request(
+        server_daemon, "GET", "/v1/workloads", server_daemon->owner_token, NULL, NULL, unsafe);
+    const char *id_one = soup_message_headers_get_one(one->headers, "X-Request-ID");
+    const char *id_two = soup_message_headers_get_one(two->headers, "X-Request-ID");
+    g_autofree gchar *log = NULL;
+
+    /* Always the server's own ID, never the caller's. */
+    g_assert_nonnull(id_one);
+    g_assert_nonnull(id_two);
+    g_assert_cmpstr(id_one, !=, "client-abc.123_X");
+    g_assert_cmpstr(id_one, !=, id_two);
+    log = einsora_test_daemon_read_log(server_daemon);
+    g_assert_nonnull(strstr(log, "client_request_id=client-abc.123_X"));
+    g_assert_null(strstr(log, "injected=1"));
+    /* Every line of the request carries its ID, and the tenant once
+     * authenticated. */
+    {
+        g_autofree gchar *needle = g_strdup_printf("request_id=%s tenant=", id_one);
+        g_assert_nonnull(strstr(log, needle));
+    }
+}
+
+static void
+test_authentication(void)
+{
+    const char *basic[] = {"Authorization", "Basic b3duZXI6cGFzcw==", NULL};
+    g_autoptr(EinsoraTestResponse) none = call("GET", "/v1/workloads", NULL, NULL);
+    g_autoptr(EinsoraTestResponse) wrong = call("GET", "/v1/workloads", "tsk_nottherightone", NULL);
+    g_autoptr(EinsoraTestResponse) scheme =
+        einsora_test_request(server_daemon, "GET", "/v1/workloads", NULL, NULL, NULL, basic);
+    g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", server_daemon->owner_token, NULL);
+
+    assert_error(none, 401, "unauthenticated");
+    assert_error(wrong, 401, "unauthenticated");
+    assert_error(scheme, 401, "unauthenticated");
+    g_assert_cmpuint(me->status, ==, 200);
+    g_assert_cmpstr(einsora_test_response_string(me, "subject"), ==, "owner@localhost");
+}
+
+static void
+test_workload_lifecycle(void)
+{
+    g_autofree gchar *id = create_workload(server_daemon->owner_token, "lifecycle");
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+    g_autofree gchar *stop = g_strdup_printf("%s/stop", path);
+    g_autofree gchar *start = g_strdup_printf("%s/start", path);
+    g_autofree gchar *events = g_strdup_printf("%s/events", path);
+    g_autofree gchar *export = g_strdup_printf("%s/export", path);
+    g_autofree gchar *with_deleted = g_strdup_printf("%s?include_deleted=true", path);
+
+    {
+        g_autoptr(EinsoraTestResponse) got = call("GET", path, server_daemon->owner_token, NULL);
+        g_assert_cmpuint(got->status, ==, 200);
+        g_assert_cmpstr(einsora_test_response_string(got, "state"), ==, "pending");
+        g_assert_cmpstr(einsora_test_response_string(got, "region"), ==, "local");
+        g_assert_cmpstr(einsora_test_response_string(got, "name"), ==, "lifecycle");
+    }
+    {
+        /* A pending workload can't be stopped; starting it again is a no-op. */
+        g_autoptr(EinsoraTestResponse) stopped =
+            call("POST", stop, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) started =
+            call("POST", start, server_daemon->owner_token, NULL);
+        assert_error(stopped, 409, "invalid_transition");
+        g_assert_cmpuint(started->status, ==, 202);
+        g_assert_cmpstr(einsora_test_response_string(started, "state"), ==, "pending");
+    }
+    {
+        g_autoptr(EinsoraTestResponse) deleted =
+            call("DELETE", path, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) list =
+            call("GET", "/v1/workloads", server_daemon->owner_token, NULL);
+        g_assert_cmpuint(deleted->status, ==, 202);
+        g_assert_cmpstr(einsora_test_response_string(deleted, "state"), ==, "deleting");
+        g_assert_nonnull(strstr(list->body, id));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) timeline =
+            call("GET", events, server_daemon->owner_token, NULL);
+        JsonArray *rows;
+        g_assert_cmpuint(timeline->status, ==, 200);
+        rows = json_object_get_array_member(json_node_get_object(timeline->json), "events");
+        g_assert_cmpuint(json_array_get_length(rows), ==, 2);
+        g_assert_true(g_str_has_prefix(
+            json_object_get_string_member(json_array_get_object_element(rows, 0), "reason"),
+            "created by owner@localhost (API token \"local\" (tsk_"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) exported =
+            call("GET", export, server_daemon->owner_token, NULL);
+        g_assert_cmpuint(exported->status, ==, 200);
+        g_assert_nonnull(strstr(exported->body, "\"export_version\":1"));
+        g_assert_nonnull(strstr(exported->body, "\"redactions\":[]"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) still =
+            call("GET", with_deleted, server_daemon->owner_token, NULL);
+        g_assert_cmpuint(still->status, ==, 200);
+    }
+}
+
+static void
+test_bad_input(void)
+{
+    const struct {
+        const char *method;
+        const char *path;
+        const char *content_type;
+        const char *body;
+        guint status;
+        const char *code;
+        const char *message;
+    } table[] = {
+        {"POST", "/v1/workloads", JSON,
+         "{\"kind\":\"notebook\",\"gpu_class\":\"cpu-2c-4g\",\"image\":\"jupyter-notebook\","
+         "\"colour\":\"red\"}",
+         400, "invalid_request", "unknown field \"colour\""},
+        {"POST", "/v1/workloads", JSON, "{\"kind\":7,\"gpu_class\":\"x\",\"image\":\"y\"}", 400,
+         "invalid_request", "field \"kind\" must be a string"},
+        {"POST", "/v1/workloads", JSON, "{\"kind\":\"notebook\"}", 400, "invalid_request",
+         "field \"gpu_class\" is required"},
+        {"POST", "/v1/workloads", JSON, "{not json", 400, "invalid_request", "not valid JSON"},
+        {"POST", "/v1/workloads", JSON, "[1,2]", 400, "invalid_request", "JSON object"},
+        {"POST", "/v1/workloads", JSON, "", 400, "invalid_request", "JSON object"},
+        {"POST", "/v1/workloads", "text/plain", "{}", 415, "invalid_request", "application/json"},
+        {"POST", "/v1/workloads", JSON,
+         "{\"kind\":\"notebook\",\"gpu_class\":\"tpu\",\"image\":\"jupyter-notebook\"}", 400,
+         "invalid_request", "gpu_class"},
+        {"GET", "/v1/workloads?colour=red", NULL, NULL, 400, "invalid_request", "colour"},
+        {"GET", "/v1/workloads?include_deleted=maybe", NULL, NULL, 400, "invalid_request",
+         "true or false"},
+        {"GET", "/v1/workloads/not-a-uuid", NULL, NULL, 404, "not_found", "no such workload"},
+        {"GET", "/v1/workloads/0190b5d2-7c4e-7abc-8def-0123456789ab", NULL, NULL, 404, "not_found",
+         "no such workload"},
+        {"GET", "/v1/machines/../../etc/passwd", NULL, NULL, 404, "not_found", NULL},
+        {"GET", "/v1/nothing-here", NULL, NULL, 404, "not_found", "no such route"},
+        {"PATCH", "/v1/workloads", JSON, "{}", 405, "invalid_request", "not allowed"},
+        {"POST", "/v1/tokens", JSON, "{\"name\":\"\"}", 400, "invalid_request", NULL},
+        {"DELETE", "/v1/tokens/nope", NULL, NULL, 404, "not_found", NULL},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autoptr(EinsoraTestResponse) response = einsora_test_request(
+            server_daemon, table[i].method, table[i].path, server_daemon->owner_token,
+            table[i].content_type, table[i].body, NULL);
+        g_test_message("case %u: %s %s -> %u %s", i, table[i].method, table[i].path,
+                       response->status, response->body);
+        assert_error(response, table[i].status, table[i].code);
+        if (table[i].message != NULL) {
+            JsonObject *error =
+                json_object_get_object_member(json_node_get_object(response->json), "error");
+            g_assert_nonnull(
+                strstr(json_object_get_string_member(error, "message"), table[i].message));
+        }
+    }
+    {
+        /* Bad input changed nothing. */
+        g_autoptr(EinsoraTestResponse) list = call("GET", "/v1/workloads", token_b, NULL);
+        g_assert_cmpstr(list->body, ==, "{\"workloads\":[]}");
+    }
+}
+
+static void
+test_oversized_body(void)
+{
+    g_autoptr(GString) big = g_string_new("{\"kind\":\"notebook\",\"name\":\"");
+    g_autoptr(EinsoraTestResponse) response = NULL;
+
+    while (big->len < 70 * 1024)
+        g_string_append(big, "xxxxxxxxxxxxxxxx");
+    g_string_append(big, "\"}");
+    response = call("POST", "/v1/workloads", server_daemon->owner_token, big->str);
+    assert_error(response, 413, "invalid_request");
+}
+
+static void
+test_quota_and_errors(void)
+{
+    /* Tenant B has no GPU quota. */
+    g_autoptr(EinsoraTestResponse) response =
+        call("POST", "/v1/workloads", token_b,
+             "{\"kind\":\"notebook\",\"gpu_class\":\"l40s-48gb\",\"image\":\"jupyter-notebook\"}");
+    assert_error(response, 409, "quota_exceeded");
+}
+
+static void
+test_idempotency(void)
+{
+    const char *key[] = {"Idempotency-Key", "launch-42", NULL};
+    const char *bad_key[] = {"Idempotency-Key", "spaces are not allowed", NULL};
+    const char *body = "{\"kind\":\"notebook\",\"name\":\"once\",\"gpu_class\":\"cpu-2c-4g\","
+                       "\"image\":\"jupyter-notebook\"}";
+    g_autoptr(EinsoraTestResponse) first = einsora_test_request(
+        server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON, body, key);
+    g_autoptr(EinsoraTestResponse) again = einsora_test_request(
+        server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON, body, key);
+    g_autoptr(EinsoraTestResponse) other = einsora_test_request(
+        server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON,
+        "{\"kind\":\"notebook\",\"name\":\"twice\",\"gpu_class\":\"cpu-2c-4g\","
+        "\"image\":\"jupyter-notebook\"}",
+        key);
+    g_autoptr(EinsoraTestResponse) bad = einsora_test_request(
+        server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON, body, bad_key);
+    g_autoptr(EinsoraTestResponse) tokens =
+        einsora_test_request(server_daemon, "POST", "/v1/tokens", server_daemon->owner_token, JSON,
+                             "{\"name\":\"x\"}", key);
+    /* Keys are per tenant: B may use the same one. */
+    g_autoptr(EinsoraTestResponse) b =
+        einsora_test_request(server_daemon, "POST", "/v1/workloads", token_b, JSON, body, key);
+    g_autoptr(EinsoraTestResponse) list =
+        call("GET", "/v1/workloads", server_daemon->owner_token, NULL);
+
+    g_assert_cmpuint(first->status, ==, 201);
+    g_assert_cmpuint(again->status, ==, 201);
+    g_assert_cmpstr(again->body, ==, first->body);
+    g_assert_cmpstr(soup_message_headers_get_one(again->headers, "Idempotent-Replayed"), ==,
+                    "true");
+    assert_error(other, 409, "conflict");
+    assert_error(bad, 400, "invalid_request");
+    assert_error(tokens, 400, "invalid_request");
+    g_assert_cmpuint(b->status, ==, 201);
+    g_assert_cmpstr(einsora_test_response_string(b, "id"), !=,
+                    einsora_test_response_string(first, "id"));
+    /* Exactly one workload named "once" for A. */
+    {
+        gchar **parts = g_strsplit(list->body, "\"name\":\"once\"", -1);
+        g_assert_cmpuint(g_strv_length(parts), ==, 2);
+        g_strfreev(parts);
+    }
+}
+
+static gchar *
+cookie_value(EinsoraTestResponse *response)
+{
+    const char *header = soup_message_headers_get_one(response->headers, "Set-Cookie");
+    const char *start;
+
+    g_assert_nonnull(header);
+    g_assert_nonnull(strstr(header, "HttpOnly"));
+    g_assert_nonnull(strstr(header, "SameSite=Strict"));
+    g_assert_null(strstr(header, "Domain="));
+    start = strstr(header, "einsora_session=");
+    g_assert_nonnull(start);
+    start += strlen("einsora_session=");
+    return g_strndup(start, strcspn(start, ";"));
+}
+
+static void
+test_browser_session(void)
+{
+    g_autoptr(EinsoraTestResponse) wrong = call(
+        "POST", "/v1/login", NULL, "{\"email\":\"bob@globex.example\",\"password\":\"not it\"}");
+    g_autoptr(EinsoraTestResponse) unknown =
+        call("POST", "/v1/login", NULL, "{\"email\":\"who@nowhere.example\",\"password\":\"x\"}");
+    g_autoptr(EinsoraTestResponse) login =
+        call("POST", "/v1/login", NULL,
+             "{\"email\":\"bob@globex.example\",\"password\":\"" B_PASSWORD "\"}");
+    g_autofree gchar *session = NULL;
+    g_autofree gchar *cookie = NULL;
+    const char *csrf;
+    const char *workload = "{\"kind\":\"notebook\",\"gpu_class\":\"cpu-2c-4g\","
+                           "\"image\":\"jupyter-notebook\"}";
+
+    remember_secret(B_PASSWORD);
+    assert_error(wrong, 401, "unauthenticated");
+    assert_error(unknown, 401, "unauthenticated");
+    g_assert_cmpuint(login->status, ==, 200);
+    session = cookie_value(login);
+    remember_secret(session);
+    csrf = einsora_test_response_string(login, "csrf_token");
+    g_assert_nonnull(csrf);
+    remember_secret(csrf);
+    cookie = g_strdup_printf("einsora_session=%s", session);
+    {
+        const char *get_headers[] = {"Cookie", cookie, NULL};
+        const char *no_csrf[] = {"Cookie", cookie, NULL};
+        const char *bad_csrf[] = {"Cookie", cookie, "X-CSRF-Token", "csrf_wrong", NULL};
+        const char *good_csrf[] = {"Cookie", cookie, "X-CSRF-Token", csrf, NULL};
+        g_autoptr(EinsoraTestResponse) read = einsora_test_request(
+            server_daemon, "GET", "/v1/workloads", NULL, NULL, NULL, get_headers);
+        g_autoptr(EinsoraTestResponse) refused = einsora_test_request(
+            server_daemon, "POST", "/v1/workloads", NULL, JSON, workload, no_csrf);
+        g_autoptr(EinsoraTestResponse) refused_too = einsora_test_request(
+            server_daemon, "POST", "/v1/workloads", NULL, JSON, workload, bad_csrf);
+        g_autoptr(EinsoraTestResponse) created = einsora_test_request(
+            server_daemon, "POST", "/v1/workloads", NULL, JSON, workload, good_csrf);
+        g_autoptr(EinsoraTestResponse) delete_refused = NULL;
+        g_autoptr(EinsoraTestResponse) logout = NULL;
+        g_autoptr(EinsoraTestResponse) after = NULL;
+        g_autofree gchar *path = NULL;
+
+        g_assert_cmpuint(read->status, ==, 200);
+        assert_error(refused, 403, "forbidden");
+        assert_error(refused_too, 403, "forbidden");
+        g_assert_cmpuint(created->status, ==, 201);
+        path = g_strdup_printf("/v1/workloads/%s", einsora_test_response_string(created, "id"));
+        delete_refused =
+            einsora_test_request(server_daemon, "DELETE", path, NULL, NULL, NULL, no_csrf);
+        assert_error(delete_refused, 403, "forbidden");
+        logout =
+            einsora_test_request(server_daemon, "POST", "/v1/logout", NULL, NULL, NULL, good_csrf);
+        g_assert_cmpuint(logout->status, ==, 204);
+        after = einsora_test_request(server_daemon, "GET", "/v1/workloads", NULL, NULL, NULL,
+                                     get_headers);
+        assert_error(after, 401, "unauthenticated");
+    }
+}
+
+static void
+test_tokens(void)
+{
+    g_autoptr(EinsoraTestResponse) created =
+        call("POST", "/v1/tokens", server_daemon->owner_token, "{\"name\":\"laptop\"}");
+    JsonObject *root = json_node_get_object(created->json);
+    const char *secret = json_object_get_string_member(root, "secret");
+    const char *id =
+        json_object_get_string_member(json_object_get_object_member(root, "token"), "id");
+    g_autofree gchar *path = g_strdup_printf("/v1/tokens/%s", id);
+
+    g_assert_cmpuint(created->status, ==, 201);
+    remember_secret(secret);
+    g_assert_true(g_str_has_prefix(secret, "tsk_"));
+    {
+        g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", secret, NULL);
+        g_autoptr(EinsoraTestResponse) list =
+            call("GET", "/v1/tokens", server_daemon->owner_token, NULL);
+        g_assert_cmpuint(me->status, ==, 200);
+        g_assert_nonnull(strstr(einsora_test_response_string(me, "via"), "laptop"));
+        /* The secret is shown once: never in a list. */
+        g_assert_nonnull(strstr(list->body, "laptop"));
+        g_assert_null(strstr(list->body, secret));
+        g_assert_null(strstr(list->body, "sha256"));
+    }
+    {
+        /* B can't revoke A's token; A can. */
+        g_autoptr(EinsoraTestResponse) foreign = call("DELETE", path, token_b, NULL);
+        g_autoptr(EinsoraTestResponse) revoked =
+            call("DELETE", path, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) after = call("GET", "/v1/me", secret, NULL);
+        assert_error(foreign, 404, "not_found");
+        g_assert_cmpuint(revoked->status, ==, 204);
+        assert_error(after, 401, "unauthenticated");
+    }
+}
+
+/* A machine of A's, as its agent would register it (issue 4 adds the
+ * agent); the API only reads machines. */
+static gchar *
+insert_machine_for_a(void)
+{
+    g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", server_daemon->owner_token, NULL);
+    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
+    g_autofree gchar *now = NULL;
+    g_autofree gchar *sql = NULL;
+    const char *id = "0190b5d2-7c4e-7abc-8def-0000000000c1";
+    sqlite3 *handle = NULL;
+    g_autoptr(GDateTime) dt = g_date_time_new_now_utc();
+
+    now = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%S.000000Z");
+    sql = g_strdup_printf("INSERT INTO machines (id, tenant_id, name, region, os, cpus, "
+                          "memory_mib, sharing, inventory, last_seen_at, created_at) VALUES "
+                          "('%s', '%s', 'workstation', 'local', 'linux', 16, 65536, 'private', "
+                          "NULL, '%s', '%s')",
+                          id, einsora_test_response_string(me, "tenant_id"), now, now);
+    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
+    sqlite3_busy_timeout(handle, 15000);
+    g_assert_cmpint(sqlite3_exec(handle, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_close(handle);
+    return g_strdup(id);
+}
+
+static void
+test_machines(void)
+{
+    g_autofree gchar *id = insert_machine_for_a();
+    g_autofree gchar *path = g_strdup_printf("/v1/machines/%s", id);
+    g_autoptr(EinsoraTestResponse) list =
+        call("GET", "/v1/machines", server_daemon->owner_token, NULL);
+    g_autoptr(EinsoraTestResponse) one = call("GET", path, server_daemon->owner_token, NULL);
+    g_autoptr(EinsoraTestResponse) list_b = call("GET", "/v1/machines", token_b, NULL);
+    g_autoptr(EinsoraTestResponse) one_b = call("GET", path, token_b, NULL);
+    g_autoptr(EinsoraTestResponse) post =
+        call("POST", "/v1/machines", server_daemon->owner_token, "{}");
+
+    g_assert_cmpuint(list->status, ==, 200);
+    g_assert_nonnull(strstr(list->body, id));
+    g_assert_cmpuint(one->status, ==, 200);
+    g_assert_cmpstr(einsora_test_response_string(one, "status"), ==, "online");
+    g_assert_cmpstr(einsora_test_response_string(one, "system"), ==, "linux");
+    g_assert_cmpstr(list_b->body, ==, "{\"machines\":[]}");
+    assert_error(one_b, 404, "not_found");
+    assert_error(post, 405, "invalid_request");
+}
+
+/* Tenant B gets 404 for every route that names one of A's objects, and
+ * nothing of A's changes. */
+static void
+test_cross_tenant(void)
+{
+    g_autofree gchar *id = create_workload(server_daemon->owner_token, "private");
+    const char *suffixes[][2] = {
+        {"GET", ""},        {"GET", "?include_deleted=true"},
+        {"POST", "/start"}, {"POST", "/stop"},
+        {"DELETE", ""},     {"GET", "/events"},
+        {"GET", "/export"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s%s", id, suffixes[i][1]);
+        g_autoptr(EinsoraTestResponse) response = call(suffixes[i][0], path, token_b, NULL);
+        g_test_message("%s %s", suffixes[i][0], path);
+        assert_error(response, 404, "not_found");
+    }
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+        g_autofree gchar *events = g_strdup_printf("/v1/workloads/%s/events", id);
+        g_autoptr(EinsoraTestResponse) mine = call("GET", path, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) timeline =
+            call("GET", events, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) list_b =
+            call("GET", "/v1/workloads?include_deleted=true", token_b, NULL);
+        g_assert_cmpstr(einsora_test_response_string(mine, "state"), ==, "pending");
+        g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                             json_node_get_object(timeline->json), "events")),
+                         ==, 1);
+        g_assert_null(strstr(list_b->body, id));
+    }
+}
+
+/* Last: no token, password, cookie or CSRF value the tests used is in the
+ * daemon's whole log. */
+static void
+test_log_has_no_secrets(void)
+{
+    g_autofree gchar *log = einsora_test_daemon_read_log(server_daemon);
+
+    g_assert_cmpuint(secrets->len, >=, 6);
+    g_assert_cmpuint(strlen(log), >, 0);
+    for (guint i = 0; i < secrets->len; i++) {
+        const char *secret = g_ptr_array_index(secrets, i);
+        if (strstr(log, secret) != NULL)
+            g_error("the daemon's log holds secret #%u", i);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    secrets = g_ptr_array_new_with_free_func(g_free);
+    server_daemon = einsora_test_daemon_new();
+    /* First run makes the owner and its token file; then an operator adds
+     * tenant B while the server_daemon is stopped, and it starts again. */
+    einsora_test_daemon_start(server_daemon);
+    einsora_test_daemon_stop(server_daemon);
+    token_b = einsora_test_daemon_create_account(server_daemon, "globex", "bob@globex.example",
+                                                 B_PASSWORD);
+    einsora_test_daemon_start(server_daemon);
+    remember_secret(server_daemon->owner_token);
+    remember_secret(token_b);
+
+    g_test_add_func("/api/health/live-and-ready", test_health);
+    g_test_add_func("/api/request-id/server-generated-and-logged", test_request_ids);
+    g_test_add_func("/api/auth/bearer-required", test_authentication);
+    g_test_add_func("/api/workloads/lifecycle", test_workload_lifecycle);
+    g_test_add_func("/api/errors/bad-input-table", test_bad_input);
+    g_test_add_func("/api/errors/oversized-body-413", test_oversized_body);
+    g_test_add_func("/api/errors/quota-exceeded", test_quota_and_errors);
+    g_test_add_func("/api/idempotency/replay-and-conflict", test_idempotency);
+    g_test_add_func("/api/session/login-csrf-logout", test_browser_session);
+    g_test_add_func("/api/tokens/create-list-revoke", test_tokens);
+    g_test_add_func("/api/machines/list-get-read-only", test_machines);
+    g_test_add_func("/api/tenancy/other-tenant-is-404", test_cross_tenant);
+    g_test_add_func("/api/log/no-secrets", test_log_has_no_secrets);
+    status = g_test_run();
+
+    einsora_test_daemon_stop(server_daemon);
+    einsora_test_daemon_free(server_daemon);
+    g_free(token_b);
+    g_ptr_array_unref(secrets);
+    return status;
+}

@@ -1,0 +1,84 @@
+/* docs/openapi.json and the route table agree both ways: every route in
+ * the document is served, and every route served is in the document. */
+#include <json-glib/json-glib.h>
+
+#include "einsora-api-routes.h"
+
+static GHashTable *
+documented_routes(void)
+{
+    g_autofree gchar *path =
+        g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "docs", "openapi.json", NULL);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    GHashTable *routes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    JsonObject *paths;
+    g_autoptr(GList) names = NULL;
+
+    g_assert_true(json_parser_load_from_file(parser, path, &error));
+    g_assert_no_error(error);
+    paths =
+        json_object_get_object_member(json_node_get_object(json_parser_get_root(parser)), "paths");
+    names = json_object_get_members(paths);
+    for (GList *l = names; l != NULL; l = l->next) {
+        JsonObject *operations = json_object_get_object_member(paths, l->data);
+        g_autoptr(GList) methods = json_object_get_members(operations);
+        for (GList *m = methods; m != NULL; m = m->next) {
+            g_autofree gchar *method = g_ascii_strup(m->data, -1);
+            g_hash_table_add(routes, g_strdup_printf("%s %s", method, (const char *)l->data));
+        }
+    }
+    return routes;
+}
+
+static void
+test_document_matches_routes(void)
+{
+    g_autoptr(GHashTable) documented = documented_routes();
+    g_autoptr(GHashTable) served = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    guint n_routes = 0;
+    const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
+    GHashTableIter iter;
+    gpointer key;
+
+    for (guint i = 0; i < n_routes; i++) {
+        gchar *route = g_strdup_printf("%s %s", routes[i].method, routes[i].pattern);
+        if (!g_hash_table_contains(documented, route))
+            g_error("served but not in docs/openapi.json: %s", route);
+        g_hash_table_add(served, route);
+    }
+    g_hash_table_iter_init(&iter, documented);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (!g_hash_table_contains(served, key))
+            g_error("in docs/openapi.json but not served: %s", (const char *)key);
+    }
+    g_assert_cmpuint(g_hash_table_size(documented), ==, n_routes);
+}
+
+/* The router dispatches a documented path to its own route only. */
+static void
+test_router_matches_patterns(void)
+{
+    g_auto(GStrv) params = NULL;
+    gboolean known = FALSE;
+    const EinsoraApiRoute *route = einsora_api_route_match(
+        "POST", "/v1/workloads/0190b5d2-7c4e-7abc-8def-0123456789ab/stop", &params, &known);
+
+    g_assert_nonnull(route);
+    g_assert_cmpstr(route->pattern, ==, "/v1/workloads/{id}/stop");
+    g_assert_cmpstr(params[0], ==, "0190b5d2-7c4e-7abc-8def-0123456789ab");
+    g_assert_null(einsora_api_route_match("PUT", "/v1/workloads", NULL, &known));
+    g_assert_true(known);
+    g_assert_null(einsora_api_route_match("GET", "/v1/workloads//stop", NULL, &known));
+    g_assert_null(einsora_api_route_match("GET", "/v1/workloads/a/b/c", NULL, &known));
+    g_assert_false(known);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/openapi/document-matches-routes", test_document_matches_routes);
+    g_test_add_func("/openapi/router-matches-patterns", test_router_matches_patterns);
+    return g_test_run();
+}

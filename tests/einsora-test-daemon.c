@@ -1,0 +1,241 @@
+#include "einsora-test-daemon.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-test-dir.h"
+
+const char *
+einsora_test_daemon_path(void)
+{
+    const char *path = g_getenv("EINSORA_DAEMON");
+    g_assert_nonnull(path);
+    return path;
+}
+
+EinsoraTestDaemon *
+einsora_test_daemon_new(void)
+{
+    EinsoraTestDaemon *daemon = g_new0(EinsoraTestDaemon, 1);
+
+    daemon->dir = einsora_test_dir_new();
+    daemon->data_dir = g_build_filename(daemon->dir, "data", NULL);
+    daemon->log_path = g_build_filename(daemon->dir, "daemon.log", NULL);
+    daemon->session = soup_session_new_with_options("timeout", 30, NULL);
+    return daemon;
+}
+
+gchar *
+einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant, const char *email,
+                                   const char *password)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSubprocess) process = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autofree gchar *input = g_strdup_printf("%s\n", password != NULL ? password : "");
+    const char *fixed[] = {einsora_test_daemon_path(),
+                           "--data-dir",
+                           daemon->data_dir,
+                           "--tenant",
+                           tenant,
+                           "--email",
+                           email};
+
+    for (guint i = 0; i < G_N_ELEMENTS(fixed); i++)
+        g_ptr_array_add(argv, (gpointer)fixed[i]);
+    if (password != NULL)
+        g_ptr_array_add(argv, "--password-stdin");
+    g_ptr_array_add(argv, "account");
+    g_ptr_array_add(argv, "create");
+    g_ptr_array_add(argv, NULL);
+    process = g_subprocess_newv((const char *const *)argv->pdata,
+                                G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                    G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                                &error);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate_utf8(process, input, NULL, &out, &err, &error));
+    g_assert_no_error(error);
+    if (g_subprocess_get_exit_status(process) != 0)
+        g_error("account create failed: %s", err);
+    g_strstrip(out);
+    g_assert_true(g_str_has_prefix(out, "tsk_"));
+    /* The token goes to standard output only; nothing secret on stderr. */
+    g_assert_null(strstr(err, out));
+    if (password != NULL)
+        g_assert_null(strstr(err, password));
+    return g_steal_pointer(&out);
+}
+
+void
+einsora_test_daemon_start(EinsoraTestDaemon *daemon)
+{
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *token_path = NULL;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    /* Log everything, debug included, so the secret check sees it all;
+     * one file for every run, appended to. */
+    int log_fd = open(daemon->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat st;
+
+    g_assert_cmpint(log_fd, >=, 0);
+    g_assert_cmpint(fstat(log_fd, &st), ==, 0);
+    g_subprocess_launcher_setenv(launcher, "G_MESSAGES_DEBUG", "all", TRUE);
+    g_subprocess_launcher_unsetenv(launcher, "EINSORA_DATA_DIR");
+    g_subprocess_launcher_take_stdout_fd(launcher, dup(log_fd));
+    g_subprocess_launcher_take_stderr_fd(launcher, log_fd);
+    daemon->process =
+        g_subprocess_launcher_spawn(launcher, &error, einsora_test_daemon_path(), "--data-dir",
+                                    daemon->data_dir, "--listen", "127.0.0.1:0", NULL);
+    g_assert_no_error(error);
+
+    while (daemon->uri == NULL) {
+        g_autofree gchar *log = NULL;
+        const char *line;
+
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        gsize length = 0;
+        if (g_file_get_contents(daemon->log_path, &log, &length, NULL) &&
+            length > (gsize)st.st_size &&
+            (line = strstr(log + st.st_size, "api listening on ")) != NULL &&
+            strchr(line, '\n') != NULL) {
+            const char *start = line + strlen("api listening on ");
+            const char *end = strchr(start, '\n');
+            daemon->uri = g_strndup(start, (gsize)(end - start));
+            if (g_str_has_suffix(daemon->uri, "/"))
+                daemon->uri[strlen(daemon->uri) - 1] = '\0';
+            break;
+        }
+        /* GSubprocess drops the identifier once the child is reaped. */
+        if (g_subprocess_get_identifier(daemon->process) == NULL)
+            g_error("einsora-daemon exited before it was ready: %s", log);
+        g_usleep(20 * 1000);
+    }
+    token_path = g_build_filename(daemon->data_dir, "token", NULL);
+    if (daemon->owner_token == NULL) {
+        g_assert_true(g_file_get_contents(token_path, &daemon->owner_token, NULL, &error));
+        g_strstrip(daemon->owner_token);
+    }
+}
+
+void
+einsora_test_daemon_stop(EinsoraTestDaemon *daemon)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (daemon->process == NULL)
+        return;
+    g_subprocess_send_signal(daemon->process, SIGTERM);
+    g_assert_true(g_subprocess_wait(daemon->process, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(daemon->process));
+    g_assert_cmpint(g_subprocess_get_exit_status(daemon->process), ==, 0);
+    g_clear_object(&daemon->process);
+    g_clear_pointer(&daemon->uri, g_free);
+}
+
+void
+einsora_test_daemon_free(EinsoraTestDaemon *daemon)
+{
+    if (daemon == NULL)
+        return;
+    if (daemon->process != NULL) {
+        g_subprocess_force_exit(daemon->process);
+        g_subprocess_wait(daemon->process, NULL, NULL);
+        g_clear_object(&daemon->process);
+    }
+    g_clear_object(&daemon->session);
+    einsora_test_dir_remove(daemon->dir);
+    g_free(daemon->dir);
+    g_free(daemon->data_dir);
+    g_free(daemon->log_path);
+    g_free(daemon->uri);
+    g_free(daemon->owner_token);
+    g_free(daemon);
+}
+
+gchar *
+einsora_test_daemon_read_log(EinsoraTestDaemon *daemon)
+{
+    gchar *log = NULL;
+    g_assert_true(g_file_get_contents(daemon->log_path, &log, NULL, NULL));
+    return log;
+}
+
+EinsoraTestResponse *
+einsora_test_request(EinsoraTestDaemon *daemon, const char *method, const char *path,
+                     const char *token, const char *content_type, const char *body,
+                     const char *const *headers)
+{
+    g_autofree gchar *url = g_strdup_printf("%s%s", daemon->uri, path);
+    g_autoptr(SoupMessage) message = soup_message_new(method, url);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    EinsoraTestResponse *response = g_new0(EinsoraTestResponse, 1);
+    SoupMessageHeaders *request_headers;
+
+    g_assert_nonnull(message);
+    request_headers = soup_message_get_request_headers(message);
+    if (token != NULL) {
+        g_autofree gchar *value = g_strdup_printf("Bearer %s", token);
+        soup_message_headers_replace(request_headers, "Authorization", value);
+    }
+    for (guint i = 0; headers != NULL && headers[i] != NULL; i += 2)
+        soup_message_headers_replace(request_headers, headers[i], headers[i + 1]);
+    if (body != NULL) {
+        g_autoptr(GBytes) payload = g_bytes_new(body, strlen(body));
+        soup_message_set_request_body_from_bytes(
+            message, content_type != NULL ? content_type : "application/json", payload);
+    }
+    bytes = soup_session_send_and_read(daemon->session, message, NULL, &error);
+    g_assert_no_error(error);
+    response->status = soup_message_get_status(message);
+    /* An empty body (204) has no data pointer at all. */
+    response->body = g_bytes_get_size(bytes) > 0
+                         ? g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes))
+                         : g_strdup("");
+    response->headers = soup_message_headers_ref(soup_message_get_response_headers(message));
+    if (*response->body != '\0' && json_parser_load_from_data(parser, response->body, -1, NULL))
+        response->json = json_node_copy(json_parser_get_root(parser));
+    return response;
+}
+
+void
+einsora_test_response_free(EinsoraTestResponse *response)
+{
+    if (response == NULL)
+        return;
+    g_free(response->body);
+    if (response->json != NULL)
+        json_node_unref(response->json);
+    soup_message_headers_unref(response->headers);
+    g_free(response);
+}
+
+const char *
+einsora_test_response_string(EinsoraTestResponse *response, const char *member)
+{
+    if (response->json == NULL || !JSON_NODE_HOLDS_OBJECT(response->json))
+        return NULL;
+    return json_object_get_string_member_with_default(json_node_get_object(response->json), member,
+                                                      NULL);
+}
+
+const char *
+einsora_test_response_error_code(EinsoraTestResponse *response)
+{
+    JsonObject *root;
+
+    if (response->json == NULL || !JSON_NODE_HOLDS_OBJECT(response->json))
+        return NULL;
+    root = json_node_get_object(response->json);
+    if (!json_object_has_member(root, "error"))
+        return NULL;
+    return json_object_get_string_member_with_default(json_object_get_object_member(root, "error"),
+                                                      "code", NULL);
+}

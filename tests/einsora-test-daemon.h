@@ -1,0 +1,52 @@
+/* The real einsora-daemon for tests: started on a free loopback port with
+ * a private data directory, its whole log kept in a file so tests can
+ * read it (and check that no secret is in it). */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gchar *dir;
+    gchar *data_dir;
+    gchar *log_path;
+    gchar *uri; /* "http://127.0.0.1:PORT" without the final slash */
+    gchar *owner_token;
+    GSubprocess *process;
+    SoupSession *session;
+} EinsoraTestDaemon;
+
+typedef struct {
+    guint status;
+    gchar *body;
+    JsonNode *json; /* NULL when the body isn't JSON */
+    SoupMessageHeaders *headers;
+} EinsoraTestResponse;
+
+const char *einsora_test_daemon_path(void);
+EinsoraTestDaemon *einsora_test_daemon_new(void);
+/* Runs `einsora-daemon account create` on the (stopped) daemon's data
+ * directory; returns the new account's API token. */
+gchar *einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant,
+                                          const char *email, const char *password);
+void einsora_test_daemon_start(EinsoraTestDaemon *daemon);
+void einsora_test_daemon_stop(EinsoraTestDaemon *daemon);
+void einsora_test_daemon_free(EinsoraTestDaemon *daemon);
+gchar *einsora_test_daemon_read_log(EinsoraTestDaemon *daemon);
+
+/* @headers: NULL-terminated name, value pairs. @token: a bearer token. */
+EinsoraTestResponse *einsora_test_request(EinsoraTestDaemon *daemon, const char *method,
+                                          const char *path, const char *token,
+                                          const char *content_type, const char *body,
+                                          const char *const *headers);
+void einsora_test_response_free(EinsoraTestResponse *response);
+const char *einsora_test_response_string(EinsoraTestResponse *response, const char *member);
+const char *einsora_test_response_error_code(EinsoraTestResponse *response);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraTestDaemon, einsora_test_daemon_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraTestResponse, einsora_test_response_free)
+
+G_END_DECLS
