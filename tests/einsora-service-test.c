@@ -467,16 +467,70 @@ test_lost_cas_is_conflict(Fixture *f, gconstpointer data)
     g_assert_cmpint(stored->version, ==, 1);
     g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, 2);
 
-    /* Same state, stale version: still a conflict. */
+    /* Same state, stale version: a copy read in "failed" before the
+     * workload went round (pending, provisioning, failed) again. */
     g_clear_error(&error);
     {
-        g_autoptr(EinsoraWorkload) stale = einsora_workload_copy(stored);
-        step(f, stored, EINSORA_WORKLOAD_STATE_DELETED);
-        stale->version = 0;
-        g_assert_false(einsora_service_transition(f->service, stale, EINSORA_WORKLOAD_STATE_DELETED,
-                                                  "gone", NULL, &error));
-        g_assert_true(g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT));
+        g_autoptr(EinsoraWorkload) again = create_ok(f, "l40s-48gb");
+        g_autoptr(EinsoraWorkload) stale = NULL;
+
+        drive_to(f, again, EINSORA_WORKLOAD_STATE_FAILED);
+        stale = einsora_workload_copy(again);
+        step(f, again, EINSORA_WORKLOAD_STATE_PENDING);
+        step(f, again, EINSORA_WORKLOAD_STATE_PROVISIONING);
+        step(f, again, EINSORA_WORKLOAD_STATE_FAILED);
+        g_assert_cmpint(stale->state, ==, again->state);
+        g_assert_cmpint(stale->version, <, again->version);
+        g_assert_false(einsora_service_transition(f->service, stale, EINSORA_WORKLOAD_STATE_PENDING,
+                                                  "start", NULL, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
     }
+}
+
+static void
+exec_sql(Fixture *f, const char *sql)
+{
+    char *message = NULL;
+    int rc = sqlite3_exec(einsora_sqlite_store_get_handle(f->store), sql, NULL, NULL, &message);
+
+    if (rc != SQLITE_OK)
+        g_error("%s: %s", sql, message);
+}
+
+/* The CAS, the placement and the timeline row are one transaction: when
+ * the event can't be written, nothing is. */
+static void
+test_transition_is_atomic(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    exec_sql(f, "CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.workload_events "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    g_assert_false(einsora_service_transition(f->service, workload,
+                                              EINSORA_WORKLOAD_STATE_PROVISIONING, "admitted",
+                                              &sim_placement, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    g_assert_cmpint(workload->attempt, ==, 0);
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error);
+        g_assert_cmpint(stored->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+        g_assert_cmpint(stored->version, ==, 0);
+        g_assert_null(stored->placed_class);
+    }
+    /* A create whose creation row can't be written leaves no workload. */
+    g_assert_null(create(f, f->alice, "cpu-2c-4g", &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    exec_sql(f, "DROP TRIGGER temp.refuse_events");
+
+    all = einsora_service_list_workloads(f->service, TENANT_A, TRUE, &error);
+    g_assert_cmpuint(all->len, ==, 1);
+    g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, 1);
 }
 
 static void
@@ -657,6 +711,38 @@ test_concurrent_creates(Fixture *f, gconstpointer data)
     }
 }
 
+/* The quota check runs under the store's write lock: while another
+ * connection holds it, a create can't even read the quota. Together with
+ * the threaded race above, this is why concurrent creates serialize. */
+static void
+test_create_takes_write_lock(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraSqliteStore) other = open_migrated(f->db_path);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) refused = NULL;
+    g_autoptr(EinsoraWorkload) created = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+
+    set_quota(f, TENANT_A, "h100-80gb-x2", 2);
+    g_assert_true(einsora_store_begin(EINSORA_STORE(other), &error));
+    g_assert_no_error(error);
+    /* Wait briefly instead of 15 s, to see it blocked. */
+    sqlite3_busy_timeout(einsora_sqlite_store_get_handle(f->store), 50);
+    refused = create(f, f->alice, "h100-80gb-x2", &error);
+    g_assert_null(refused);
+    g_assert_nonnull(error);
+    g_assert_cmpint(sqlite3_extended_errcode(einsora_sqlite_store_get_handle(f->store)) & 0xff, ==,
+                    SQLITE_BUSY);
+    g_clear_error(&error);
+    g_assert_true(einsora_store_commit(EINSORA_STORE(other), &error));
+
+    sqlite3_busy_timeout(einsora_sqlite_store_get_handle(f->store), 15000);
+    created = create(f, f->alice, "h100-80gb-x2", &error);
+    g_assert_no_error(error);
+    all = einsora_service_list_workloads(f->service, TENANT_A, TRUE, &error);
+    g_assert_cmpuint(all->len, ==, 1);
+}
+
 static void
 test_user_actions(Fixture *f, gconstpointer data)
 {
@@ -831,6 +917,8 @@ main(int argc, char **argv)
     ADD("/service/transition/every-forbidden-step", test_every_forbidden_step);
     ADD("/service/transition/placement-and-attempts", test_placement);
     ADD("/service/transition/lost-cas-is-conflict", test_lost_cas_is_conflict);
+    ADD("/service/transition/one-transaction", test_transition_is_atomic);
+    ADD("/service/quota/create-waits-for-the-write-lock", test_create_takes_write_lock);
     ADD("/service/note/from-equals-to", test_note);
     ADD("/service/quota/held-plus-request", test_quota);
     ADD("/service/quota/concurrent-creates-exactly-one-wins", test_concurrent_creates);

@@ -1095,6 +1095,18 @@ test_event_append_only(Fixture *f, gconstpointer data)
         "UPDATE workload_events SET to_state = 'running' WHERE from_state IS NULL",
         "DELETE FROM workload_events",
         "DELETE FROM workload_events WHERE from_state IS NOT NULL",
+        /* REPLACE deletes the old row without firing delete triggers. */
+        "INSERT OR REPLACE INTO workload_events (seq, id, tenant_id, workload_id, from_state, "
+        "to_state, reason, attempt, created_at) SELECT seq, id, tenant_id, workload_id, "
+        "from_state, to_state, 'rewritten', attempt, created_at FROM workload_events "
+        "WHERE seq = (SELECT MIN(seq) FROM workload_events)",
+        "REPLACE INTO workload_events (seq, id, tenant_id, workload_id, from_state, to_state, "
+        "reason, attempt, created_at) SELECT seq + 1000, id, tenant_id, workload_id, from_state, "
+        "to_state, 'rewritten', attempt, created_at FROM workload_events",
+        "INSERT INTO workload_events (seq, id, tenant_id, workload_id, from_state, to_state, "
+        "reason, attempt, created_at) SELECT seq, id, tenant_id, workload_id, from_state, "
+        "to_state, 'rewritten', attempt, created_at FROM workload_events WHERE true "
+        "ON CONFLICT DO UPDATE SET reason = 'rewritten'",
     };
 
     append_event(f, created);

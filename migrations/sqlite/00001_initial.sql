@@ -160,6 +160,14 @@ BEGIN
     SELECT RAISE(ABORT, 'workload_events is append-only');
 END;
 
+-- INSERT OR REPLACE removes the old row without firing delete triggers
+-- (unless recursive_triggers is on): refuse any insert that would collide.
+CREATE TRIGGER workload_events_no_replace BEFORE INSERT ON workload_events
+WHEN EXISTS (SELECT 1 FROM workload_events WHERE seq = NEW.seq OR id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'workload_events is append-only');
+END;
+
 -- One-time access links (60 s), stored as SHA-256 hashes.
 CREATE TABLE access_tickets (
     ticket_sha256 TEXT NOT NULL PRIMARY KEY CHECK (length(ticket_sha256) = 64),
