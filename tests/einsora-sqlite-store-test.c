@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "einsora-error.h"
+#include "einsora-sqlite-private.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-store-conformance.h"
 #include "einsora-test-dir.h"

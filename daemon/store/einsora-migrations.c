@@ -2,6 +2,8 @@
 
 #include "einsora-migrations.h"
 
+#include "einsora-sqlite-private.h"
+
 #include <string.h>
 
 #include "einsora-migration-resources.h"
@@ -127,58 +129,16 @@ einsora_migrations_load_builtin(GError **error)
 }
 
 static gboolean
-sqlite_error(sqlite3 *db, GError **error)
-{
-    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s", sqlite3_errmsg(db));
-    return FALSE;
-}
-
-static gboolean
-exec_sql(sqlite3 *db, const char *sql, GError **error)
-{
-    char *message = NULL;
-
-    if (sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s",
-                    message != NULL ? message : sqlite3_errstr(sqlite3_extended_errcode(db)));
-        sqlite3_free(message);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static void
-rollback(sqlite3 *db)
-{
-    /* ROLLBACK fails harmlessly when SQLite already ended the transaction. */
-    if (!sqlite3_get_autocommit(db))
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-static sqlite3_stmt *
-prepare(sqlite3 *db, const char *sql, GError **error)
-{
-    sqlite3_stmt *stmt = NULL;
-
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-        sqlite3_finalize(stmt);
-        sqlite_error(db, error);
-        return NULL;
-    }
-    return stmt;
-}
-
-static gboolean
 table_exists(sqlite3 *db, const char *table, gboolean *exists, GError **error)
 {
-    g_autoptr(sqlite3_stmt) stmt =
-        prepare(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_prepare(
+        db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", error);
 
     if (stmt == NULL)
         return FALSE;
     sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(stmt) != SQLITE_ROW)
-        return sqlite_error(db, error);
+        return einsora_sqlite_set_error(db, error);
     *exists = sqlite3_column_int64(stmt, 0) > 0;
     return TRUE;
 }
@@ -186,13 +146,13 @@ table_exists(sqlite3 *db, const char *table, gboolean *exists, GError **error)
 static gint64
 max_applied_version(sqlite3 *db, GError **error)
 {
-    g_autoptr(sqlite3_stmt) stmt =
-        prepare(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_prepare(
+        db, "SELECT coalesce(max(version), 0) FROM schema_migrations", error);
 
     if (stmt == NULL)
         return -1;
     if (sqlite3_step(stmt) != SQLITE_ROW) {
-        sqlite_error(db, error);
+        einsora_sqlite_set_error(db, error);
         return -1;
     }
     return sqlite3_column_int64(stmt, 0);
@@ -259,7 +219,8 @@ check_applied(sqlite3 *db, GPtrArray *sorted, GError **error)
                     newest, sorted->len);
         return -1;
     }
-    stmt = prepare(db, "SELECT version, sha256 FROM schema_migrations ORDER BY version", error);
+    stmt = einsora_sqlite_prepare(
+        db, "SELECT version, sha256 FROM schema_migrations ORDER BY version", error);
     if (stmt == NULL)
         return -1;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -283,7 +244,7 @@ check_applied(sqlite3 *db, GPtrArray *sorted, GError **error)
         expected++;
     }
     if (rc != SQLITE_DONE) {
-        sqlite_error(db, error);
+        einsora_sqlite_set_error(db, error);
         return -1;
     }
     return newest;
@@ -294,25 +255,26 @@ check_schema_migrations(sqlite3 *db, GPtrArray *sorted, GError **error)
 {
     gint64 applied;
 
-    if (!exec_sql(db, "BEGIN IMMEDIATE", error))
+    if (!einsora_sqlite_exec(db, "BEGIN IMMEDIATE", error))
         return -1;
     /* Created in the same transaction, so a refused database is left as it
      * was. */
-    if (!exec_sql(db,
-                  "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                  "version INTEGER PRIMARY KEY, name TEXT NOT NULL, sha256 TEXT NOT NULL, "
-                  "applied_at TEXT NOT NULL) STRICT",
-                  error)) {
-        rollback(db);
+    if (!einsora_sqlite_exec(
+            db,
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, sha256 TEXT NOT NULL, "
+            "applied_at TEXT NOT NULL) STRICT",
+            error)) {
+        einsora_sqlite_rollback(db);
         return -1;
     }
     applied = check_applied(db, sorted, error);
     if (applied < 0) {
-        rollback(db);
+        einsora_sqlite_rollback(db);
         return -1;
     }
-    if (!exec_sql(db, "COMMIT", error)) {
-        rollback(db);
+    if (!einsora_sqlite_exec(db, "COMMIT", error)) {
+        einsora_sqlite_rollback(db);
         return -1;
     }
     return applied;
@@ -323,7 +285,7 @@ check_schema_migrations(sqlite3 *db, GPtrArray *sorted, GError **error)
 static gboolean
 check_foreign_keys(sqlite3 *db, GError **error)
 {
-    g_autoptr(sqlite3_stmt) stmt = prepare(db, "PRAGMA foreign_key_check", error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_prepare(db, "PRAGMA foreign_key_check", error);
     int rc;
 
     if (stmt == NULL)
@@ -336,7 +298,7 @@ check_foreign_keys(sqlite3 *db, GError **error)
         return FALSE;
     }
     if (rc != SQLITE_DONE)
-        return sqlite_error(db, error);
+        return einsora_sqlite_set_error(db, error);
     return TRUE;
 }
 
@@ -344,8 +306,8 @@ static gboolean
 apply_one_in_transaction(sqlite3 *db, const EinsoraMigration *migration, const char *applied_at,
                          GError **error)
 {
-    g_autoptr(sqlite3_stmt) lookup =
-        prepare(db, "SELECT sha256 FROM schema_migrations WHERE version = ?1", error);
+    g_autoptr(sqlite3_stmt) lookup = einsora_sqlite_prepare(
+        db, "SELECT sha256 FROM schema_migrations WHERE version = ?1", error);
     g_autoptr(sqlite3_stmt) insert = NULL;
     int rc;
 
@@ -363,9 +325,9 @@ apply_one_in_transaction(sqlite3 *db, const EinsoraMigration *migration, const c
         return TRUE;
     }
     if (rc != SQLITE_DONE)
-        return sqlite_error(db, error);
+        return einsora_sqlite_set_error(db, error);
 
-    if (!exec_sql(db, migration->sql, error))
+    if (!einsora_sqlite_exec(db, migration->sql, error))
         return FALSE;
     if (sqlite3_get_autocommit(db)) {
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -376,10 +338,11 @@ apply_one_in_transaction(sqlite3 *db, const EinsoraMigration *migration, const c
     if (!check_foreign_keys(db, error))
         return FALSE;
 
-    insert = prepare(db,
-                     "INSERT INTO schema_migrations (version, name, sha256, applied_at) "
-                     "VALUES (?1, ?2, ?3, ?4)",
-                     error);
+    insert =
+        einsora_sqlite_prepare(db,
+                               "INSERT INTO schema_migrations (version, name, sha256, applied_at) "
+                               "VALUES (?1, ?2, ?3, ?4)",
+                               error);
     if (insert == NULL)
         return FALSE;
     sqlite3_bind_int64(insert, 1, migration->version);
@@ -387,17 +350,17 @@ apply_one_in_transaction(sqlite3 *db, const EinsoraMigration *migration, const c
     sqlite3_bind_text(insert, 3, migration->sha256, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(insert, 4, applied_at, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(insert) != SQLITE_DONE)
-        return sqlite_error(db, error);
+        return einsora_sqlite_set_error(db, error);
     return TRUE;
 }
 
 static gboolean
 apply_one(sqlite3 *db, const EinsoraMigration *migration, const char *applied_at, GError **error)
 {
-    if (!exec_sql(db, "BEGIN IMMEDIATE", error) ||
+    if (!einsora_sqlite_exec(db, "BEGIN IMMEDIATE", error) ||
         !apply_one_in_transaction(db, migration, applied_at, error) ||
-        !exec_sql(db, "COMMIT", error)) {
-        rollback(db);
+        !einsora_sqlite_exec(db, "COMMIT", error)) {
+        einsora_sqlite_rollback(db);
         g_prefix_error(error, "migration %s: ", migration->name);
         return FALSE;
     }
@@ -407,12 +370,12 @@ apply_one(sqlite3 *db, const EinsoraMigration *migration, const char *applied_at
 static gboolean
 get_foreign_keys(sqlite3 *db, gboolean *enabled, GError **error)
 {
-    g_autoptr(sqlite3_stmt) stmt = prepare(db, "PRAGMA foreign_keys", error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_prepare(db, "PRAGMA foreign_keys", error);
 
     if (stmt == NULL)
         return FALSE;
     if (sqlite3_step(stmt) != SQLITE_ROW)
-        return sqlite_error(db, error);
+        return einsora_sqlite_set_error(db, error);
     *enabled = sqlite3_column_int(stmt, 0) != 0;
     return TRUE;
 }
@@ -466,13 +429,13 @@ einsora_migrations_apply(sqlite3 *db, GPtrArray *migrations, gint64 now_us, GErr
      * off around them and each migration checks the keys before commit. */
     if (!get_foreign_keys(db, &foreign_keys, error))
         return FALSE;
-    if (foreign_keys && !exec_sql(db, "PRAGMA foreign_keys = OFF", error))
+    if (foreign_keys && !einsora_sqlite_exec(db, "PRAGMA foreign_keys = OFF", error))
         return FALSE;
     ok = apply_pending(db, sorted, applied, now_us, error);
     if (foreign_keys) {
         /* Restore it even after a failure, and report the first error. */
         g_autoptr(GError) error_local = NULL;
-        if (!exec_sql(db, "PRAGMA foreign_keys = ON", &error_local)) {
+        if (!einsora_sqlite_exec(db, "PRAGMA foreign_keys = ON", &error_local)) {
             if (ok)
                 g_propagate_error(error, g_steal_pointer(&error_local));
             ok = FALSE;

@@ -10,8 +10,6 @@
 
 G_BEGIN_DECLS
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize)
-
 typedef struct {
     gint64 version;
     gchar *name; /* the file name without ".sql", e.g. "00001_initial" */

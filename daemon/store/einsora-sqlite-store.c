@@ -2,6 +2,8 @@
 
 #include "einsora-sqlite-store.h"
 
+#include "einsora-sqlite-private.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -193,35 +195,19 @@ create_private_file(const char *path, GError **error)
 static gboolean
 set_sqlite_error(EinsoraSqliteStore *self, GError **error)
 {
-    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s", sqlite3_errmsg(self->db));
-    return FALSE;
+    return einsora_sqlite_set_error(self->db, error);
 }
 
 static gboolean
 exec_sql(EinsoraSqliteStore *self, const char *sql, GError **error)
 {
-    char *message = NULL;
-
-    if (sqlite3_exec(self->db, sql, NULL, NULL, &message) != SQLITE_OK) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "sqlite: %s",
-                    message != NULL ? message : sqlite3_errstr(sqlite3_extended_errcode(self->db)));
-        sqlite3_free(message);
-        return FALSE;
-    }
-    return TRUE;
+    return einsora_sqlite_exec(self->db, sql, error);
 }
 
 static sqlite3_stmt *
 prepare(EinsoraSqliteStore *self, const char *sql, GError **error)
 {
-    sqlite3_stmt *stmt = NULL;
-
-    if (sqlite3_prepare_v2(self->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-        sqlite3_finalize(stmt);
-        set_sqlite_error(self, error);
-        return NULL;
-    }
-    return stmt;
+    return einsora_sqlite_prepare(self->db, sql, error);
 }
 
 static void
@@ -250,6 +236,9 @@ step_write(EinsoraSqliteStore *self, sqlite3_stmt *stmt, const char *conflict_me
         return TRUE;
     case SQLITE_CONSTRAINT_PRIMARYKEY:
     case SQLITE_CONSTRAINT_UNIQUE:
+    /* workload_events refuses a colliding insert in a trigger (so REPLACE
+     * can't rewrite the timeline): the same conflict as a duplicate key. */
+    case SQLITE_CONSTRAINT_TRIGGER:
         if (conflict_message == NULL)
             return set_sqlite_error(self, error);
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT, conflict_message);
