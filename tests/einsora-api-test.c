@@ -527,6 +527,38 @@ test_cross_tenant(void)
     }
 }
 
+/* An unexpected failure is a 500 with a fixed message and the request
+ * ID; the detail goes only to the operator's log. The store loses a table
+ * behind the daemon's back to make one. */
+static void
+test_internal_error(void)
+{
+    const char *key[] = {"Idempotency-Key", "after-the-table-is-gone", NULL};
+    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
+    g_autoptr(EinsoraTestResponse) response = NULL;
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *needle = NULL;
+    sqlite3 *handle = NULL;
+
+    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
+    sqlite3_busy_timeout(handle, 15000);
+    g_assert_cmpint(sqlite3_exec(handle, "DROP TABLE idempotency_keys", NULL, NULL, NULL), ==,
+                    SQLITE_OK);
+    sqlite3_close(handle);
+
+    response = einsora_test_request(
+        server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON,
+        "{\"kind\":\"notebook\",\"gpu_class\":\"cpu-2c-4g\",\"image\":\"jupyter-notebook\"}", key);
+    assert_error(response, 500, "internal");
+    g_assert_null(strstr(response->body, "sqlite"));
+    g_assert_null(strstr(response->body, "idempotency_keys"));
+    log = einsora_test_daemon_read_log(server_daemon);
+    needle = g_strdup_printf("request_id=%s",
+                             soup_message_headers_get_one(response->headers, "X-Request-ID"));
+    g_assert_nonnull(strstr(log, needle));
+    g_assert_nonnull(strstr(log, "no such table: idempotency_keys"));
+}
+
 /* Last: no token, password, cookie or CSRF value the tests used is in the
  * daemon's whole log. */
 static void
@@ -573,6 +605,7 @@ main(int argc, char **argv)
     g_test_add_func("/api/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/api/machines/list-get-read-only", test_machines);
     g_test_add_func("/api/tenancy/other-tenant-is-404", test_cross_tenant);
+    g_test_add_func("/api/log/internal-error-is-500-detail-in-log", test_internal_error);
     g_test_add_func("/api/log/no-secrets", test_log_has_no_secrets);
     status = g_test_run();
 
