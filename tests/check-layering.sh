@@ -15,6 +15,9 @@ declare -A allowed=(
   [daemon/service]="daemon/service daemon/store daemon/catalog daemon/domain"
   # api never includes controller, backend, agent or access headers.
   [daemon/api]="daemon/api daemon/service daemon/auth daemon/domain"
+  [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
+  [daemon/backend/fake]="daemon/backend/fake daemon/backend daemon/domain"
+  [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
 )
 
 # Where each project header lives, by file name.

@@ -673,6 +673,47 @@ test_workload_other_tenant(Fixture *f, gconstpointer data)
     assert_event_equal(g_ptr_array_index(events, 0), created);
 }
 
+/* The controller's list: one region, every tenant, only what needs
+ * reconciling, oldest first. */
+static void
+test_workload_list_region(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    const EinsoraWorkloadState states[] = {
+        EINSORA_WORKLOAD_STATE_PENDING,      EINSORA_WORKLOAD_STATE_QUEUED,
+        EINSORA_WORKLOAD_STATE_PROVISIONING, EINSORA_WORKLOAD_STATE_RUNNING,
+        EINSORA_WORKLOAD_STATE_STOPPING,     EINSORA_WORKLOAD_STATE_STOPPED,
+        EINSORA_WORKLOAD_STATE_FAILED,       EINSORA_WORKLOAD_STATE_DELETING,
+        EINSORA_WORKLOAD_STATE_DELETED,
+    };
+    g_autoptr(GPtrArray) expected = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) listed = NULL;
+
+    for (guint i = 0; i < G_N_ELEMENTS(states); i++) {
+        g_autoptr(EinsoraWorkload) workload =
+            workload_new_for(f, i % 2 == 0 ? acme->id : globex->id, "w");
+        g_autoptr(EinsoraWorkload) elsewhere = workload_new_for(f, acme->id, "far");
+        workload->state = states[i];
+        elsewhere->state = states[i];
+        g_free(elsewhere->region);
+        elsewhere->region = g_strdup("away");
+        insert_workload(f, workload);
+        insert_workload(f, elsewhere);
+        if (states[i] != EINSORA_WORKLOAD_STATE_STOPPED &&
+            states[i] != EINSORA_WORKLOAD_STATE_FAILED &&
+            states[i] != EINSORA_WORKLOAD_STATE_DELETED)
+            g_ptr_array_add(expected, g_strdup(workload->id));
+    }
+    listed = einsora_store_list_region_workloads(f->store, "home", &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(listed->len, ==, expected->len);
+    for (guint i = 0; i < listed->len; i++)
+        g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(listed, i))->id, ==,
+                        g_ptr_array_index(expected, i));
+}
+
 static void
 test_workload_list_order(Fixture *f, gconstpointer data)
 {
@@ -2149,6 +2190,7 @@ static const struct {
     {"workload/unknown-not-found", test_workload_unknown},
     {"workload/other-tenant-not-found", test_workload_other_tenant},
     {"workload/list-order", test_workload_list_order},
+    {"workload/list-region", test_workload_list_region},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"cas/success-bumps-version", test_cas_success},
     {"cas/stale-version-conflicts", test_cas_stale_version},

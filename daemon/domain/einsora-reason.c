@@ -186,6 +186,12 @@ einsora_reason_stopped_by_itself(void)
 }
 
 const char *
+einsora_reason_vanished(void)
+{
+    return "it disappeared from its runtime";
+}
+
+const char *
 einsora_reason_run_retrying(void)
 {
     return "couldn't start it on the runtime; retrying." OPERATOR_LOG_HINT;

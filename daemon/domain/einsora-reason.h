@@ -41,6 +41,7 @@ const char *einsora_reason_ready(void);
 const char *einsora_reason_released(void);
 const char *einsora_reason_gone(void);
 const char *einsora_reason_stopped_by_itself(void);
+const char *einsora_reason_vanished(void);
 const char *einsora_reason_run_retrying(void);
 const char *einsora_reason_observe_retrying(void);
 const char *einsora_reason_capacity_retrying(void);

@@ -809,6 +809,36 @@ einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
     return g_steal_pointer(&workloads);
 }
 
+static GPtrArray *
+einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const char *region, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self,
+                "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                "WHERE region = ?1 AND state NOT IN ('stopped', 'failed', 'deleted') "
+                "ORDER BY created_at, id",
+                error);
+    g_autoptr(GPtrArray) workloads =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, region);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkload *workload = workload_from_row(stmt, error);
+        if (workload == NULL)
+            return NULL;
+        g_ptr_array_add(workloads, workload);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&workloads);
+}
+
 static gboolean
 einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWorkload *workload,
                                            EinsoraWorkloadState expected_state,
@@ -1291,6 +1321,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->insert_workload = einsora_sqlite_store_insert_workload;
     iface->get_workload = einsora_sqlite_store_get_workload;
     iface->list_workloads = einsora_sqlite_store_list_workloads;
+    iface->list_region_workloads = einsora_sqlite_store_list_region_workloads;
     iface->update_workload_state = einsora_sqlite_store_update_workload_state;
     iface->append_event = einsora_sqlite_store_append_event;
     iface->list_events = einsora_sqlite_store_list_events;

@@ -175,6 +175,14 @@ einsora_store_list_workloads(EinsoraStore *self, const char *tenant_id, gboolean
     return EINSORA_STORE_GET_IFACE(self)->list_workloads(self, tenant_id, include_deleted, error);
 }
 
+GPtrArray *
+einsora_store_list_region_workloads(EinsoraStore *self, const char *region, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(region != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_region_workloads(self, region, error);
+}
+
 gboolean
 einsora_store_update_workload_state(EinsoraStore *self, const EinsoraWorkload *workload,
                                     EinsoraWorkloadState expected_state, gint64 expected_version,

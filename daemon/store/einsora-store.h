@@ -68,6 +68,10 @@ struct _EinsoraStoreInterface {
     /* Oldest first (by created_at, then ID). */
     GPtrArray *(*list_workloads)(EinsoraStore *self, const char *tenant_id,
                                  gboolean include_deleted, GError **error);
+    /* Not tenant-scoped, for the controller of @region only: every
+     * workload there that has something to reconcile (not stopped, failed
+     * or deleted), oldest first. */
+    GPtrArray *(*list_region_workloads)(EinsoraStore *self, const char *region, GError **error);
     /* Compare-and-swap: writes @workload's state, placement (placed_class,
      * machine_id, driver), attempt and updated_at, and sets version to
      * expected_version + 1, only if the row still has expected_state and
@@ -167,6 +171,8 @@ EinsoraWorkload *einsora_store_get_workload(EinsoraStore *self, const char *tena
                                             const char *workload_id, GError **error);
 GPtrArray *einsora_store_list_workloads(EinsoraStore *self, const char *tenant_id,
                                         gboolean include_deleted, GError **error);
+GPtrArray *einsora_store_list_region_workloads(EinsoraStore *self, const char *region,
+                                               GError **error);
 gboolean einsora_store_update_workload_state(EinsoraStore *self, const EinsoraWorkload *workload,
                                              EinsoraWorkloadState expected_state,
                                              gint64 expected_version, GError **error);

@@ -1,0 +1,509 @@
+#define G_LOG_DOMAIN "einsora-controller"
+
+#include "einsora-controller.h"
+
+#include "einsora-error.h"
+#include "einsora-placement.h"
+#include "einsora-reason.h"
+#include "einsora-usage.h"
+
+struct _EinsoraController {
+    GObject parent_instance;
+    EinsoraService *service;
+    EinsoraStore *store;
+    EinsoraCatalog *catalog;
+    EinsoraBackend *backend;
+    gchar *region;
+    EinsoraNowFunc now;
+    gpointer now_data;
+    gint64 provisioning_timeout_us;
+    /* Workload ID -> the reason its timeline last says, so that a note is
+     * written once per episode, not once per pass. */
+    GHashTable *last_reasons;
+    guint timer_id;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
+
+/* What one pass knows: the capacity the backend offers (NULL when it
+ * couldn't be read), what is held, and tenants' trust. */
+typedef struct {
+    EinsoraCapacity *capacity;
+    EinsoraUsage *usage;
+    GHashTable *trusted; /* tenant ID -> GINT_TO_POINTER(trusted + 1) */
+} Pass;
+
+static void
+einsora_controller_finalize(GObject *object)
+{
+    EinsoraController *self = EINSORA_CONTROLLER(object);
+
+    einsora_controller_stop(self);
+    g_clear_object(&self->service);
+    g_clear_object(&self->store);
+    g_clear_object(&self->catalog);
+    g_clear_object(&self->backend);
+    g_free(self->region);
+    g_hash_table_unref(self->last_reasons);
+    G_OBJECT_CLASS(einsora_controller_parent_class)->finalize(object);
+}
+
+static void
+einsora_controller_class_init(EinsoraControllerClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_controller_finalize;
+}
+
+static void
+einsora_controller_init(EinsoraController *self)
+{
+    self->last_reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    self->provisioning_timeout_us = EINSORA_PROVISIONING_TIMEOUT_DEFAULT_US;
+}
+
+EinsoraController *
+einsora_controller_new(EinsoraService *service, EinsoraStore *store, EinsoraCatalog *catalog,
+                       EinsoraBackend *backend, const char *region, EinsoraNowFunc now,
+                       gpointer now_data)
+{
+    EinsoraController *self = g_object_new(EINSORA_TYPE_CONTROLLER, NULL);
+
+    self->service = g_object_ref(service);
+    self->store = g_object_ref(store);
+    self->catalog = g_object_ref(catalog);
+    self->backend = g_object_ref(backend);
+    self->region = g_strdup(region);
+    self->now = now;
+    self->now_data = now_data;
+    return self;
+}
+
+void
+einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us)
+{
+    self->provisioning_timeout_us = timeout_us;
+}
+
+/* The reason the workload's timeline says last: from memory, else from
+ * the store (after a restart), so a restart doesn't repeat a note. */
+static const char *
+last_reason(EinsoraController *self, const EinsoraWorkload *workload)
+{
+    const char *known = g_hash_table_lookup(self->last_reasons, workload->id);
+    g_autoptr(GPtrArray) events = NULL;
+    const EinsoraWorkloadEvent *last;
+
+    if (known != NULL)
+        return known;
+    events = einsora_store_list_events(self->store, workload->tenant_id, workload->id, NULL);
+    if (events == NULL || events->len == 0)
+        return NULL;
+    last = g_ptr_array_index(events, events->len - 1);
+    g_hash_table_insert(self->last_reasons, g_strdup(workload->id), g_strdup(last->reason));
+    return g_hash_table_lookup(self->last_reasons, workload->id);
+}
+
+static void
+remember_reason(EinsoraController *self, const EinsoraWorkload *workload, const char *reason)
+{
+    g_autofree gchar *clean = einsora_reason_clean(reason);
+    g_hash_table_insert(self->last_reasons, g_strdup(workload->id), g_steal_pointer(&clean));
+}
+
+/* A decision that changes nothing: noted once, while it stays the same. */
+static void
+note_once(EinsoraController *self, const EinsoraWorkload *workload, const char *reason)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *clean = einsora_reason_clean(reason);
+
+    if (g_strcmp0(last_reason(self, workload), clean) == 0)
+        return;
+    if (!einsora_service_note(self->service, workload, reason, &error)) {
+        g_info("workload %s: note not written, retrying next pass: %s", workload->id,
+               error->message);
+        return;
+    }
+    remember_reason(self, workload, reason);
+}
+
+static gboolean
+move(EinsoraController *self, EinsoraWorkload *workload, EinsoraWorkloadState to,
+     const char *reason, const EinsoraPlacement *placement)
+{
+    g_autoptr(GError) error = NULL;
+
+    /* A lost race (the user stopped it meanwhile) is retried next pass
+     * from the row as it is then. */
+    if (!einsora_service_transition(self->service, workload, to, reason, placement, &error)) {
+        g_info("workload %s: %s not written, retrying next pass: %s", workload->id,
+               einsora_workload_state_to_string(to), error->message);
+        return FALSE;
+    }
+    remember_reason(self, workload, reason);
+    return TRUE;
+}
+
+static EinsoraWorkloadSpec *
+spec_for(EinsoraController *self, const EinsoraWorkload *workload)
+{
+    EinsoraWorkloadSpec *spec = einsora_workload_spec_new();
+    const char *class_name =
+        workload->placed_class != NULL ? workload->placed_class : workload->gpu_class;
+    const EinsoraComputeClass *klass = einsora_catalog_lookup_class(self->catalog, class_name);
+    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
+    const EinsoraImageRuntime *runtime =
+        klass != NULL && image != NULL ? einsora_image_lookup_runtime(image, klass->accelerator)
+                                       : NULL;
+
+    spec->workload_id = g_strdup(workload->id);
+    spec->tenant_id = g_strdup(workload->tenant_id);
+    spec->region = g_strdup(workload->region);
+    spec->kind = workload->kind;
+    spec->placed_class = g_strdup(class_name);
+    spec->image = g_strdup(workload->image);
+    spec->runtime_reference = runtime != NULL ? g_strdup(runtime->reference) : NULL;
+    spec->machine_id = g_strdup(workload->machine_id);
+    spec->driver = g_strdup(workload->driver);
+    spec->attempt = workload->attempt;
+    return spec;
+}
+
+static gboolean
+tenant_trusted(EinsoraController *self, Pass *pass, const char *tenant_id)
+{
+    gpointer known = g_hash_table_lookup(pass->trusted, tenant_id);
+
+    if (known == NULL) {
+        g_autoptr(EinsoraTenant) tenant = einsora_store_get_tenant(self->store, tenant_id, NULL);
+        known = GINT_TO_POINTER((tenant != NULL && tenant->trusted) + 1);
+        g_hash_table_insert(pass->trusted, g_strdup(tenant_id), known);
+    }
+    return GPOINTER_TO_INT(known) == 2;
+}
+
+/* Not admitted now: a pending workload goes to queued with the reason; a
+ * queued one gets a note when the reason changes. */
+static void
+keep_waiting(EinsoraController *self, EinsoraWorkload *workload, const char *reason)
+{
+    if (workload->state == EINSORA_WORKLOAD_STATE_PENDING)
+        move(self, workload, EINSORA_WORKLOAD_STATE_QUEUED, reason, NULL);
+    else
+        note_once(self, workload, reason);
+}
+
+static gchar *
+waiting_reason(EinsoraController *self, Pass *pass, const EinsoraWorkload *workload,
+               const EinsoraPlacementResult *result)
+{
+    switch (result->outcome) {
+    case EINSORA_PLACEMENT_NO_MACHINE:
+        return einsora_reason_waiting_for_machine(workload->gpu_class);
+    case EINSORA_PLACEMENT_NO_DRIVER:
+        return einsora_reason_waiting_for_driver(workload->kind, workload->gpu_class);
+    case EINSORA_PLACEMENT_WAITING_FOR_DISK:
+        return g_strdup(einsora_reason_waiting_for_disk());
+    case EINSORA_PLACEMENT_NO_CAPACITY:
+    case EINSORA_PLACEMENT_PLACED:
+    default:
+        return einsora_reason_waiting_for_capacity(workload->gpu_class, result->requested,
+                                                   result->free,
+                                                   tenant_trusted(self, pass, workload->tenant_id));
+    }
+}
+
+static void
+admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
+{
+    const EinsoraComputeClass *klass =
+        einsora_catalog_lookup_class(self->catalog, workload->gpu_class);
+    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
+    g_autoptr(EinsoraPlacementResult) result = NULL;
+    g_autoptr(EinsoraWorkloadSpec) spec = NULL;
+    g_autofree gchar *reason = NULL;
+    g_autoptr(GError) error = NULL;
+    EinsoraPlacement placement;
+
+    /* The lifecycle has no step from waiting to failed: a workload whose
+     * class or image was withdrawn waits, saying why, until the operator
+     * restores the entry or its owner deletes it (docs/adr/0009). */
+    if (klass == NULL) {
+        reason = einsora_reason_class_withdrawn(workload->gpu_class);
+        keep_waiting(self, workload, reason);
+        return;
+    }
+    if (image == NULL || einsora_image_lookup_runtime(image, klass->accelerator) == NULL) {
+        reason = einsora_reason_image_withdrawn(workload->image);
+        keep_waiting(self, workload, reason);
+        return;
+    }
+    if (pass->capacity == NULL) {
+        note_once(self, workload, einsora_reason_capacity_retrying());
+        return;
+    }
+    /* Right after a restart the machines are still reconnecting: what
+     * they hold isn't known yet, so nothing is admitted. */
+    if (pass->capacity->settling)
+        return;
+
+    result = einsora_placement_place(workload, self->catalog, pass->capacity, pass->usage);
+    if (result->outcome != EINSORA_PLACEMENT_PLACED) {
+        reason = waiting_reason(self, pass, workload, result);
+        keep_waiting(self, workload, reason);
+        return;
+    }
+    reason = einsora_reason_admitted(klass->devices, result->placed_class, result->machine_name,
+                                     result->driver);
+    placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver};
+    if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
+        return;
+    einsora_usage_add(pass->usage, workload, klass);
+    spec = spec_for(self, workload);
+    /* Provisioning but absent from the runtime is run again by observe. */
+    if (!einsora_backend_run(self->backend, spec, &error)) {
+        g_message("workload %s: run failed: %s", workload->id, error->message);
+        note_once(self, workload, einsora_reason_run_retrying());
+    }
+}
+
+/* A failure releases what the workload held on the runtime, keeping its
+ * disk; then the row says failed. */
+static void
+fail(EinsoraController *self, EinsoraWorkload *workload, const char *reason)
+{
+    g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_backend_park(self->backend, spec, &error))
+        g_message("workload %s: releasing it failed: %s", workload->id, error->message);
+    move(self, workload, EINSORA_WORKLOAD_STATE_FAILED, reason, NULL);
+}
+
+static gboolean
+provisioning_timed_out(EinsoraController *self, const EinsoraWorkload *workload)
+{
+    gint64 since = 0;
+
+    if (workload->state != EINSORA_WORKLOAD_STATE_PROVISIONING ||
+        !einsora_timestamp_parse(workload->updated_at, &since, NULL))
+        return FALSE;
+    return self->now(self->now_data) - since > self->provisioning_timeout_us;
+}
+
+static gboolean
+observe_now(EinsoraController *self, EinsoraWorkload *workload, EinsoraObservation *observation)
+{
+    g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_backend_observe(self->backend, spec, observation, &error)) {
+        g_message("workload %s: observing failed: %s", workload->id, error->message);
+        note_once(self, workload, einsora_reason_observe_retrying());
+        return FALSE;
+    }
+    /* A status about another attempt answers nothing yet. */
+    if (observation->status != EINSORA_RUNTIME_UNKNOWN &&
+        observation->status != EINSORA_RUNTIME_ABSENT && observation->attempt != workload->attempt)
+        observation->status = EINSORA_RUNTIME_PROGRESSING;
+    if (observation->status == EINSORA_RUNTIME_UNKNOWN) {
+        /* Unknown decides nothing, not even the provisioning timeout. */
+        note_once(self, workload, einsora_reason_machine_offline());
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+observe(EinsoraController *self, EinsoraWorkload *workload)
+{
+    EinsoraObservation observation = {0};
+    gboolean provisioning = workload->state == EINSORA_WORKLOAD_STATE_PROVISIONING;
+
+    if (!observe_now(self, workload, &observation))
+        return;
+    switch (observation.status) {
+    case EINSORA_RUNTIME_READY:
+        if (provisioning)
+            move(self, workload, EINSORA_WORKLOAD_STATE_RUNNING, einsora_reason_ready(), NULL);
+        return;
+    case EINSORA_RUNTIME_FAILED:
+        fail(self, workload,
+             observation.reason != NULL ? observation.reason
+                                        : einsora_reason_machine_reported_problem());
+        return;
+    case EINSORA_RUNTIME_EXITED:
+    case EINSORA_RUNTIME_PARKED:
+    case EINSORA_RUNTIME_REMOVED:
+        fail(self, workload, einsora_reason_stopped_by_itself());
+        return;
+    case EINSORA_RUNTIME_ABSENT:
+        if (!provisioning) {
+            fail(self, workload, einsora_reason_vanished());
+            return;
+        }
+        {
+            /* Run is idempotent: a lost or never-sent run is sent again. */
+            g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+            g_autoptr(GError) error = NULL;
+            if (!einsora_backend_run(self->backend, spec, &error)) {
+                g_message("workload %s: run failed: %s", workload->id, error->message);
+                note_once(self, workload, einsora_reason_run_retrying());
+            }
+        }
+        break;
+    case EINSORA_RUNTIME_PROGRESSING:
+    case EINSORA_RUNTIME_UNKNOWN:
+    default:
+        break;
+    }
+    if (provisioning_timed_out(self, workload)) {
+        g_autofree gchar *reason =
+            einsora_reason_provisioning_timeout(self->provisioning_timeout_us / G_USEC_PER_SEC);
+        fail(self, workload, reason);
+    }
+}
+
+static void
+park(EinsoraController *self, EinsoraWorkload *workload)
+{
+    g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+    g_autoptr(GError) error = NULL;
+    EinsoraObservation observation = {0};
+
+    if (!einsora_backend_park(self->backend, spec, &error)) {
+        g_message("workload %s: parking failed: %s", workload->id, error->message);
+        note_once(self, workload, einsora_reason_observe_retrying());
+        return;
+    }
+    if (!observe_now(self, workload, &observation))
+        return;
+    if (observation.status == EINSORA_RUNTIME_PARKED ||
+        observation.status == EINSORA_RUNTIME_ABSENT ||
+        observation.status == EINSORA_RUNTIME_REMOVED ||
+        observation.status == EINSORA_RUNTIME_EXITED ||
+        observation.status == EINSORA_RUNTIME_FAILED)
+        move(self, workload, EINSORA_WORKLOAD_STATE_STOPPED, einsora_reason_released(), NULL);
+}
+
+static void
+remove_workload(EinsoraController *self, EinsoraWorkload *workload)
+{
+    g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+    g_autoptr(GError) error = NULL;
+    EinsoraObservation observation = {0};
+
+    /* Never admitted: nothing on any runtime to delete. */
+    if (workload->placed_class == NULL) {
+        move(self, workload, EINSORA_WORKLOAD_STATE_DELETED, einsora_reason_gone(), NULL);
+        return;
+    }
+    if (!einsora_backend_remove(self->backend, spec, &error)) {
+        g_message("workload %s: removing failed: %s", workload->id, error->message);
+        note_once(self, workload, einsora_reason_observe_retrying());
+        return;
+    }
+    if (!observe_now(self, workload, &observation))
+        return;
+    if (observation.status == EINSORA_RUNTIME_REMOVED ||
+        observation.status == EINSORA_RUNTIME_ABSENT)
+        move(self, workload, EINSORA_WORKLOAD_STATE_DELETED, einsora_reason_gone(), NULL);
+}
+
+/* What the store says is held in the region, by placed class (or the
+ * requested class for a workload holding capacity without a recorded
+ * placement, so it is never under-counted). */
+static EinsoraUsage *
+usage_of(EinsoraController *self, GPtrArray *workloads)
+{
+    EinsoraUsage *usage = einsora_usage_new();
+
+    for (guint i = 0; i < workloads->len; i++) {
+        const EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+        const EinsoraComputeClass *klass;
+
+        if (!einsora_workload_state_holds_capacity(workload->state))
+            continue;
+        klass = einsora_catalog_lookup_class(self->catalog, workload->placed_class != NULL
+                                                                ? workload->placed_class
+                                                                : workload->gpu_class);
+        if (klass != NULL)
+            einsora_usage_add(usage, workload, klass);
+    }
+    return usage;
+}
+
+gboolean
+einsora_controller_reconcile_once(EinsoraController *self, GError **error)
+{
+    g_autoptr(GPtrArray) workloads = NULL;
+    g_autoptr(GError) capacity_error = NULL;
+    Pass pass = {NULL, NULL, NULL};
+
+    g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), FALSE);
+
+    workloads = einsora_store_list_region_workloads(self->store, self->region, error);
+    if (workloads == NULL)
+        return FALSE;
+    pass.usage = usage_of(self, workloads);
+    pass.trusted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
+    if (pass.capacity == NULL)
+        g_message("region %s: capacity unknown: %s", self->region, capacity_error->message);
+
+    /* Oldest first: FIFO, with backfill, since a workload that doesn't
+     * fit leaves the room to later ones that do. */
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+
+        switch (workload->state) {
+        case EINSORA_WORKLOAD_STATE_PENDING:
+        case EINSORA_WORKLOAD_STATE_QUEUED:
+            admit(self, &pass, workload);
+            break;
+        case EINSORA_WORKLOAD_STATE_PROVISIONING:
+        case EINSORA_WORKLOAD_STATE_RUNNING:
+            observe(self, workload);
+            break;
+        case EINSORA_WORKLOAD_STATE_STOPPING:
+            park(self, workload);
+            break;
+        case EINSORA_WORKLOAD_STATE_DELETING:
+            remove_workload(self, workload);
+            break;
+        default:
+            break;
+        }
+    }
+    einsora_capacity_free(pass.capacity);
+    einsora_usage_free(pass.usage);
+    g_hash_table_unref(pass.trusted);
+    return TRUE;
+}
+
+static gboolean
+on_tick(gpointer user_data)
+{
+    EinsoraController *self = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_controller_reconcile_once(self, &error))
+        g_message("region %s: reconcile paused: %s", self->region, error->message);
+    return G_SOURCE_CONTINUE;
+}
+
+void
+einsora_controller_start(EinsoraController *self, gint64 interval_us)
+{
+    einsora_controller_stop(self);
+    self->timer_id = g_timeout_add((guint)(interval_us / 1000), on_tick, self);
+}
+
+void
+einsora_controller_stop(EinsoraController *self)
+{
+    if (self->timer_id != 0) {
+        g_source_remove(self->timer_id);
+        self->timer_id = 0;
+    }
+}

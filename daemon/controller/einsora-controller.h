@@ -1,0 +1,34 @@
+/* The controller of one region: reconciles the store (intent) with the
+ * backend (the runtime). Each pass admits pending and queued workloads,
+ * observes provisioning and running ones, parks stopping ones and removes
+ * deleting ones; every decision becomes a transition or a note with a
+ * reason from the vocabulary. Time comes from the injected clock. */
+#pragma once
+
+#include "einsora-backend.h"
+#include "einsora-catalog.h"
+#include "einsora-service.h"
+#include "einsora-store.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_PROVISIONING_TIMEOUT_DEFAULT_US (G_GINT64_CONSTANT(600) * G_USEC_PER_SEC)
+
+#define EINSORA_TYPE_CONTROLLER (einsora_controller_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraController, einsora_controller, EINSORA, CONTROLLER, GObject)
+
+EinsoraController *einsora_controller_new(EinsoraService *service, EinsoraStore *store,
+                                          EinsoraCatalog *catalog, EinsoraBackend *backend,
+                                          const char *region, EinsoraNowFunc now,
+                                          gpointer now_data);
+void einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us);
+
+/* One pass over the region. Fails only when the store can't be read;
+ * a runtime that can't be reached is noted on the workloads it affects. */
+gboolean einsora_controller_reconcile_once(EinsoraController *self, GError **error);
+
+/* Runs a pass every @interval_us on the main loop until stopped. */
+void einsora_controller_start(EinsoraController *self, gint64 interval_us);
+void einsora_controller_stop(EinsoraController *self);
+
+G_END_DECLS

@@ -1,0 +1,199 @@
+#define G_LOG_DOMAIN "einsora-controller"
+
+#include "einsora-placement.h"
+
+#include "einsora-machine.h"
+
+EinsoraPlacementResult *
+einsora_placement_result_new(EinsoraPlacementOutcome outcome)
+{
+    EinsoraPlacementResult *result = g_new0(EinsoraPlacementResult, 1);
+    result->outcome = outcome;
+    return result;
+}
+
+void
+einsora_placement_result_free(EinsoraPlacementResult *result)
+{
+    if (result == NULL)
+        return;
+    g_free(result->placed_class);
+    g_free(result->machine_id);
+    g_free(result->machine_name);
+    g_free(result->driver);
+    g_free(result);
+}
+
+static gint64
+units_of(const EinsoraComputeClass *klass)
+{
+    return klass->devices > 0 ? klass->devices : 1;
+}
+
+static EinsoraPlacementResult *
+place_on_cluster(const EinsoraComputeClass *klass, const EinsoraCapacity *capacity,
+                 const EinsoraUsage *usage)
+{
+    gint64 free =
+        einsora_capacity_units(capacity, klass->name) - einsora_usage_units(usage, klass->name);
+    EinsoraPlacementResult *result;
+
+    result = einsora_placement_result_new(free >= units_of(klass) ? EINSORA_PLACEMENT_PLACED
+                                                                  : EINSORA_PLACEMENT_NO_CAPACITY);
+    result->placed_class = g_strdup(klass->name);
+    result->requested = units_of(klass);
+    result->free = MAX(free, 0);
+    return result;
+}
+
+/* The driver this machine would use for the workload, from the image's
+ * runtime in the catalog's order, or NULL. Isolation comes from the
+ * domain's table (the catalog driver's info), never from the machine. */
+static const char *
+pick_driver(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
+            const EinsoraImageRuntime *runtime, EinsoraAccelerator accelerator,
+            const EinsoraMachineCapacity *machine, const EinsoraMachineUsage *used,
+            const char *only, gboolean *at_limit)
+{
+    *at_limit = FALSE;
+    for (guint i = 0; runtime->driver_refs[i] != NULL; i++) {
+        const char *name = runtime->driver_refs[i];
+        const EinsoraCatalogDriver *driver = einsora_catalog_lookup_driver(catalog, name);
+
+        if (only != NULL && g_strcmp0(name, only) != 0)
+            continue;
+        if (driver == NULL || !einsora_catalog_driver_runs(driver, workload->kind, accelerator))
+            continue;
+        if (!einsora_machine_capacity_has_driver(machine, name))
+            continue;
+        if (!einsora_machine_permits(machine->machine, workload->tenant_id, driver->info))
+            continue;
+        /* A full driver is a matter of capacity: room frees up later. */
+        if (driver->info->per_machine_limit > 0 &&
+            einsora_machine_usage_driver(used, name) >= driver->info->per_machine_limit) {
+            *at_limit = TRUE;
+            continue;
+        }
+        return name;
+    }
+    return NULL;
+}
+
+static gint64
+free_devices(const EinsoraMachineCapacity *machine, const EinsoraMachineUsage *used,
+             const char *gpu_class)
+{
+    return einsora_machine_capacity_devices(machine, gpu_class) -
+           einsora_machine_usage_devices(used, gpu_class);
+}
+
+static gboolean
+fits(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
+     const EinsoraMachineUsage *used)
+{
+    gint64 cpus = machine->cpus - (used != NULL ? used->cpus : 0);
+    gint64 memory = machine->memory_mib - (used != NULL ? used->memory_mib : 0);
+
+    if (cpus < klass->cpus || memory < klass->memory_mib)
+        return FALSE;
+    return klass->devices == 0 || free_devices(machine, used, klass->name) >= klass->devices;
+}
+
+/* A notebook or VM that has run before goes back to the machine and
+ * driver holding its disk, and waits for them. */
+static gboolean
+has_disk(const EinsoraWorkload *workload)
+{
+    return workload->machine_id != NULL && (workload->kind == EINSORA_WORKLOAD_KIND_NOTEBOOK ||
+                                            workload->kind == EINSORA_WORKLOAD_KIND_VM);
+}
+
+static EinsoraPlacementResult *
+place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
+                  const EinsoraComputeClass *klass, const EinsoraImageRuntime *runtime,
+                  const EinsoraCapacity *capacity, const EinsoraUsage *usage)
+{
+    EinsoraPlacementOutcome outcome = EINSORA_PLACEMENT_NO_MACHINE;
+    gboolean sticky = has_disk(workload);
+    gint64 best_free = 0;
+    EinsoraPlacementResult *result;
+
+    if (sticky)
+        outcome = EINSORA_PLACEMENT_WAITING_FOR_DISK;
+    for (guint i = 0; i < capacity->machines->len; i++) {
+        const EinsoraMachineCapacity *machine = g_ptr_array_index(capacity->machines, i);
+        const EinsoraMachineUsage *used = einsora_usage_lookup_machine(usage, machine->machine->id);
+        const char *driver;
+        gboolean at_limit = FALSE;
+
+        if (sticky && g_strcmp0(machine->machine->id, workload->machine_id) != 0)
+            continue;
+        if (!machine->online ||
+            !einsora_machine_can_host(machine->machine, workload->region, workload->tenant_id))
+            continue;
+        if (klass->devices > 0 && einsora_machine_capacity_devices(machine, klass->name) == 0)
+            continue;
+        if (outcome == EINSORA_PLACEMENT_NO_MACHINE ||
+            outcome == EINSORA_PLACEMENT_WAITING_FOR_DISK)
+            outcome = EINSORA_PLACEMENT_NO_DRIVER;
+        driver = pick_driver(workload, catalog, runtime, klass->accelerator, machine, used,
+                             sticky ? workload->driver : NULL, &at_limit);
+        if (driver == NULL) {
+            if (at_limit)
+                outcome = EINSORA_PLACEMENT_NO_CAPACITY;
+            continue;
+        }
+        outcome = EINSORA_PLACEMENT_NO_CAPACITY;
+        best_free =
+            MAX(best_free, klass->devices > 0 ? free_devices(machine, used, klass->name) : 0);
+        if (!fits(klass, machine, used))
+            continue;
+
+        result = einsora_placement_result_new(EINSORA_PLACEMENT_PLACED);
+        result->placed_class = g_strdup(klass->name);
+        result->machine_id = g_strdup(machine->machine->id);
+        result->machine_name = g_strdup(machine->machine->name);
+        result->driver = g_strdup(driver);
+        result->requested = units_of(klass);
+        result->free = klass->devices > 0 ? free_devices(machine, used, klass->name) : 0;
+        return result;
+    }
+    result = einsora_placement_result_new(outcome);
+    result->placed_class = g_strdup(klass->name);
+    result->requested = units_of(klass);
+    result->free = MAX(best_free, 0);
+    return result;
+}
+
+/**
+ * einsora_placement_place:
+ *
+ * Where @workload can run now, given what @capacity offers and @usage
+ * holds. On a cluster the class is enough; on machines it picks a machine
+ * and a driver: in the workload's region and the tenant's own (or a
+ * community pool's), with a driver the image's runtime lists that runs the
+ * kind on the class's accelerator and that the trust matrix allows, within
+ * the driver's per-machine limit, with the class's CPUs, memory and
+ * devices free. The caller has checked that the class and image exist.
+ */
+EinsoraPlacementResult *
+einsora_placement_place(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
+                        const EinsoraCapacity *capacity, const EinsoraUsage *usage)
+{
+    const EinsoraComputeClass *klass = einsora_catalog_lookup_class(catalog, workload->gpu_class);
+    const EinsoraImage *image = einsora_catalog_lookup_image(catalog, workload->image);
+    const EinsoraImageRuntime *runtime = NULL;
+
+    g_return_val_if_fail(klass != NULL && image != NULL, NULL);
+
+    runtime = einsora_image_lookup_runtime(image, klass->accelerator);
+    if (capacity->machines == NULL)
+        return place_on_cluster(klass, capacity, usage);
+    if (runtime == NULL) {
+        EinsoraPlacementResult *result = einsora_placement_result_new(EINSORA_PLACEMENT_NO_DRIVER);
+        result->placed_class = g_strdup(klass->name);
+        result->requested = units_of(klass);
+        return result;
+    }
+    return place_on_machines(workload, catalog, klass, runtime, capacity, usage);
+}

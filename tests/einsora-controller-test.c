@@ -1,0 +1,530 @@
+/* reconcile_once() driven with the fake backend and an injected clock,
+ * through the lifecycle and the reasons of the design. */
+#include "einsora-controller.h"
+#include "einsora-error.h"
+#include "einsora-fake-backend.h"
+#include "einsora-reason.h"
+#include "einsora-sqlite-store.h"
+#include "einsora-test-dir.h"
+
+#define TENANT_A "0190b5d2-7c4e-7abc-8def-00000000000a" /* untrusted */
+#define TENANT_T "0190b5d2-7c4e-7abc-8def-00000000000c" /* trusted */
+#define START_US G_GINT64_CONSTANT(1764406000000000)
+
+static const char test_catalog[] =
+    "{\"version\": 1,"
+    " \"regions\": [{\"name\": \"local\"}],"
+    " \"drivers\": [{\"name\": \"sim\", \"kinds\": [\"notebook\", \"endpoint\", \"vm\"],"
+    "               \"accelerators\": [\"cpu\", \"nvidia\"]}],"
+    " \"classes\": ["
+    "  {\"name\": \"cpu-2c-4g\", \"cpus\": 2, \"memory_mib\": 4096, \"accelerator\": \"cpu\"},"
+    "  {\"name\": \"l40s-48gb\", \"cpus\": 4, \"memory_mib\": 16384, \"devices\": 1,"
+    "   \"accelerator\": \"nvidia\"},"
+    "  {\"name\": \"l40s-x2\", \"cpus\": 8, \"memory_mib\": 32768, \"devices\": 2,"
+    "   \"accelerator\": \"nvidia\"}],"
+    " \"images\": [{\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"jupyter-cpu\", \"driver_refs\": [\"sim\"]},"
+    "   \"nvidia\": {\"reference\": \"jupyter-cuda\", \"driver_refs\": [\"sim\"]}}}]}";
+
+typedef struct {
+    gint64 now_us;
+} ManualClock;
+
+static gint64
+manual_now(gpointer user_data)
+{
+    return ((ManualClock *)user_data)->now_us;
+}
+
+typedef struct {
+    gchar *dir;
+    ManualClock clock;
+    EinsoraCatalog *catalog;
+    EinsoraSqliteStore *store;
+    EinsoraService *service;
+    EinsoraFakeBackend *backend;
+    EinsoraController *controller;
+    EinsoraActor *alice;
+    EinsoraActor *trent;
+} Fixture;
+
+static void
+add_tenant(Fixture *f, const char *id, const char *name, gboolean trusted)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) tenant =
+        einsora_tenant_new(id, name, trusted, "2025-11-29T08:46:40.000000Z");
+
+    g_assert_true(einsora_store_insert_tenant(EINSORA_STORE(f->store), tenant, &error));
+    g_assert_true(einsora_store_set_quota(EINSORA_STORE(f->store), id, "l40s-48gb", 100, &error));
+    g_assert_true(einsora_store_set_quota(EINSORA_STORE(f->store), id, "l40s-x2", 100, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraController *
+controller_new(Fixture *f, EinsoraCatalog *catalog)
+{
+    return einsora_controller_new(f->service, EINSORA_STORE(f->store), catalog,
+                                  EINSORA_BACKEND(f->backend), "local", manual_now, &f->clock);
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *path = NULL;
+
+    f->dir = einsora_test_dir_new();
+    path = g_build_filename(f->dir, "einsora.db", NULL);
+    f->clock.now_us = START_US;
+    f->catalog = einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_assert_no_error(error);
+    f->store = einsora_sqlite_store_open(path, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_sqlite_store_migrate(f->store, START_US, &error));
+    einsora_sqlite_store_set_clock(f->store, manual_now, &f->clock);
+    add_tenant(f, TENANT_A, "acme", FALSE);
+    add_tenant(f, TENANT_T, "internal", TRUE);
+    f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, manual_now, &f->clock);
+    f->backend = einsora_fake_backend_new();
+    einsora_fake_backend_set_units(f->backend, "cpu-2c-4g", 100);
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 2);
+    f->controller = controller_new(f, f->catalog);
+    f->alice = einsora_actor_new(TENANT_A, "u-a", "alice@acme.example", "browser session");
+    f->trent = einsora_actor_new(TENANT_T, "u-t", "trent@internal.example", "browser session");
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    g_clear_object(&f->controller);
+    g_clear_object(&f->backend);
+    g_clear_object(&f->service);
+    g_clear_object(&f->store);
+    g_clear_object(&f->catalog);
+    einsora_actor_free(f->alice);
+    einsora_actor_free(f->trent);
+    einsora_test_dir_remove(f->dir);
+    g_free(f->dir);
+}
+
+static gchar *
+launch(Fixture *f, const EinsoraActor *actor, const char *gpu_class)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {"notebook", "nb", gpu_class, "jupyter", NULL};
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, actor, &request, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(workload->id);
+}
+
+static void
+pass(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+
+    f->clock.now_us += G_USEC_PER_SEC;
+    g_assert_true(einsora_controller_reconcile_once(f->controller, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraWorkload *
+get(Fixture *f, const char *tenant_id, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkload *workload =
+        einsora_service_get_workload(f->service, tenant_id, id, TRUE, &error);
+    g_assert_no_error(error);
+    return workload;
+}
+
+static EinsoraWorkloadState
+state_of(Fixture *f, const char *tenant_id, const char *id)
+{
+    g_autoptr(EinsoraWorkload) workload = get(f, tenant_id, id);
+    return workload->state;
+}
+
+static GPtrArray *
+events_of(Fixture *f, const char *tenant_id, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *events = einsora_service_list_events(f->service, tenant_id, id, &error);
+    g_assert_no_error(error);
+    return events;
+}
+
+static const char *
+last_reason(GPtrArray *events)
+{
+    return ((EinsoraWorkloadEvent *)g_ptr_array_index(events, events->len - 1))->reason;
+}
+
+/* Every event's to-state chains to the next event's from-state, and the
+ * last one's is the row's state: one event per change, no gaps. */
+static void
+assert_timeline_consistent(Fixture *f, const char *tenant_id, const char *id)
+{
+    g_autoptr(GPtrArray) events = events_of(f, tenant_id, id);
+    g_autoptr(EinsoraWorkload) workload = get(f, tenant_id, id);
+
+    for (guint i = 1; i < events->len; i++) {
+        const EinsoraWorkloadEvent *before = g_ptr_array_index(events, i - 1);
+        const EinsoraWorkloadEvent *event = g_ptr_array_index(events, i);
+        g_assert_true(event->has_from_state);
+        g_assert_cmpint(event->from_state, ==, before->to_state);
+    }
+    g_assert_cmpint(((EinsoraWorkloadEvent *)g_ptr_array_index(events, events->len - 1))->to_state,
+                    ==, workload->state);
+}
+
+static void
+test_admit_and_run(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "l40s-48gb");
+    g_autoptr(GPtrArray) events = NULL;
+    const EinsoraWorkloadSpec *spec;
+
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    spec = einsora_fake_backend_get_spec(f->backend, id);
+    g_assert_nonnull(spec);
+    g_assert_cmpstr(spec->placed_class, ==, "l40s-48gb");
+    g_assert_cmpstr(spec->runtime_reference, ==, "jupyter-cuda");
+    g_assert_cmpint(spec->attempt, ==, 1);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpstr(last_reason(events), ==, "admitted: 1 × l40s-48gb");
+
+    /* Still starting: nothing changes, nothing is written. */
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_READY, NULL);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpuint(events->len, ==, 3);
+    g_assert_cmpstr(last_reason(events), ==, "ready");
+    pass(f);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpuint(events->len, ==, 3);
+    assert_timeline_consistent(f, TENANT_A, id);
+}
+
+static void
+test_capacity_queues_with_reasons(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *first = launch(f, f->alice, "l40s-48gb");
+    g_autofree gchar *second = launch(f, f->alice, "l40s-48gb");
+    g_autofree gchar *untrusted = launch(f, f->alice, "l40s-48gb");
+    g_autofree gchar *trusted = launch(f, f->trent, "l40s-48gb");
+    g_autoptr(GPtrArray) events = NULL;
+    guint before;
+
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, first), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_A, second), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_A, untrusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_T, trusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    events = events_of(f, TENANT_A, untrusted);
+    g_assert_cmpstr(last_reason(events), ==,
+                    "waiting for l40s-48gb capacity: requested 1 GPU(s), not enough free right "
+                    "now");
+    before = events->len;
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_T, trusted);
+    g_assert_cmpstr(last_reason(events), ==,
+                    "waiting for l40s-48gb capacity: requested 1 GPU(s), 0 free");
+
+    /* Waiting the same way is noted once, not every pass. */
+    pass(f);
+    pass(f);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, untrusted);
+    g_assert_cmpuint(events->len, ==, before);
+
+    /* A restarted controller doesn't repeat it either. */
+    g_clear_object(&f->controller);
+    f->controller = controller_new(f, f->catalog);
+    pass(f);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, untrusted);
+    g_assert_cmpuint(events->len, ==, before);
+
+    /* Freed GPUs go to the oldest waiter first. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraWorkload) stopped =
+            einsora_service_stop_workload(f->service, f->alice, first, &error);
+        g_assert_no_error(error);
+    }
+    pass(f); /* stopping -> stopped frees a GPU, taken in the same pass */
+    g_assert_cmpint(state_of(f, TENANT_A, first), ==, EINSORA_WORKLOAD_STATE_STOPPED);
+    g_assert_cmpint(state_of(f, TENANT_A, untrusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, untrusted), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_T, trusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    assert_timeline_consistent(f, TENANT_A, untrusted);
+}
+
+/* FIFO with backfill: a large request that doesn't fit leaves the room to
+ * a later one that does. */
+static void
+test_backfill(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *big = NULL;
+    g_autofree gchar *small = NULL;
+
+    einsora_fake_backend_set_units(f->backend, "l40s-x2", 0);
+    big = launch(f, f->alice, "l40s-x2");
+    small = launch(f, f->alice, "l40s-48gb");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, big), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_A, small), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+}
+
+static void
+test_settling_admits_nothing(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "cpu-2c-4g");
+
+    einsora_fake_backend_set_settling(f->backend, TRUE);
+    pass(f);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PENDING);
+    einsora_fake_backend_set_settling(f->backend, FALSE);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+}
+
+static void
+test_runtime_unreachable_is_noted_once(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "cpu-2c-4g");
+    g_autoptr(GPtrArray) events = NULL;
+
+    einsora_fake_backend_fail_next(f->backend, EINSORA_FAKE_CALL_CAPACITY);
+    pass(f);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpuint(events->len, ==, 2);
+    g_assert_cmpstr(last_reason(events), ==, einsora_reason_capacity_retrying());
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PENDING);
+    pass(f);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    assert_timeline_consistent(f, TENANT_A, id);
+
+    /* A run the runtime refused is noted and retried: provisioning but
+     * absent is run again. */
+    {
+        g_autofree gchar *again = launch(f, f->alice, "cpu-2c-4g");
+        g_autoptr(GPtrArray) timeline = NULL;
+        einsora_fake_backend_fail_next(f->backend, EINSORA_FAKE_CALL_RUN);
+        pass(f);
+        g_assert_cmpint(state_of(f, TENANT_A, again), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+        timeline = events_of(f, TENANT_A, again);
+        g_assert_cmpstr(last_reason(timeline), ==, einsora_reason_run_retrying());
+        g_assert_true(
+            einsora_workload_event_is_note(g_ptr_array_index(timeline, timeline->len - 1)));
+        pass(f);
+        pass(f);
+        g_assert_cmpint(state_of(f, TENANT_A, again), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    }
+}
+
+static void
+test_failures(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *crashed = launch(f, f->alice, "cpu-2c-4g");
+    g_autofree gchar *exited = launch(f, f->alice, "cpu-2c-4g");
+    g_autofree gchar *vanished = launch(f, f->alice, "cpu-2c-4g");
+    const char *oom = "it ran out of memory";
+
+    pass(f);
+    pass(f);
+    einsora_fake_backend_set_status(f->backend, crashed, EINSORA_RUNTIME_FAILED, oom);
+    einsora_fake_backend_set_status(f->backend, exited, EINSORA_RUNTIME_EXITED, NULL);
+    einsora_fake_backend_set_status(f->backend, vanished, EINSORA_RUNTIME_ABSENT, NULL);
+    pass(f);
+    {
+        g_autoptr(GPtrArray) a = events_of(f, TENANT_A, crashed);
+        g_autoptr(GPtrArray) b = events_of(f, TENANT_A, exited);
+        g_autoptr(GPtrArray) c = events_of(f, TENANT_A, vanished);
+        g_assert_cmpint(state_of(f, TENANT_A, crashed), ==, EINSORA_WORKLOAD_STATE_FAILED);
+        g_assert_cmpstr(last_reason(a), ==, oom);
+        g_assert_cmpstr(last_reason(b), ==, "it stopped by itself");
+        g_assert_cmpstr(last_reason(c), ==, "it disappeared from its runtime");
+    }
+    /* A failure releases what it held on the runtime. */
+    g_assert_cmpint(einsora_fake_backend_get_status(f->backend, exited), ==,
+                    EINSORA_RUNTIME_PARKED);
+}
+
+static void
+test_provisioning_timeout(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *slow = launch(f, f->alice, "cpu-2c-4g");
+    g_autofree gchar *offline = launch(f, f->alice, "cpu-2c-4g");
+    g_autoptr(GPtrArray) events = NULL;
+    guint notes;
+
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    einsora_controller_set_provisioning_timeout(f->controller, 60 * G_USEC_PER_SEC);
+    pass(f);
+    einsora_fake_backend_set_status(f->backend, offline, EINSORA_RUNTIME_UNKNOWN, NULL);
+    f->clock.now_us += 30 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, slow), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    events = events_of(f, TENANT_A, offline);
+    g_assert_cmpstr(last_reason(events), ==, einsora_reason_machine_offline());
+    notes = events->len;
+
+    f->clock.now_us += 60 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, slow), ==, EINSORA_WORKLOAD_STATE_FAILED);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, slow);
+    g_assert_cmpstr(last_reason(events), ==, "it didn't become ready within 60s");
+    /* Unknown decides nothing, not even the timeout; noted once. */
+    g_assert_cmpint(state_of(f, TENANT_A, offline), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, offline);
+    g_assert_cmpuint(events->len, ==, notes);
+}
+
+/* A status about an older attempt answers nothing. */
+static void
+test_stale_attempt(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "cpu-2c-4g");
+    g_autoptr(GError) error = NULL;
+
+    pass(f);
+    pass(f);
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_FAILED, "boom");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_FAILED);
+    {
+        g_autoptr(EinsoraWorkload) started =
+            einsora_service_start_workload(f->service, f->alice, id, &error);
+        g_assert_no_error(error);
+    }
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    /* The new attempt is admitted; the runtime still shows attempt 1's
+     * failure until it has applied attempt 2. */
+    einsora_fake_backend_fail_next(f->backend, EINSORA_FAKE_CALL_RUN);
+    pass(f);
+    {
+        g_autoptr(EinsoraWorkload) workload = get(f, TENANT_A, id);
+        g_assert_cmpint(workload->attempt, ==, 2);
+        g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    }
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_FAILED, "boom");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+}
+
+static void
+test_stop_and_delete(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "cpu-2c-4g");
+    g_autofree gchar *never = launch(f, f->alice, "cpu-2c-4g");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    {
+        /* Deleted before it was ever admitted: nothing on a runtime. */
+        g_autoptr(EinsoraWorkload) deleting =
+            einsora_service_delete_workload(f->service, f->alice, never, &error);
+        g_assert_no_error(error);
+    }
+    pass(f);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, never), ==, EINSORA_WORKLOAD_STATE_DELETED);
+    g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_REMOVE), ==, 0);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    {
+        g_autoptr(EinsoraWorkload) stopping =
+            einsora_service_stop_workload(f->service, f->alice, id, &error);
+        g_assert_no_error(error);
+    }
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_STOPPING);
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_PARKED, NULL);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_STOPPED);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpstr(last_reason(events), ==, "resources released");
+
+    {
+        g_autoptr(EinsoraWorkload) deleting =
+            einsora_service_delete_workload(f->service, f->alice, id, &error);
+        g_assert_no_error(error);
+    }
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_DELETING);
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_REMOVED, NULL);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_DELETED);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, id);
+    g_assert_cmpstr(last_reason(events), ==, einsora_reason_gone());
+    assert_timeline_consistent(f, TENANT_A, id);
+    assert_timeline_consistent(f, TENANT_A, never);
+}
+
+/* The lifecycle has no step from waiting to failed: a withdrawn class or
+ * image keeps the workload waiting, saying why. */
+static void
+test_withdrawn_class(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *pending = launch(f, f->alice, "l40s-x2");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GString) smaller = g_string_new(test_catalog);
+    g_autoptr(EinsoraCatalog) without = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    const char *entry = ",  {\"name\": \"l40s-x2\", \"cpus\": 8, \"memory_mib\": 32768, "
+                        "\"devices\": 2,   \"accelerator\": \"nvidia\"}";
+
+    g_assert_cmpint(g_string_replace(smaller, entry, "", 1), ==, 1);
+    without = einsora_catalog_new_from_data(smaller->str, -1, "smaller", &error);
+    g_assert_no_error(error);
+    g_clear_object(&f->controller);
+    f->controller = controller_new(f, without);
+    pass(f);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, pending), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    events = events_of(f, TENANT_A, pending);
+    g_assert_cmpuint(events->len, ==, 2);
+    g_assert_cmpstr(last_reason(events), ==,
+                    "can't start: GPU class \"l40s-x2\" is no longer offered by this "
+                    "installation");
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+#define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+    ADD("/controller/admit/provisioning-then-running", test_admit_and_run);
+    ADD("/controller/admit/capacity-queues-trusted-and-untrusted",
+        test_capacity_queues_with_reasons);
+    ADD("/controller/admit/fifo-with-backfill", test_backfill);
+    ADD("/controller/admit/settling-admits-nothing", test_settling_admits_nothing);
+    ADD("/controller/runtime/unreachable-noted-once", test_runtime_unreachable_is_noted_once);
+    ADD("/controller/observe/failures-with-fixed-reasons", test_failures);
+    ADD("/controller/observe/provisioning-timeout-and-unknown", test_provisioning_timeout);
+    ADD("/controller/observe/stale-attempt-answers-nothing", test_stale_attempt);
+    ADD("/controller/park-and-remove", test_stop_and_delete);
+    ADD("/controller/catalog/withdrawn-class-keeps-waiting", test_withdrawn_class);
+#undef ADD
+    return g_test_run();
+}

@@ -1,0 +1,234 @@
+/* Placement as pure functions, table-driven: region and ownership, the
+ * trust matrix, drivers and runtimes, free resources, per-machine limits,
+ * and a workload's disk. */
+#include "einsora-placement.h"
+
+#define OWNER "0190b5d2-7c4e-7abc-8def-00000000000a"
+#define GUEST "0190b5d2-7c4e-7abc-8def-00000000000b"
+#define WS "0190b5d2-7c4e-7abc-8def-0000000000c1"   /* owner's workstation */
+#define POOL "0190b5d2-7c4e-7abc-8def-0000000000c2" /* guest's community box */
+#define MAC "0190b5d2-7c4e-7abc-8def-0000000000c3"  /* owner's Mac */
+#define AWAY "0190b5d2-7c4e-7abc-8def-0000000000c4" /* owner's, in another region */
+
+static const char test_catalog[] =
+    "{\"version\": 1,"
+    " \"regions\": [{\"name\": \"local\"}, {\"name\": \"eu\"}],"
+    " \"drivers\": ["
+    "  {\"name\": \"native\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\", \"nvidia\"]},"
+    "  {\"name\": \"libvirt\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\", \"nvidia\"]},"
+    "  {\"name\": \"macos-vz\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\"]}],"
+    " \"classes\": ["
+    "  {\"name\": \"cpu-2c-4g\", \"cpus\": 2, \"memory_mib\": 4096, \"accelerator\": \"cpu\"},"
+    "  {\"name\": \"cpu-16c-64g\", \"cpus\": 16, \"memory_mib\": 65536, \"accelerator\": \"cpu\"},"
+    "  {\"name\": \"l40s-48gb\", \"cpus\": 4, \"memory_mib\": 16384, \"devices\": 1,"
+    "   \"accelerator\": \"nvidia\"},"
+    "  {\"name\": \"l40s-x2\", \"cpus\": 4, \"memory_mib\": 16384, \"devices\": 2,"
+    "   \"accelerator\": \"nvidia\"}],"
+    " \"images\": ["
+    "  {\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"j\", \"driver_refs\": [\"native\"]},"
+    "   \"nvidia\": {\"reference\": \"j\", \"driver_refs\": [\"native\"]}}},"
+    "  {\"name\": \"ubuntu\", \"kinds\": [\"vm\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\", \"macos-vz\"]},"
+    "   \"nvidia\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\"]}}}]}";
+
+static EinsoraMachineCapacity *
+machine(const char *id, const char *owner, const char *region, const char *os,
+        EinsoraSharing sharing, gboolean online, gint64 cpus, gint64 l40s, const char *drivers)
+{
+    g_autoptr(EinsoraMachine) record = einsora_machine_new();
+    EinsoraMachineCapacity *capacity;
+
+    record->id = g_strdup(id);
+    record->tenant_id = g_strdup(owner);
+    record->name = g_strdup(id + 34); /* the last two characters */
+    record->region = g_strdup(region);
+    record->os = g_strdup(os);
+    record->cpus = cpus;
+    record->memory_mib = 65536;
+    record->sharing = sharing;
+    capacity = einsora_machine_capacity_new(record);
+    capacity->online = online;
+    if (l40s > 0)
+        g_hash_table_insert(capacity->devices, g_strdup("l40s-48gb"), GINT_TO_POINTER((gint)l40s));
+    if (l40s > 1)
+        g_hash_table_insert(capacity->devices, g_strdup("l40s-x2"), GINT_TO_POINTER((gint)l40s));
+    g_strfreev(capacity->drivers);
+    capacity->drivers = g_strsplit(drivers, ",", -1);
+    return capacity;
+}
+
+static EinsoraWorkload *
+workload(const char *tenant, const char *kind, const char *klass, const char *image,
+         const char *region)
+{
+    EinsoraWorkload *w = einsora_workload_new();
+
+    w->id = g_strdup("0190b5d2-7c4e-7abc-8def-0000000000ff");
+    w->tenant_id = g_strdup(tenant);
+    g_assert_true(einsora_workload_kind_from_string(kind, &w->kind));
+    w->region = g_strdup(region);
+    w->gpu_class = g_strdup(klass);
+    w->image = g_strdup(image);
+    return w;
+}
+
+typedef struct {
+    const char *name;
+    const char *tenant, *kind, *klass, *image, *region;
+    const char *disk_machine, *disk_driver; /* where it ran before */
+    const char *machines;                   /* which of the fixed machines are there */
+    const char *held_on;                    /* machine already holding one l40s-48gb */
+    guint held_vms_on_mac;
+    EinsoraPlacementOutcome outcome;
+    const char *machine_id, *driver;
+    gint64 requested, free;
+} PlacementCase;
+
+static const PlacementCase cases[] = {
+    {"owner-notebook-on-own-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
+     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "native", 1, 0},
+    {"guest-cannot-use-private-machine", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
+     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+    {"weak-driver-only-for-owner", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
+     "pool", NULL, 0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 1, 0},
+    {"strong-driver-for-others", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "pool",
+     NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "libvirt", 1, 0},
+    {"owner-prefers-nothing-but-fits", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
+     NULL, "ws,pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "native", 1, 0},
+    {"gpu-taken", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", "ws", 0,
+     EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+    {"gpu-free", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", NULL, 0,
+     EINSORA_PLACEMENT_PLACED, WS, "native", 1, 1},
+    {"two-gpus-on-a-one-gpu-machine", OWNER, "notebook", "l40s-x2", "jupyter", "local", NULL, NULL,
+     "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 2, 0},
+    {"not-enough-cpus", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL, "ws",
+     NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+    {"other-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws,away", NULL,
+     0, EINSORA_PLACEMENT_PLACED, AWAY, "native", 1, 0},
+    {"no-machine-in-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws",
+     NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+    {"offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL, "off", NULL,
+     0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+    {"disk-on-offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "native",
+     "off,pool", NULL, 0, EINSORA_PLACEMENT_WAITING_FOR_DISK, NULL, NULL, 1, 0},
+    {"disk-goes-back-home", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "native",
+     "away,pool,ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "native", 1, 0},
+    {"vm-per-machine-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL,
+     2, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+    {"vm-under-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL, 1,
+     EINSORA_PLACEMENT_PLACED, MAC, "macos-vz", 1, 0},
+    {"no-driver-for-kind", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "nodrv", NULL,
+     0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 1, 0},
+};
+
+static EinsoraCapacity *
+capacity_for(const char *which)
+{
+    EinsoraCapacity *capacity = einsora_capacity_new_machines();
+    g_auto(GStrv) names = g_strsplit(which, ",", -1);
+
+    for (guint i = 0; names[i] != NULL; i++) {
+        const char *n = names[i];
+        EinsoraMachineCapacity *m = NULL;
+        if (g_str_equal(n, "ws"))
+            m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 1,
+                        "native,libvirt");
+        else if (g_str_equal(n, "pool"))
+            m = machine(POOL, GUEST, "local", "linux", EINSORA_SHARING_COMMUNITY, TRUE, 8, 0,
+                        "native,libvirt");
+        else if (g_str_equal(n, "mac"))
+            m = machine(MAC, OWNER, "local", "darwin", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
+                        "macos-vz");
+        else if (g_str_equal(n, "away"))
+            m = machine(AWAY, OWNER, "eu", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0, "native");
+        else if (g_str_equal(n, "off"))
+            m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, FALSE, 8, 1,
+                        "native");
+        else if (g_str_equal(n, "nodrv"))
+            m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0, "native");
+        g_assert_nonnull(m);
+        g_ptr_array_add(capacity->machines, m);
+    }
+    return capacity;
+}
+
+static void
+test_case(gconstpointer data)
+{
+    const PlacementCase *c = data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraCatalog) catalog =
+        einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_autoptr(EinsoraWorkload) w = workload(c->tenant, c->kind, c->klass, c->image, c->region);
+    g_autoptr(EinsoraCapacity) capacity = capacity_for(c->machines);
+    g_autoptr(EinsoraUsage) usage = einsora_usage_new();
+    g_autoptr(EinsoraPlacementResult) result = NULL;
+
+    g_assert_no_error(error);
+    w->machine_id = g_strdup(c->disk_machine);
+    w->driver = g_strdup(c->disk_driver);
+    if (c->held_on != NULL) {
+        g_autoptr(EinsoraWorkload) other =
+            workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        other->machine_id = g_strdup(WS);
+        other->driver = g_strdup("native");
+        einsora_usage_add(usage, other, einsora_catalog_lookup_class(catalog, "l40s-48gb"));
+    }
+    for (guint i = 0; i < c->held_vms_on_mac; i++) {
+        g_autoptr(EinsoraWorkload) vm = workload(OWNER, "vm", "cpu-2c-4g", "ubuntu", "local");
+        vm->machine_id = g_strdup(MAC);
+        vm->driver = g_strdup("macos-vz");
+        einsora_usage_add(usage, vm, einsora_catalog_lookup_class(catalog, "cpu-2c-4g"));
+    }
+
+    result = einsora_placement_place(w, catalog, capacity, usage);
+    g_assert_cmpint(result->outcome, ==, c->outcome);
+    g_assert_cmpstr(result->machine_id, ==, c->machine_id);
+    g_assert_cmpstr(result->driver, ==, c->driver);
+    g_assert_cmpint(result->requested, ==, c->requested);
+    g_assert_cmpint(result->free, ==, c->free);
+    if (c->outcome == EINSORA_PLACEMENT_PLACED)
+        g_assert_cmpstr(result->placed_class, ==, c->klass);
+}
+
+/* Cluster backends offer units per class; placement only counts. */
+static void
+test_cluster_units(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraCatalog) catalog =
+        einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", "l40s-x2", "jupyter", "local");
+    g_autoptr(EinsoraCapacity) capacity = einsora_capacity_new_units();
+    g_autoptr(EinsoraUsage) usage = einsora_usage_new();
+    const EinsoraComputeClass *pair = einsora_catalog_lookup_class(catalog, "l40s-x2");
+
+    g_hash_table_insert(capacity->units, g_strdup("l40s-x2"), GINT_TO_POINTER(3));
+    {
+        g_autoptr(EinsoraPlacementResult) result =
+            einsora_placement_place(w, catalog, capacity, usage);
+        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_PLACED);
+        g_assert_null(result->machine_id);
+        g_assert_cmpint(result->requested, ==, 2);
+    }
+    einsora_usage_add(usage, w, pair);
+    {
+        g_autoptr(EinsoraPlacementResult) result =
+            einsora_placement_place(w, catalog, capacity, usage);
+        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_NO_CAPACITY);
+        g_assert_cmpint(result->free, ==, 1);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *path = g_strdup_printf("/placement/machines/%s", cases[i].name);
+        g_test_add_data_func(path, &cases[i], test_case);
+    }
+    g_test_add_func("/placement/cluster/units", test_cluster_units);
+    return g_test_run();
+}
