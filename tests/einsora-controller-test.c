@@ -509,6 +509,46 @@ test_withdrawn_class(Fixture *f, gconstpointer data)
                     "installation");
 }
 
+/* One controller reconciles a region; another on the same store stands
+ * by until the lease is released or lapses. */
+static void
+test_region_lease(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *path = g_build_filename(f->dir, "einsora.db", NULL);
+    g_autoptr(EinsoraSqliteStore) other_store = einsora_sqlite_store_open(path, &error);
+    g_autoptr(EinsoraService) other_service = NULL;
+    g_autoptr(EinsoraController) standby = NULL;
+    g_autofree gchar *first = launch(f, f->alice, "cpu-2c-4g");
+
+    g_assert_no_error(error);
+    other_service =
+        einsora_service_new(EINSORA_STORE(other_store), f->catalog, manual_now, &f->clock);
+    standby = einsora_controller_new(other_service, EINSORA_STORE(other_store), f->catalog,
+                                     EINSORA_BACKEND(f->backend), "local", manual_now, &f->clock);
+
+    g_assert_true(einsora_controller_tick(f->controller));
+    g_assert_false(einsora_controller_tick(standby));
+    g_assert_true(einsora_controller_is_leading(f->controller));
+    g_assert_false(einsora_controller_is_leading(standby));
+    g_assert_cmpint(state_of(f, TENANT_A, first), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+
+    /* A clean stop releases the lease: the standby takes over at once. */
+    einsora_controller_stop(f->controller);
+    g_assert_false(einsora_controller_is_leading(f->controller));
+    g_assert_true(einsora_controller_tick(standby));
+    g_assert_cmpint(state_of(f, TENANT_A, first), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+
+    /* A leader that stops renewing loses it once it lapses (30 s), and
+     * stops acting after two thirds of it without renewal. */
+    f->clock.now_us += 21 * G_USEC_PER_SEC;
+    g_assert_false(einsora_controller_is_leading(standby));
+    g_assert_false(einsora_controller_tick(f->controller));
+    f->clock.now_us += 10 * G_USEC_PER_SEC;
+    g_assert_true(einsora_controller_tick(f->controller));
+    g_assert_false(einsora_controller_tick(standby));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -525,6 +565,7 @@ main(int argc, char **argv)
     ADD("/controller/observe/stale-attempt-answers-nothing", test_stale_attempt);
     ADD("/controller/park-and-remove", test_stop_and_delete);
     ADD("/controller/catalog/withdrawn-class-keeps-waiting", test_withdrawn_class);
+    ADD("/controller/lease/one-leader-per-region", test_region_lease);
 #undef ADD
     return g_test_run();
 }

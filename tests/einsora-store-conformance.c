@@ -1166,6 +1166,46 @@ test_event_append_only(Fixture *f, gconstpointer data)
     assert_event_equal(g_ptr_array_index(events, 1), queued);
 }
 
+/* Leases */
+
+static gboolean
+acquire(Fixture *f, const char *holder, const char *now, const char *until)
+{
+    g_autoptr(GError) error = NULL;
+    gboolean held = FALSE;
+
+    g_assert_true(einsora_store_acquire_lease(f->store, "controller:home", holder, now, until,
+                                              &held, &error));
+    g_assert_no_error(error);
+    return held;
+}
+
+static void
+test_lease(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    const char *t0 = "2026-11-29T10:00:00.000000Z";
+    const char *t1 = "2026-11-29T10:00:10.000000Z";
+    const char *t2 = "2026-11-29T10:00:30.000000Z";
+    const char *t3 = "2026-11-29T10:00:31.000000Z";
+    const char *t4 = "2026-11-29T10:01:00.000000Z";
+
+    g_assert_true(acquire(f, "one", t0, t2));
+    /* Held by one until t2: two can't take it, one renews it. */
+    g_assert_false(acquire(f, "two", t1, t3));
+    g_assert_true(acquire(f, "one", t1, t3));
+    g_assert_false(acquire(f, "two", t2, t4));
+    /* Expired: two takes it, and one has lost it. */
+    g_assert_true(acquire(f, "two", t3, t4));
+    g_assert_false(acquire(f, "one", t3, t4));
+    /* Only the holder can release it; then anyone may take it. */
+    g_assert_true(einsora_store_release_lease(f->store, "controller:home", "one", &error));
+    g_assert_false(acquire(f, "one", t3, t4));
+    g_assert_true(einsora_store_release_lease(f->store, "controller:home", "two", &error));
+    g_assert_no_error(error);
+    g_assert_true(acquire(f, "one", t3, t4));
+}
+
 /* Accounts */
 
 static gchar *
@@ -2191,6 +2231,7 @@ static const struct {
     {"workload/other-tenant-not-found", test_workload_other_tenant},
     {"workload/list-order", test_workload_list_order},
     {"workload/list-region", test_workload_list_region},
+    {"lease/one-holder-at-a-time", test_lease},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"cas/success-bumps-version", test_cas_success},
     {"cas/stale-version-conflicts", test_cas_stale_version},

@@ -3,6 +3,7 @@
 #include "einsora-controller.h"
 
 #include "einsora-error.h"
+#include "einsora-lease.h"
 #include "einsora-placement.h"
 #include "einsora-reason.h"
 #include "einsora-usage.h"
@@ -20,7 +21,9 @@ struct _EinsoraController {
     /* Workload ID -> the reason its timeline last says, so that a note is
      * written once per episode, not once per pass. */
     GHashTable *last_reasons;
+    EinsoraLease *lease;
     guint timer_id;
+    guint renew_id;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
@@ -39,6 +42,7 @@ einsora_controller_finalize(GObject *object)
     EinsoraController *self = EINSORA_CONTROLLER(object);
 
     einsora_controller_stop(self);
+    g_clear_object(&self->lease);
     g_clear_object(&self->service);
     g_clear_object(&self->store);
     g_clear_object(&self->catalog);
@@ -481,22 +485,73 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
     return TRUE;
 }
 
+static EinsoraLease *
+lease_of(EinsoraController *self, gint64 interval_us)
+{
+    if (self->lease == NULL) {
+        g_autofree gchar *name = g_strdup_printf("controller:%s", self->region);
+        self->lease =
+            einsora_lease_new(self->store, name, 3 * interval_us, self->now, self->now_data);
+    }
+    return self->lease;
+}
+
+gboolean
+einsora_controller_is_leading(EinsoraController *self)
+{
+    return self->lease != NULL && einsora_lease_is_held(self->lease);
+}
+
+gboolean
+einsora_controller_tick(EinsoraController *self)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraLease *lease = lease_of(self, EINSORA_LEASE_MIN_DURATION_US / 3);
+
+    if (!einsora_lease_hold(lease, &error)) {
+        if (error != NULL)
+            g_message("region %s: lease not renewed: %s", self->region, error->message);
+        /* Renewing failed for too long, or someone else leads: stand by. */
+        if (!einsora_lease_is_held(lease))
+            return FALSE;
+    }
+    if (!einsora_controller_reconcile_once(self, &error)) {
+        g_message("region %s: reconcile paused: %s", self->region, error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 on_tick(gpointer user_data)
+{
+    einsora_controller_tick(user_data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Renews in the background, so a long pass never lets the lease lapse. */
+static gboolean
+on_renew(gpointer user_data)
 {
     EinsoraController *self = user_data;
     g_autoptr(GError) error = NULL;
 
-    if (!einsora_controller_reconcile_once(self, &error))
-        g_message("region %s: reconcile paused: %s", self->region, error->message);
+    if (!einsora_lease_hold(self->lease, &error) && error != NULL)
+        g_message("region %s: lease not renewed: %s", self->region, error->message);
     return G_SOURCE_CONTINUE;
 }
 
 void
 einsora_controller_start(EinsoraController *self, gint64 interval_us)
 {
+    EinsoraLease *lease;
+
     einsora_controller_stop(self);
+    g_clear_object(&self->lease);
+    lease = lease_of(self, interval_us);
     self->timer_id = g_timeout_add((guint)(interval_us / 1000), on_tick, self);
+    self->renew_id =
+        g_timeout_add((guint)(einsora_lease_get_duration(lease) / 3 / 1000), on_renew, self);
 }
 
 void
@@ -506,4 +561,10 @@ einsora_controller_stop(EinsoraController *self)
         g_source_remove(self->timer_id);
         self->timer_id = 0;
     }
+    if (self->renew_id != 0) {
+        g_source_remove(self->renew_id);
+        self->renew_id = 0;
+    }
+    if (self->lease != NULL)
+        einsora_lease_release(self->lease);
 }

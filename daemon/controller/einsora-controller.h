@@ -27,8 +27,16 @@ void einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64
  * a runtime that can't be reached is noted on the workloads it affects. */
 gboolean einsora_controller_reconcile_once(EinsoraController *self, GError **error);
 
-/* Runs a pass every @interval_us on the main loop until stopped. */
+/* What the timer does: holds (or renews) the region's lease and, while
+ * it leads, reconciles once. Returns whether it reconciled. */
+gboolean einsora_controller_tick(EinsoraController *self);
+gboolean einsora_controller_is_leading(EinsoraController *self);
+
+/* Runs a tick every @interval_us on the main loop until stopped; the
+ * lease (controller:<region>) lasts three intervals, at least 30 s, and
+ * is renewed every third of that. */
 void einsora_controller_start(EinsoraController *self, gint64 interval_us);
+/* Stops, and releases the lease so a standby takes over at once. */
 void einsora_controller_stop(EinsoraController *self);
 
 G_END_DECLS

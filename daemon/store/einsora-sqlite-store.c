@@ -840,6 +840,52 @@ einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const char *regi
 }
 
 static gboolean
+einsora_sqlite_store_acquire_lease(EinsoraStore *store, const char *name, const char *holder,
+                                   const char *now, const char *expires_at, gboolean *held,
+                                   GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* One statement: insert, or take over only what is ours or expired. */
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self,
+        "INSERT INTO leases (name, holder, acquired_at, expires_at) "
+        "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name) DO UPDATE SET "
+        "acquired_at = CASE WHEN leases.holder = excluded.holder "
+        "THEN leases.acquired_at ELSE excluded.acquired_at END, "
+        "holder = excluded.holder, expires_at = excluded.expires_at "
+        "WHERE leases.holder = excluded.holder OR leases.expires_at <= excluded.acquired_at",
+        error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, name);
+    bind_text(stmt, 2, holder);
+    bind_text(stmt, 3, now);
+    bind_text(stmt, 4, expires_at);
+    if (sqlite3_step(stmt) != SQLITE_DONE)
+        return set_sqlite_error(self, error);
+    *held = sqlite3_changes(self->db) == 1;
+    return TRUE;
+}
+
+static gboolean
+einsora_sqlite_store_release_lease(EinsoraStore *store, const char *name, const char *holder,
+                                   GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "DELETE FROM leases WHERE name = ?1 AND holder = ?2", error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, name);
+    bind_text(stmt, 2, holder);
+    if (sqlite3_step(stmt) != SQLITE_DONE)
+        return set_sqlite_error(self, error);
+    return TRUE;
+}
+
+static gboolean
 einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWorkload *workload,
                                            EinsoraWorkloadState expected_state,
                                            gint64 expected_version, GError **error)
@@ -1322,6 +1368,8 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->get_workload = einsora_sqlite_store_get_workload;
     iface->list_workloads = einsora_sqlite_store_list_workloads;
     iface->list_region_workloads = einsora_sqlite_store_list_region_workloads;
+    iface->acquire_lease = einsora_sqlite_store_acquire_lease;
+    iface->release_lease = einsora_sqlite_store_release_lease;
     iface->update_workload_state = einsora_sqlite_store_update_workload_state;
     iface->append_event = einsora_sqlite_store_append_event;
     iface->list_events = einsora_sqlite_store_list_events;

@@ -196,6 +196,24 @@ einsora_store_update_workload_state(EinsoraStore *self, const EinsoraWorkload *w
 }
 
 gboolean
+einsora_store_acquire_lease(EinsoraStore *self, const char *name, const char *holder,
+                            const char *now, const char *expires_at, gboolean *held, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(name != NULL && holder != NULL && held != NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->acquire_lease(self, name, holder, now, expires_at, held,
+                                                        error);
+}
+
+gboolean
+einsora_store_release_lease(EinsoraStore *self, const char *name, const char *holder,
+                            GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->release_lease(self, name, holder, error);
+}
+
+gboolean
 einsora_store_append_event(EinsoraStore *self, const EinsoraWorkloadEvent *event, GError **error)
 {
     g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);

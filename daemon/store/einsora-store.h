@@ -82,6 +82,16 @@ struct _EinsoraStoreInterface {
                                       EinsoraWorkloadState expected_state, gint64 expected_version,
                                       GError **error);
 
+    /* Named leases (controller:<region>): takes or renews @name for
+     * @holder until @expires_at when it is free, expired at @now, or
+     * already @holder's; *held says whether @holder has it now. */
+    gboolean (*acquire_lease)(EinsoraStore *self, const char *name, const char *holder,
+                              const char *now, const char *expires_at, gboolean *held,
+                              GError **error);
+    /* Gives @name up if @holder has it. */
+    gboolean (*release_lease)(EinsoraStore *self, const char *name, const char *holder,
+                              GError **error);
+
     /* The timeline is append-only. */
     gboolean (*append_event)(EinsoraStore *self, const EinsoraWorkloadEvent *event, GError **error);
     /* In the order they were appended. An unknown workload is NOT_FOUND. */
@@ -176,6 +186,12 @@ GPtrArray *einsora_store_list_region_workloads(EinsoraStore *self, const char *r
 gboolean einsora_store_update_workload_state(EinsoraStore *self, const EinsoraWorkload *workload,
                                              EinsoraWorkloadState expected_state,
                                              gint64 expected_version, GError **error);
+
+gboolean einsora_store_acquire_lease(EinsoraStore *self, const char *name, const char *holder,
+                                     const char *now, const char *expires_at, gboolean *held,
+                                     GError **error);
+gboolean einsora_store_release_lease(EinsoraStore *self, const char *name, const char *holder,
+                                     GError **error);
 
 gboolean einsora_store_append_event(EinsoraStore *self, const EinsoraWorkloadEvent *event,
                                     GError **error);
