@@ -17,6 +17,9 @@ declare -A allowed=(
   [daemon/api]="daemon/api daemon/service daemon/auth daemon/domain"
   [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
   [daemon/backend/fake]="daemon/backend/fake daemon/backend daemon/domain"
+  # The CLI (and the desktop app) know only /v1 JSON: no daemon header.
+  [app/client]="app/client"
+  [app/cli]="app/cli app/client"
   [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
 )
 

@@ -1,0 +1,288 @@
+/* einsora workloads, launch, start, stop, delete, events, export. */
+#define G_LOG_DOMAIN "einsora-cli"
+
+#include "einsora-cli.h"
+
+#include <glib/gi18n.h>
+
+#include "einsora-table.h"
+
+typedef JsonNode *(*WorkloadCall)(EinsoraClient *client, const char *id, GBytes **raw,
+                                  GError **error);
+
+gboolean
+einsora_cli_workloads(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                      GError **error)
+{
+    gboolean all = FALSE;
+    const GOptionEntry entries[] = {
+        {"all", 'a', 0, G_OPTION_ARG_NONE, &all, N_("Include deleted workloads"), NULL},
+        {NULL},
+    };
+    EinsoraClient *client;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(JsonNode) everything = NULL;
+    g_autoptr(EinsoraTable) table = NULL;
+    g_autofree gchar *text = NULL;
+    JsonArray *workloads;
+    JsonArray *known;
+    guint id_length;
+
+    if (!einsora_cli_parse(cli, command, entries, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 0, error))
+        return FALSE;
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL)
+        return FALSE;
+    root = einsora_client_list_workloads(client, all, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    workloads = einsora_cli_get_array(root, "workloads", error);
+    if (workloads == NULL)
+        return FALSE;
+    if (json_array_get_length(workloads) == 0)
+        return einsora_cli_write_text(_("No workloads.\n"), error);
+
+    /* The short IDs shown must resolve, and resolving sees deleted
+     * workloads too: they must be told apart from those as well. */
+    known = workloads;
+    if (!all) {
+        everything = einsora_client_list_workloads(client, TRUE, NULL, error);
+        if (everything == NULL)
+            return FALSE;
+        known = einsora_cli_get_array(everything, "workloads", error);
+        if (known == NULL)
+            return FALSE;
+    }
+    id_length = einsora_cli_short_id_length(known);
+
+    table = einsora_table_new(8, (const char *const[]){_("ID"), _("NAME"), _("KIND"), _("STATE"),
+                                                       _("CLASS"), _("IMAGE"), _("REGION"),
+                                                       _("CREATED")});
+    for (guint i = 0; i < json_array_get_length(workloads); i++) {
+        JsonObject *workload = json_array_get_object_element(workloads, i);
+        g_autofree gchar *id = NULL;
+        g_autofree gchar *created = NULL;
+
+        if (workload == NULL)
+            continue;
+        id = g_strndup(einsora_cli_get_string(workload, "id"), id_length);
+        created = einsora_cli_format_time(einsora_cli_get_string(workload, "created_at"));
+        einsora_table_append_row(table, (const char *const[]){
+                                            id,
+                                            einsora_cli_get_string(workload, "name"),
+                                            einsora_cli_get_string(workload, "kind"),
+                                            einsora_cli_get_string(workload, "state"),
+                                            einsora_cli_get_string(workload, "gpu_class"),
+                                            einsora_cli_get_string(workload, "image"),
+                                            einsora_cli_get_string(workload, "region"),
+                                            created,
+                                        });
+    }
+    text = einsora_table_render(table);
+    return einsora_cli_write_text(text, error);
+}
+
+gboolean
+einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                   GError **error)
+{
+    g_autofree gchar *kind = NULL;
+    g_autofree gchar *gpu_class = NULL;
+    g_autofree gchar *image = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *region = NULL;
+    const GOptionEntry entries[] = {
+        {"kind", 0, 0, G_OPTION_ARG_STRING, &kind, N_("What to run: notebook (required)"),
+         N_("KIND")},
+        {"class", 0, 0, G_OPTION_ARG_STRING, &gpu_class,
+         N_("The machine class, as in the catalog: cpu-2c-4g, l40s-48gb, … (required)"),
+         N_("CLASS")},
+        {"image", 0, 0, G_OPTION_ARG_STRING, &image,
+         N_("The image, as in the catalog: jupyter-notebook, … (required)"), N_("IMAGE")},
+        {"name", 0, 0, G_OPTION_ARG_STRING, &name,
+         N_("A name to know it by (default: made from its ID)"), N_("NAME")},
+        {"region", 0, 0, G_OPTION_ARG_STRING, &region,
+         N_("Where to run it (default: the server's region)"), N_("REGION")},
+        {NULL},
+    };
+    static const char *const required[] = {"kind", "class", "image"};
+    EinsoraClient *client;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(EinsoraTable) table = NULL;
+    g_autofree gchar *uuid = g_uuid_string_random();
+    g_autofree gchar *key = NULL;
+    g_autofree gchar *shown_name = NULL;
+    g_autofree gchar *heading = NULL;
+    g_autofree gchar *text = NULL;
+    JsonObject *workload;
+
+    if (!einsora_cli_parse(cli, command, entries, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 0, error))
+        return FALSE;
+    {
+        const char *values[] = {kind, gpu_class, image};
+        for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
+            if (values[i] == NULL) {
+                g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE, _("missing --%s"),
+                            required[i]);
+                return FALSE;
+            }
+        }
+    }
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL)
+        return FALSE;
+    /* One key per invocation: if the request is sent again after it broke
+     * in transit, the server creates the workload only once. */
+    key = g_strconcat("einsora-cli-", uuid, NULL);
+    root = einsora_client_create_workload(client, kind, name, gpu_class, image, region, key, &raw,
+                                          error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+
+    workload = json_node_get_object(root);
+    shown_name = einsora_cli_shown(workload, "name");
+    heading = g_strdup_printf(_("Created workload “%s”\n"), shown_name);
+    table = einsora_table_new(2, NULL);
+    einsora_table_append_row(
+        table, (const char *const[]){_("ID:"), einsora_cli_get_string(workload, "id")});
+    einsora_table_append_row(
+        table, (const char *const[]){_("State:"), einsora_cli_get_string(workload, "state")});
+    einsora_table_append_row(
+        table, (const char *const[]){_("Class:"), einsora_cli_get_string(workload, "gpu_class")});
+    einsora_table_append_row(
+        table, (const char *const[]){_("Image:"), einsora_cli_get_string(workload, "image")});
+    einsora_table_append_row(
+        table, (const char *const[]){_("Region:"), einsora_cli_get_string(workload, "region")});
+    text = einsora_table_render(table);
+    return einsora_cli_write_text(heading, error) && einsora_cli_write_text(text, error);
+}
+
+/* start, stop and delete: one ID in, the workload's state now out. */
+static gboolean
+workload_action(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                WorkloadCall call, GError **error)
+{
+    g_autofree gchar *id = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *state = NULL;
+    g_autofree gchar *text = NULL;
+    JsonObject *workload;
+
+    if (!einsora_cli_parse(cli, command, NULL, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
+        return FALSE;
+    id = einsora_cli_resolve_workload(cli, argv[1], error);
+    if (id == NULL)
+        return FALSE;
+    root = call(einsora_cli_get_client(cli, NULL), id, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    workload = json_node_get_object(root);
+    /* TRANSLATORS: name, ID, state: Workload “lab-1” (01a2…) is stopping */
+    name = einsora_cli_shown(workload, "name");
+    state = einsora_cli_shown(workload, "state");
+    text = g_strdup_printf(_("Workload “%s” (%s) is %s\n"), name, id, state);
+    return einsora_cli_write_text(text, error);
+}
+
+gboolean
+einsora_cli_start(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                  GError **error)
+{
+    return workload_action(cli, command, argc, argv, einsora_client_start_workload, error);
+}
+
+gboolean
+einsora_cli_stop(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                 GError **error)
+{
+    return workload_action(cli, command, argc, argv, einsora_client_stop_workload, error);
+}
+
+gboolean
+einsora_cli_delete(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                   GError **error)
+{
+    return workload_action(cli, command, argc, argv, einsora_client_delete_workload, error);
+}
+
+gboolean
+einsora_cli_events(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                   GError **error)
+{
+    g_autofree gchar *id = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(EinsoraTable) table = NULL;
+    g_autofree gchar *text = NULL;
+    JsonArray *events;
+
+    if (!einsora_cli_parse(cli, command, NULL, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
+        return FALSE;
+    id = einsora_cli_resolve_workload(cli, argv[1], error);
+    if (id == NULL)
+        return FALSE;
+    root = einsora_client_list_events(einsora_cli_get_client(cli, NULL), id, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    events = einsora_cli_get_array(root, "events", error);
+    if (events == NULL)
+        return FALSE;
+    if (json_array_get_length(events) == 0)
+        return einsora_cli_write_text(_("No events.\n"), error);
+
+    table = einsora_table_new(4, (const char *const[]){_("TIME"), _("FROM"), _("TO"), _("REASON")});
+    for (guint i = 0; i < json_array_get_length(events); i++) {
+        JsonObject *event = json_array_get_object_element(events, i);
+        g_autofree gchar *time = NULL;
+
+        if (event == NULL)
+            continue;
+        time = einsora_cli_format_time(einsora_cli_get_string(event, "created_at"));
+        einsora_table_append_row(table, (const char *const[]){
+                                            time,
+                                            einsora_cli_get_string(event, "from_state"),
+                                            einsora_cli_get_string(event, "to_state"),
+                                            einsora_cli_get_string(event, "reason"),
+                                        });
+    }
+    text = einsora_table_render(table);
+    return einsora_cli_write_text(text, error);
+}
+
+gboolean
+einsora_cli_export(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                   GError **error)
+{
+    g_autofree gchar *id = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+
+    if (!einsora_cli_parse(cli, command, NULL, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
+        return FALSE;
+    id = einsora_cli_resolve_workload(cli, argv[1], error);
+    if (id == NULL)
+        return FALSE;
+    root = einsora_client_export_workload(einsora_cli_get_client(cli, NULL), id, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    /* The record exactly as the server wrote it, --json or not: nothing
+     * added, nothing reformatted. */
+    return einsora_cli_write_raw(raw, FALSE, error);
+}

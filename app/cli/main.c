@@ -1,0 +1,94 @@
+/* einsora: the command-line client of an Einsora daemon's /v1 API.
+ * Exit status: 0 done, 1 the API or the connection failed, 2 the command
+ * line is wrong. */
+#define G_LOG_DOMAIN "einsora-cli"
+
+#include <glib/gi18n.h>
+#include <locale.h>
+#include <stdlib.h>
+
+#include "einsora-cli.h"
+
+static const EinsoraCliCommand commands[] = {
+    {"workloads", NULL, N_("List your workloads"), einsora_cli_workloads},
+    {"launch", NULL, N_("Create a workload"), einsora_cli_launch},
+    {"start", N_("ID"), N_("Start a stopped or failed workload"), einsora_cli_start},
+    {"stop", N_("ID"), N_("Stop a provisioning or running workload"), einsora_cli_stop},
+    {"delete", N_("ID"), N_("Delete a workload and everything it stored"), einsora_cli_delete},
+    {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events},
+    {"export", N_("ID"), N_("Print a workload's complete record and timeline, as the API gives it"),
+     einsora_cli_export},
+    {"machines", NULL, N_("List your machines"), einsora_cli_machines},
+    {"tokens", N_("[list | create NAME | revoke ID]"), N_("List, create and revoke API tokens"),
+     einsora_cli_tokens},
+    {"me", NULL, N_("Show whom the token belongs to"), einsora_cli_me},
+    {NULL},
+};
+
+static int
+report(const GError *error)
+{
+    if (error->domain == EINSORA_CLIENT_ERROR) {
+        const char *code = einsora_client_error_get_code(error);
+        const char *request_id = einsora_client_error_get_request_id(error);
+
+        if (code == NULL)
+            code = EINSORA_CLIENT_CODE_BAD_RESPONSE;
+        if (request_id != NULL)
+            /* TRANSLATORS: code, message, the server's request ID */
+            g_printerr(_("einsora: %s: %s (request %s)\n"), code, error->message, request_id);
+        else
+            g_printerr(_("einsora: %s: %s\n"), code, error->message);
+        return EINSORA_CLI_EXIT_FAILED;
+    }
+    g_printerr(_("einsora: %s\n"), error->message);
+    if (g_error_matches(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE)) {
+        g_printerr(_("Try “%s --help” for more information.\n"), g_get_prgname());
+        return EINSORA_CLI_EXIT_USAGE;
+    }
+    return EINSORA_CLI_EXIT_FAILED;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const EinsoraCliCommand root = {
+        "einsora", N_("COMMAND [ARGUMENTS…]"),
+        N_("The command-line client of an Einsora daemon: workloads, their timelines, machines "
+           "and API tokens."),
+        NULL};
+    g_auto(EinsoraCli) cli = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *list = NULL;
+    g_autofree gchar *description = NULL;
+    gboolean version = FALSE;
+    const GOptionEntry entries[] = {
+        {"version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL},
+        {NULL},
+    };
+
+    setlocale(LC_ALL, "");
+    bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    textdomain(GETTEXT_PACKAGE);
+    g_set_prgname("einsora");
+
+    list = einsora_cli_describe_commands(commands);
+    description = g_strdup_printf("%s\n\n%s", list,
+                                  _("Run “einsora COMMAND --help” for the options of a command."));
+    /* Global options may come before the command's name (and after it). */
+    if (!einsora_cli_parse(&cli, &root, entries, description, TRUE, &argc, &argv, &error))
+        return report(error);
+    if (version) {
+        g_print("einsora %s\n", EINSORA_VERSION);
+        return EINSORA_CLI_EXIT_OK;
+    }
+    if (argc < 2) {
+        g_set_error_literal(&error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                            _("no command given"));
+        return report(error);
+    }
+    if (!einsora_cli_dispatch(&cli, "einsora", commands, argc - 1, argv + 1, &error))
+        return report(error);
+    return EINSORA_CLI_EXIT_OK;
+}

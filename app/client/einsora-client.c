@@ -1,0 +1,441 @@
+/* EinsoraClient: one SoupSession, one base URL, one bearer token. Requests
+ * are sent with soup_session_send_and_read(); the body is kept as received
+ * (export must reach the user byte for byte) and parsed beside it. */
+#define G_LOG_DOMAIN "einsora-client"
+
+#include "einsora-client.h"
+
+#include <glib/gi18n-lib.h>
+#include <libsoup/soup.h>
+
+/* A request with an Idempotency-Key that broke in transit is sent this many
+ * times at most; the server answers a repeated key only once. */
+#define MAX_ATTEMPTS 3
+#define TIMEOUT_SECONDS 60
+
+struct _EinsoraClient {
+    GObject parent_instance;
+    gchar *base_url;
+    gchar *token;
+    SoupSession *session;
+};
+
+G_DEFINE_TYPE(EinsoraClient, einsora_client, G_TYPE_OBJECT)
+
+enum {
+    PROP_0,
+    PROP_BASE_URL,
+    PROP_TOKEN,
+    N_PROPS,
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static void
+einsora_client_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+    EinsoraClient *self = EINSORA_CLIENT(object);
+
+    switch (prop_id) {
+    case PROP_BASE_URL: {
+        gchar *url = g_value_dup_string(value);
+        gsize length = url != NULL ? strlen(url) : 0;
+
+        while (length > 0 && url[length - 1] == '/')
+            url[--length] = '\0';
+        g_free(self->base_url);
+        self->base_url = url;
+        break;
+    }
+    case PROP_TOKEN:
+        g_free(self->token);
+        self->token = g_value_dup_string(value);
+        break;
+    default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void
+einsora_client_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+    EinsoraClient *self = EINSORA_CLIENT(object);
+
+    switch (prop_id) {
+    case PROP_BASE_URL:
+        g_value_set_string(value, self->base_url);
+        break;
+    default:
+        /* The token is write-only: nothing reads it back out. */
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void
+einsora_client_finalize(GObject *object)
+{
+    EinsoraClient *self = EINSORA_CLIENT(object);
+
+    g_clear_object(&self->session);
+    g_clear_pointer(&self->base_url, g_free);
+    g_clear_pointer(&self->token, g_free);
+    G_OBJECT_CLASS(einsora_client_parent_class)->finalize(object);
+}
+
+static void
+einsora_client_class_init(EinsoraClientClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+
+    object_class->set_property = einsora_client_set_property;
+    object_class->get_property = einsora_client_get_property;
+    object_class->finalize = einsora_client_finalize;
+
+    properties[PROP_BASE_URL] =
+        g_param_spec_string("base-url", NULL, NULL, NULL,
+                            G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    properties[PROP_TOKEN] =
+        g_param_spec_string("token", NULL, NULL, NULL,
+                            G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    g_object_class_install_properties(object_class, N_PROPS, properties);
+}
+
+static void
+einsora_client_init(EinsoraClient *self)
+{
+    self->session = soup_session_new_with_options("timeout", TIMEOUT_SECONDS, "user-agent",
+                                                  "einsora/" EINSORA_VERSION, NULL);
+}
+
+EinsoraClient *
+einsora_client_new(const char *base_url, const char *token)
+{
+    g_return_val_if_fail(base_url != NULL, NULL);
+    return g_object_new(EINSORA_TYPE_CLIENT, "base-url", base_url, "token", token, NULL);
+}
+
+const char *
+einsora_client_get_base_url(EinsoraClient *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    return self->base_url;
+}
+
+/* Only failures after which the request may have reached the server are
+ * worth repeating; a refused connection or an unknown host never sent it. */
+static gboolean
+broke_in_transit(const GError *error)
+{
+    return g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT) ||
+           g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED) ||
+           g_error_matches(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE) ||
+           g_error_matches(error, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT);
+}
+
+static SoupMessage *
+build_message(EinsoraClient *self, const char *method, const char *path, GBytes *body,
+              const char *idempotency_key, GError **error)
+{
+    g_autofree gchar *url = g_strconcat(self->base_url, path, NULL);
+    g_autoptr(SoupMessage) message = soup_message_new(method, url);
+    SoupMessageHeaders *headers;
+
+    if (message == NULL) {
+        g_autofree gchar *text =
+            g_strdup_printf(_("“%s” is not an http:// or https:// URL"), self->base_url);
+        g_propagate_error(error,
+                          einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text));
+        return NULL;
+    }
+    headers = soup_message_get_request_headers(message);
+    soup_message_headers_replace(headers, "Accept", "application/json");
+    if (self->token != NULL) {
+        g_autofree gchar *authorization = g_strdup_printf("Bearer %s", self->token);
+        soup_message_headers_replace(headers, "Authorization", authorization);
+    }
+    if (idempotency_key != NULL)
+        soup_message_headers_replace(headers, "Idempotency-Key", idempotency_key);
+    if (body != NULL)
+        soup_message_set_request_body_from_bytes(message, "application/json", body);
+    return g_steal_pointer(&message);
+}
+
+static JsonNode *
+parse_json(GBytes *bytes, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    gsize size = 0;
+    const char *data = g_bytes_get_data(bytes, &size);
+    JsonNode *root;
+
+    if (!json_parser_load_from_data(parser, data, (gssize)size, error))
+        return NULL;
+    root = json_parser_get_root(parser);
+    if (root == NULL) {
+        g_set_error_literal(error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_PARSE, "empty document");
+        return NULL;
+    }
+    return json_node_copy(root);
+}
+
+/* The API's {"error": {"code", "message", "request_id"}}; anything else
+ * that isn't a success is a response this client doesn't understand. */
+static GError *
+response_error(SoupMessage *message, GBytes *bytes)
+{
+    guint status = soup_message_get_status(message);
+    const char *header_id =
+        soup_message_headers_get_one(soup_message_get_response_headers(message), "X-Request-ID");
+    g_autoptr(JsonNode) root = g_bytes_get_size(bytes) > 0 ? parse_json(bytes, NULL) : NULL;
+    g_autofree gchar *text = NULL;
+
+    if (root != NULL && JSON_NODE_HOLDS_OBJECT(root)) {
+        JsonObject *object = json_node_get_object(root);
+        JsonNode *member = json_object_get_member(object, "error");
+
+        if (member != NULL && JSON_NODE_HOLDS_OBJECT(member)) {
+            JsonObject *problem = json_node_get_object(member);
+            const char *code = json_object_get_string_member_with_default(problem, "code", NULL);
+            const char *detail =
+                json_object_get_string_member_with_default(problem, "message", NULL);
+            const char *request_id =
+                json_object_get_string_member_with_default(problem, "request_id", header_id);
+
+            if (code != NULL && *code != '\0')
+                return einsora_client_error_new(code, request_id, status,
+                                                detail != NULL ? detail : code);
+        }
+    }
+    text = g_strdup_printf(_("the server answered HTTP %u %s, which isn't an Einsora API error"),
+                           status, soup_status_get_phrase(status));
+    return einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, header_id, status, text);
+}
+
+JsonNode *
+einsora_client_request(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+                       const char *idempotency_key, GBytes **raw, GError **error)
+{
+    g_autoptr(GBytes) payload = NULL;
+    g_autoptr(SoupMessage) message = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    guint status;
+
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(method != NULL, NULL);
+    g_return_val_if_fail(path != NULL && path[0] == '/', NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    if (body != NULL) {
+        gchar *text = json_to_string(body, FALSE);
+        payload = g_bytes_new_take(text, strlen(text));
+    }
+    for (guint attempt = 1;; attempt++) {
+        g_autoptr(GError) local_error = NULL;
+
+        g_clear_object(&message);
+        message = build_message(self, method, path, payload, idempotency_key, error);
+        if (message == NULL)
+            return NULL;
+        bytes = soup_session_send_and_read(self->session, message, NULL, &local_error);
+        if (bytes != NULL)
+            break;
+        if (idempotency_key != NULL && attempt < MAX_ATTEMPTS && broke_in_transit(local_error)) {
+            g_debug("%s %s broke in transit (%s); sending it again with the same key", method, path,
+                    local_error->message);
+            continue;
+        }
+        {
+            g_autofree gchar *text =
+                g_strdup_printf(_("can't reach %s: %s"), self->base_url, local_error->message);
+            g_propagate_error(
+                error, einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text));
+        }
+        return NULL;
+    }
+
+    status = soup_message_get_status(message);
+    if (!SOUP_STATUS_IS_SUCCESSFUL(status)) {
+        g_propagate_error(error, response_error(message, bytes));
+        return NULL;
+    }
+    if (g_bytes_get_size(bytes) == 0) {
+        root = json_node_new(JSON_NODE_NULL);
+    } else {
+        g_autoptr(GError) parse_error = NULL;
+
+        root = parse_json(bytes, &parse_error);
+        if (root == NULL) {
+            g_autofree gchar *text =
+                g_strdup_printf(_("the server answered HTTP %u with a body that isn't JSON: %s"),
+                                status, parse_error->message);
+            g_propagate_error(
+                error, einsora_client_error_new(
+                           EINSORA_CLIENT_CODE_BAD_RESPONSE,
+                           soup_message_headers_get_one(soup_message_get_response_headers(message),
+                                                        "X-Request-ID"),
+                           status, text));
+            return NULL;
+        }
+    }
+    if (raw != NULL)
+        *raw = g_steal_pointer(&bytes);
+    return g_steal_pointer(&root);
+}
+
+/* A call whose answer must be a JSON object. */
+static JsonNode *
+request_object(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+               const char *idempotency_key, GBytes **raw, GError **error)
+{
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(JsonNode) root =
+        einsora_client_request(self, method, path, body, idempotency_key, &bytes, error);
+
+    if (root == NULL)
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
+        g_propagate_error(error,
+                          einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, NULL, 0,
+                                                   _("the server's answer is not a JSON object")));
+        return NULL;
+    }
+    if (raw != NULL)
+        *raw = g_steal_pointer(&bytes);
+    return g_steal_pointer(&root);
+}
+
+/* "/v1/workloads/<id><suffix>", the ID escaped as a path segment. */
+static gchar *
+workload_path(const char *id, const char *suffix)
+{
+    g_autofree gchar *escaped = g_uri_escape_string(id, NULL, FALSE);
+    return g_strconcat("/v1/workloads/", escaped, suffix, NULL);
+}
+
+JsonNode *
+einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error)
+{
+    return request_object(self, "GET", "/v1/me", NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_list_workloads(EinsoraClient *self, gboolean include_deleted, GBytes **raw,
+                              GError **error)
+{
+    return request_object(self, "GET",
+                          include_deleted ? "/v1/workloads?include_deleted=true" : "/v1/workloads",
+                          NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_get_workload(EinsoraClient *self, const char *id, gboolean include_deleted,
+                            GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, include_deleted ? "?include_deleted=true" : "");
+    return request_object(self, "GET", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_create_workload(EinsoraClient *self, const char *kind, const char *name,
+                               const char *gpu_class, const char *image, const char *region,
+                               const char *idempotency_key, GBytes **raw, GError **error)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+
+    g_return_val_if_fail(kind != NULL && gpu_class != NULL && image != NULL, NULL);
+
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "kind");
+    json_builder_add_string_value(builder, kind);
+    if (name != NULL) {
+        json_builder_set_member_name(builder, "name");
+        json_builder_add_string_value(builder, name);
+    }
+    json_builder_set_member_name(builder, "gpu_class");
+    json_builder_add_string_value(builder, gpu_class);
+    json_builder_set_member_name(builder, "image");
+    json_builder_add_string_value(builder, image);
+    if (region != NULL) {
+        json_builder_set_member_name(builder, "region");
+        json_builder_add_string_value(builder, region);
+    }
+    json_builder_end_object(builder);
+    body = json_builder_get_root(builder);
+    return request_object(self, "POST", "/v1/workloads", body, idempotency_key, raw, error);
+}
+
+JsonNode *
+einsora_client_start_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "/start");
+    return request_object(self, "POST", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_stop_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "/stop");
+    return request_object(self, "POST", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_delete_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "");
+    return request_object(self, "DELETE", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_list_events(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "/events");
+    return request_object(self, "GET", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_export_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "/export");
+    return request_object(self, "GET", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error)
+{
+    return request_object(self, "GET", "/v1/machines", NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error)
+{
+    return request_object(self, "GET", "/v1/tokens", NULL, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_create_token(EinsoraClient *self, const char *name, GBytes **raw, GError **error)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+
+    g_return_val_if_fail(name != NULL, NULL);
+
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "name");
+    json_builder_add_string_value(builder, name);
+    json_builder_end_object(builder);
+    body = json_builder_get_root(builder);
+    return request_object(self, "POST", "/v1/tokens", body, NULL, raw, error);
+}
+
+gboolean
+einsora_client_revoke_token(EinsoraClient *self, const char *id, GError **error)
+{
+    g_autofree gchar *escaped = g_uri_escape_string(id, NULL, FALSE);
+    g_autofree gchar *path = g_strconcat("/v1/tokens/", escaped, NULL);
+    g_autoptr(JsonNode) root =
+        einsora_client_request(self, "DELETE", path, NULL, NULL, NULL, error);
+
+    return root != NULL;
+}

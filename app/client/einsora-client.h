@@ -1,0 +1,65 @@
+/* A client of the daemon's /v1 API (docs/openapi.json), shared by the CLI
+ * and the desktop app. Each call answers the parsed JSON and, when asked,
+ * the response body exactly as the server sent it; a failure is an
+ * EINSORA_CLIENT_ERROR carrying the API's code, message and request ID.
+ * The calls are synchronous: they suit a command-line tool, not a UI's
+ * main loop. */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "einsora-client-error.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_TYPE_CLIENT (einsora_client_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraClient, einsora_client, EINSORA, CLIENT, GObject)
+
+/* @base_url: "http://127.0.0.1:8080" (a final slash is ignored).
+ * @token: (nullable): an API token, sent as a bearer token and never logged. */
+EinsoraClient *einsora_client_new(const char *base_url, const char *token);
+const char *einsora_client_get_base_url(EinsoraClient *self);
+
+/* Any /v1 call. @path: starts with "/" and is already escaped. @body:
+ * (nullable): sent as JSON. @idempotency_key: (nullable): sent as
+ * Idempotency-Key; with one, a request that broke in transit is sent once
+ * more with the same key, which the server answers only once.
+ * @raw: (out) (optional): the response body as received. Returns the parsed
+ * body, or NULL with @error set; a success without a body (204) answers a
+ * JSON null node. */
+JsonNode *einsora_client_request(EinsoraClient *self, const char *method, const char *path,
+                                 JsonNode *body, const char *idempotency_key, GBytes **raw,
+                                 GError **error);
+
+JsonNode *einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error);
+
+JsonNode *einsora_client_list_workloads(EinsoraClient *self, gboolean include_deleted, GBytes **raw,
+                                        GError **error);
+JsonNode *einsora_client_get_workload(EinsoraClient *self, const char *id, gboolean include_deleted,
+                                      GBytes **raw, GError **error);
+/* @name, @region, @idempotency_key: (nullable). */
+JsonNode *einsora_client_create_workload(EinsoraClient *self, const char *kind, const char *name,
+                                         const char *gpu_class, const char *image,
+                                         const char *region, const char *idempotency_key,
+                                         GBytes **raw, GError **error);
+JsonNode *einsora_client_start_workload(EinsoraClient *self, const char *id, GBytes **raw,
+                                        GError **error);
+JsonNode *einsora_client_stop_workload(EinsoraClient *self, const char *id, GBytes **raw,
+                                       GError **error);
+JsonNode *einsora_client_delete_workload(EinsoraClient *self, const char *id, GBytes **raw,
+                                         GError **error);
+JsonNode *einsora_client_list_events(EinsoraClient *self, const char *id, GBytes **raw,
+                                     GError **error);
+JsonNode *einsora_client_export_workload(EinsoraClient *self, const char *id, GBytes **raw,
+                                         GError **error);
+
+JsonNode *einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error);
+
+JsonNode *einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error);
+/* The answer holds the new token's secret: shown once, stored nowhere. */
+JsonNode *einsora_client_create_token(EinsoraClient *self, const char *name, GBytes **raw,
+                                      GError **error);
+gboolean einsora_client_revoke_token(EinsoraClient *self, const char *id, GError **error);
+
+G_END_DECLS
