@@ -1,6 +1,8 @@
 #include "einsora-test-daemon.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +71,13 @@ einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant
     return g_steal_pointer(&out);
 }
 
+/* A test that aborts must not leave its daemon running. */
+static void
+die_with_test(gpointer user_data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
 void
 einsora_test_daemon_start(EinsoraTestDaemon *daemon)
 {
@@ -84,6 +93,7 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
 
     g_assert_cmpint(log_fd, >=, 0);
     g_assert_cmpint(fstat(log_fd, &st), ==, 0);
+    g_subprocess_launcher_set_child_setup(launcher, die_with_test, NULL, NULL);
     g_subprocess_launcher_setenv(launcher, "G_MESSAGES_DEBUG", "all", TRUE);
     g_subprocess_launcher_unsetenv(launcher, "EINSORA_DATA_DIR");
     g_subprocess_launcher_take_stdout_fd(launcher, dup(log_fd));
