@@ -170,6 +170,59 @@ test_refuses_bad_settings(Fixture *f, gconstpointer data)
     }
 }
 
+/* Each bad setting stops the start with a message naming it, before
+ * anything is created. */
+static void
+test_bad_setting_table(Fixture *f, gconstpointer data)
+{
+    static const struct {
+        const char *variable;
+        const char *value;
+    } table[] = {
+        {"EINSORA_API_ADDR", "localhost:8080"}, {"EINSORA_API_ADDR", "127.0.0.1"},
+        {"EINSORA_ACCESS_ADDR", "anywhere"},    {"EINSORA_REGION", "mars"},
+        {"EINSORA_CONTROLLER_INTERVAL", "5"},   {"EINSORA_CONTROLLER_INTERVAL", "0s"},
+        {"EINSORA_CONTROLLER_INTERVAL", "2h"},  {"EINSORA_MACHINE_OWNER", "Not A Tenant"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autofree gchar *out = NULL;
+        g_autofree gchar *err = NULL;
+        const char *env[] = {table[i].variable, table[i].value, NULL};
+
+        g_assert_cmpint(run_daemon(env, &out, &err, "--data-dir", f->data_dir, NULL), ==, 1);
+        g_test_message("%s=%s: %s", table[i].variable, table[i].value, err);
+        g_assert_nonnull(strstr(err, table[i].variable));
+        g_assert_false(g_file_test(f->data_dir, G_FILE_TEST_EXISTS));
+    }
+}
+
+/* A port already in use is named as the API address's problem. */
+static void
+test_port_in_use(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GSocket) socket =
+        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(loopback, 0);
+    g_autoptr(GSocketAddress) bound = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *address = NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+
+    g_assert_true(g_socket_bind(socket, any, FALSE, &error));
+    g_assert_true(g_socket_listen(socket, &error));
+    bound = g_socket_get_local_address(socket, &error);
+    g_assert_no_error(error);
+    address = g_strdup_printf("127.0.0.1:%u",
+                              g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound)));
+    g_assert_cmpint(
+        run_daemon(NULL, &out, &err, "--data-dir", f->data_dir, "--listen", address, NULL), ==, 1);
+    g_test_message("%s", err);
+    g_assert_nonnull(strstr(err, "EINSORA_API_ADDR"));
+}
+
 static void
 on_line(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -220,6 +273,8 @@ main(int argc, char **argv)
     ADD("/daemon/migrate/refuses-newer-schema", test_refuses_newer_schema);
     ADD("/daemon/settings/bad-values-stop-start", test_refuses_bad_settings);
     ADD("/daemon/run/stops-on-sigterm", test_runs_until_sigterm);
+    ADD("/daemon/settings/each-bad-value-named", test_bad_setting_table);
+    ADD("/daemon/settings/port-in-use", test_port_in_use);
 #undef ADD
     return g_test_run();
 }
