@@ -1166,6 +1166,65 @@ test_event_append_only(Fixture *f, gconstpointer data)
     assert_event_equal(g_ptr_array_index(events, 1), queued);
 }
 
+/* Machines as the hub sees them: not tenant-scoped, since the hub serves
+ * every machine of its region; what it reports is recorded. */
+static void
+test_machine_hub_view(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraMachine) ws = add_machine(f, acme->id, "ws");
+    g_autoptr(EinsoraMachine) box = add_machine(f, globex->id, "box");
+    g_autoptr(EinsoraMachine) far = machine_new_for(f, acme->id, "far");
+    g_autoptr(GPtrArray) home = NULL;
+    g_autoptr(GPtrArray) on_ws = NULL;
+    g_autoptr(EinsoraWorkload) placed = workload_new_for(f, acme->id, "placed");
+    g_autoptr(EinsoraWorkload) gone = workload_new_for(f, acme->id, "gone");
+    g_autoptr(EinsoraWorkload) elsewhere = workload_new_for(f, globex->id, "elsewhere");
+    g_autofree gchar *unknown = new_id(f);
+
+    g_free(far->region);
+    far->region = g_strdup("away");
+    g_assert_true(einsora_store_insert_machine(f->store, far, &error));
+    home = einsora_store_list_region_machines(f->store, "home", &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(home->len, ==, 2);
+    g_assert_cmpstr(((EinsoraMachine *)g_ptr_array_index(home, 0))->id, ==, ws->id);
+    g_assert_cmpstr(((EinsoraMachine *)g_ptr_array_index(home, 1))->id, ==, box->id);
+
+    /* A sync records when, and the inventory only when one came. */
+    g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:00.000000Z",
+                                                    "{\"cpus\":16}", &error));
+    g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:05.000000Z",
+                                                    NULL, &error));
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraMachine) seen =
+            einsora_store_get_machine(f->store, acme->id, ws->id, &error);
+        g_assert_cmpstr(seen->last_seen_at, ==, "2026-11-29T10:00:05.000000Z");
+        g_assert_cmpstr(seen->inventory, ==, "{\"cpus\":16}");
+    }
+    g_assert_false(einsora_store_record_machine_seen(f->store, unknown,
+                                                     "2026-11-29T10:00:05.000000Z", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    /* What is placed on a machine and not deleted, whoever's it is. */
+    placed->machine_id = g_strdup(ws->id);
+    placed->state = EINSORA_WORKLOAD_STATE_RUNNING;
+    gone->machine_id = g_strdup(ws->id);
+    gone->state = EINSORA_WORKLOAD_STATE_DELETED;
+    elsewhere->machine_id = g_strdup(box->id);
+    insert_workload(f, placed);
+    insert_workload(f, gone);
+    insert_workload(f, elsewhere);
+    on_ws = einsora_store_list_machine_workloads(f->store, ws->id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(on_ws->len, ==, 1);
+    g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(on_ws, 0))->id, ==, placed->id);
+}
+
 /* Leases */
 
 static gboolean
@@ -2232,6 +2291,7 @@ static const struct {
     {"workload/list-order", test_workload_list_order},
     {"workload/list-region", test_workload_list_region},
     {"lease/one-holder-at-a-time", test_lease},
+    {"machine/hub-view", test_machine_hub_view},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"cas/success-bumps-version", test_cas_success},
     {"cas/stale-version-conflicts", test_cas_stale_version},

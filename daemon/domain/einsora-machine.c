@@ -20,6 +20,7 @@ einsora_machine_copy(const EinsoraMachine *machine)
     copy->name = g_strdup(machine->name);
     copy->region = g_strdup(machine->region);
     copy->os = g_strdup(machine->os);
+    copy->inventory = g_strdup(machine->inventory);
     copy->last_seen_at = g_strdup(machine->last_seen_at);
     copy->created_at = g_strdup(machine->created_at);
     return copy;
@@ -35,6 +36,7 @@ einsora_machine_free(EinsoraMachine *machine)
     g_free(machine->name);
     g_free(machine->region);
     g_free(machine->os);
+    g_free(machine->inventory);
     g_free(machine->last_seen_at);
     g_free(machine->created_at);
     g_free(machine);

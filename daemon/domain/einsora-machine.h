@@ -25,6 +25,7 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     EinsoraSharing sharing;
+    gchar *inventory;    /* JSON as its agent last reported it; NULL until then */
     gchar *last_seen_at; /* NULL until its agent first syncs */
     gchar *created_at;
 } EinsoraMachine;

@@ -32,7 +32,8 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraSqliteStore, einsora_sqlite_store, G_TYPE_O
 /* The columns each row mapper reads, in its order. */
 #define TENANT_COLUMNS "id, name, trusted, created_at"
 #define MACHINE_COLUMNS                                                                            \
-    "id, tenant_id, name, region, os, cpus, memory_mib, sharing, last_seen_at, created_at"
+    "id, tenant_id, name, region, os, cpus, memory_mib, sharing, last_seen_at, created_at, "       \
+    "inventory"
 #define WORKLOAD_COLUMNS                                                                           \
     "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
     "machine_id, driver, attempt, version, created_by, created_at, updated_at"
@@ -290,6 +291,7 @@ machine_from_row(sqlite3_stmt *stmt, GError **error)
     }
     machine->last_seen_at = column_strdup(stmt, 8);
     machine->created_at = column_strdup(stmt, 9);
+    machine->inventory = column_strdup(stmt, 10);
     return g_steal_pointer(&machine);
 }
 
@@ -630,11 +632,12 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt = prepare(self,
                                            "INSERT INTO machines (" MACHINE_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                                            error);
 
     if (stmt == NULL)
         return FALSE;
+    bind_text(stmt, 11, machine->inventory);
     bind_text(stmt, 1, machine->id);
     bind_text(stmt, 2, machine->tenant_id);
     bind_text(stmt, 3, machine->name);
@@ -883,6 +886,96 @@ einsora_sqlite_store_release_lease(EinsoraStore *store, const char *name, const 
     if (sqlite3_step(stmt) != SQLITE_DONE)
         return set_sqlite_error(self, error);
     return TRUE;
+}
+
+static GPtrArray *
+machines_from(EinsoraSqliteStore *self, sqlite3_stmt *stmt, GError **error)
+{
+    g_autoptr(GPtrArray) machines =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_machine_free);
+    int rc;
+
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraMachine *machine = machine_from_row(stmt, error);
+        if (machine == NULL)
+            return NULL;
+        g_ptr_array_add(machines, machine);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&machines);
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_region_machines(EinsoraStore *store, const char *region, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE region = ?1 ORDER BY created_at, id",
+        error);
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, region);
+    return machines_from(self, stmt, error);
+}
+
+static gboolean
+einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machine_id,
+                                         const char *last_seen_at, const char *inventory,
+                                         GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* A report without an inventory keeps the last one. */
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "UPDATE machines SET last_seen_at = ?2, "
+                                           "inventory = coalesce(?3, inventory) WHERE id = ?1",
+                                           error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, machine_id);
+    bind_text(stmt, 2, last_seen_at);
+    bind_text(stmt, 3, inventory);
+    if (!step_write(self, stmt, NULL, NULL, error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_machine_workloads(EinsoraStore *store, const char *machine_id,
+                                            GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                                           "WHERE machine_id = ?1 AND state <> 'deleted' "
+                                           "ORDER BY created_at, id",
+                                           error);
+    g_autoptr(GPtrArray) workloads =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, machine_id);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkload *workload = workload_from_row(stmt, error);
+        if (workload == NULL)
+            return NULL;
+        g_ptr_array_add(workloads, workload);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&workloads);
 }
 
 static gboolean
@@ -1369,6 +1462,9 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->list_workloads = einsora_sqlite_store_list_workloads;
     iface->list_region_workloads = einsora_sqlite_store_list_region_workloads;
     iface->acquire_lease = einsora_sqlite_store_acquire_lease;
+    iface->list_region_machines = einsora_sqlite_store_list_region_machines;
+    iface->record_machine_seen = einsora_sqlite_store_record_machine_seen;
+    iface->list_machine_workloads = einsora_sqlite_store_list_machine_workloads;
     iface->release_lease = einsora_sqlite_store_release_lease;
     iface->update_workload_state = einsora_sqlite_store_update_workload_state;
     iface->append_event = einsora_sqlite_store_append_event;

@@ -145,6 +145,32 @@ einsora_store_list_machines(EinsoraStore *self, const char *tenant_id, GError **
     return EINSORA_STORE_GET_IFACE(self)->list_machines(self, tenant_id, error);
 }
 
+GPtrArray *
+einsora_store_list_region_machines(EinsoraStore *self, const char *region, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(region != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_region_machines(self, region, error);
+}
+
+gboolean
+einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,
+                                  const char *last_seen_at, const char *inventory, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(machine_id != NULL && last_seen_at != NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->record_machine_seen(self, machine_id, last_seen_at,
+                                                              inventory, error);
+}
+
+GPtrArray *
+einsora_store_list_machine_workloads(EinsoraStore *self, const char *machine_id, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(machine_id != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_machine_workloads(self, machine_id, error);
+}
+
 gboolean
 einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload *workload, GError **error)
 {

@@ -60,6 +60,18 @@ struct _EinsoraStoreInterface {
                                    const char *machine_id, GError **error);
     GPtrArray *(*list_machines)(EinsoraStore *self, const char *tenant_id, GError **error);
 
+    /* Not tenant-scoped, for the hub: every machine in @region. */
+    GPtrArray *(*list_region_machines)(EinsoraStore *self, const char *region, GError **error);
+    /* Its agent synced: when, and its inventory (JSON) when it sent one
+     * (NULL keeps the last). An unknown machine is NOT_FOUND. */
+    gboolean (*record_machine_seen)(EinsoraStore *self, const char *machine_id,
+                                    const char *last_seen_at, const char *inventory,
+                                    GError **error);
+    /* Not tenant-scoped, for the hub: what is placed on the machine and
+     * not deleted, oldest first; its desired state is computed from it. */
+    GPtrArray *(*list_machine_workloads)(EinsoraStore *self, const char *machine_id,
+                                         GError **error);
+
     gboolean (*insert_workload)(EinsoraStore *self, const EinsoraWorkload *workload,
                                 GError **error);
     /* Deleted workloads are found too; callers decide whether to show them. */
@@ -174,6 +186,14 @@ gboolean einsora_store_insert_machine(EinsoraStore *self, const EinsoraMachine *
 EinsoraMachine *einsora_store_get_machine(EinsoraStore *self, const char *tenant_id,
                                           const char *machine_id, GError **error);
 GPtrArray *einsora_store_list_machines(EinsoraStore *self, const char *tenant_id, GError **error);
+
+GPtrArray *einsora_store_list_region_machines(EinsoraStore *self, const char *region,
+                                              GError **error);
+gboolean einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,
+                                           const char *last_seen_at, const char *inventory,
+                                           GError **error);
+GPtrArray *einsora_store_list_machine_workloads(EinsoraStore *self, const char *machine_id,
+                                                GError **error);
 
 gboolean einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload *workload,
                                        GError **error);
