@@ -21,6 +21,10 @@ declare -A allowed=(
   [app/client]="app/client"
   [app/cli]="app/cli app/client"
   [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
+  [agent/protocol]="agent/protocol daemon/domain"
+  # agent never includes store or backend headers: it knows only what it is told.
+  [agent]="agent agent/protocol daemon/domain"
+  [drivers/sim]="drivers/sim agent agent/protocol daemon/domain"
 )
 
 # Where each project header lives, by file name.

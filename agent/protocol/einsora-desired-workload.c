@@ -1,0 +1,123 @@
+#define G_LOG_DOMAIN "einsora-agent"
+
+#include "einsora-desired-workload.h"
+
+#include "einsora-protocol-json-private.h"
+
+G_DEFINE_BOXED_TYPE(EinsoraDesiredWorkload, einsora_desired_workload, einsora_desired_workload_copy,
+                    einsora_desired_workload_free)
+
+EinsoraDesiredWorkload *
+einsora_desired_workload_new(void)
+{
+    return g_new0(EinsoraDesiredWorkload, 1);
+}
+
+EinsoraDesiredWorkload *
+einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload)
+{
+    EinsoraDesiredWorkload *copy = g_new0(EinsoraDesiredWorkload, 1);
+
+    *copy = *workload;
+    copy->workload_id = g_strdup(workload->workload_id);
+    copy->tenant_id = g_strdup(workload->tenant_id);
+    copy->driver = g_strdup(workload->driver);
+    copy->placed_class = g_strdup(workload->placed_class);
+    copy->image = g_strdup(workload->image);
+    copy->runtime_reference = g_strdup(workload->runtime_reference);
+    return copy;
+}
+
+void
+einsora_desired_workload_free(EinsoraDesiredWorkload *workload)
+{
+    if (workload == NULL)
+        return;
+    g_free(workload->workload_id);
+    g_free(workload->tenant_id);
+    g_free(workload->driver);
+    g_free(workload->placed_class);
+    g_free(workload->image);
+    g_free(workload->runtime_reference);
+    g_free(workload);
+}
+
+JsonNode *
+einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+
+    json_builder_begin_object(builder);
+    einsora_protocol_add_string(builder, "workload_id", workload->workload_id);
+    einsora_protocol_add_string(builder, "tenant_id", workload->tenant_id);
+    einsora_protocol_add_string(builder, "mode", einsora_workload_mode_to_string(workload->mode));
+    einsora_protocol_add_int(builder, "attempt", workload->attempt);
+    einsora_protocol_add_string(builder, "kind", einsora_workload_kind_to_string(workload->kind));
+    einsora_protocol_add_string(builder, "driver", workload->driver);
+    einsora_protocol_add_string(builder, "placed_class", workload->placed_class);
+    einsora_protocol_add_string(builder, "image", workload->image);
+    einsora_protocol_add_string(builder, "runtime_reference", workload->runtime_reference);
+    einsora_protocol_add_int(builder, "cpus", workload->cpus);
+    einsora_protocol_add_int(builder, "memory_mib", workload->memory_mib);
+    einsora_protocol_add_int(builder, "devices", workload->devices);
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+/* The driver is only bounded here: a hub may name a driver this agent
+ * lacks, which the agent reports as driver_missing rather than refusing
+ * the machine's whole desired state. */
+EinsoraDesiredWorkload *
+einsora_desired_workload_from_json(JsonNode *node, GError **error)
+{
+    static const char *const members[] = {
+        "workload_id", "tenant_id",    "mode",  "attempt",           "kind",
+        "driver",      "placed_class", "image", "runtime_reference", "cpus",
+        "memory_mib",  "devices",      NULL,
+    };
+    g_autoptr(EinsoraDesiredWorkload) workload = einsora_desired_workload_new();
+    g_autofree gchar *mode = NULL;
+    g_autofree gchar *kind = NULL;
+    JsonObject *object;
+
+    if (!einsora_protocol_read_object(node, "a desired workload", members, &object, error) ||
+        !einsora_protocol_read_uuid(object, "workload_id", &workload->workload_id, error) ||
+        !einsora_protocol_read_uuid(object, "tenant_id", &workload->tenant_id, error) ||
+        !einsora_protocol_read_string(object, "mode", TRUE, &mode, error))
+        return NULL;
+    if (!einsora_workload_mode_from_string(mode, &workload->mode)) {
+        einsora_protocol_invalid(error, "\"mode\" must be run, park or remove");
+        return NULL;
+    }
+    if (!einsora_protocol_read_int(object, "attempt", G_MAXINT64, &workload->attempt, error) ||
+        !einsora_protocol_read_string(object, "kind", TRUE, &kind, error))
+        return NULL;
+    if (!einsora_workload_kind_from_string(kind, &workload->kind)) {
+        einsora_protocol_invalid(error, "\"kind\" must be notebook, endpoint or vm");
+        return NULL;
+    }
+    if (!einsora_protocol_read_string(object, "driver", TRUE, &workload->driver, error) ||
+        !einsora_protocol_read_string(object, "placed_class", TRUE, &workload->placed_class,
+                                      error) ||
+        !einsora_protocol_read_string(object, "image", FALSE, &workload->image, error) ||
+        !einsora_protocol_read_string(object, "runtime_reference", FALSE,
+                                      &workload->runtime_reference, error) ||
+        !einsora_protocol_read_int(object, "cpus", EINSORA_PROTOCOL_MAX_CPUS, &workload->cpus,
+                                   error) ||
+        !einsora_protocol_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
+                                   &workload->memory_mib, error) ||
+        !einsora_protocol_read_int(object, "devices", EINSORA_PROTOCOL_MAX_GPUS, &workload->devices,
+                                   error))
+        return NULL;
+    /* Running needs what to run; parking and removing need only the ID. */
+    if (workload->mode == EINSORA_WORKLOAD_MODE_RUN && workload->image == NULL) {
+        einsora_protocol_invalid(error, "missing member \"image\", which running needs");
+        return NULL;
+    }
+    if (workload->mode == EINSORA_WORKLOAD_MODE_RUN && workload->runtime_reference == NULL) {
+        einsora_protocol_invalid(error,
+                                 "missing member \"runtime_reference\", which running needs");
+        return NULL;
+    }
+    return g_steal_pointer(&workload);
+}

@@ -1,0 +1,43 @@
+/* One workload in a machine's desired state: what the hub asks of it
+ * (run, park or remove), for which attempt, with which driver, and what it
+ * needs to run. The agent checks it can honour it before applying it. */
+#pragma once
+
+#include <glib-object.h>
+#include <json-glib/json-glib.h>
+
+#include "einsora-workload-mode.h"
+#include "einsora-workload-state.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gchar *workload_id;
+    gchar *tenant_id;
+    EinsoraWorkloadMode mode;
+    gint64 attempt;
+    EinsoraWorkloadKind kind;
+    gchar *driver;
+    gchar *placed_class;
+    /* Needed to run; NULL when parking or removing a workload whose image
+     * the catalog no longer offers. */
+    gchar *image;
+    gchar *runtime_reference;
+    gint64 cpus;
+    gint64 memory_mib;
+    gint64 devices; /* GPUs; 0 for CPU classes */
+} EinsoraDesiredWorkload;
+
+#define EINSORA_TYPE_DESIRED_WORKLOAD (einsora_desired_workload_get_type())
+GType einsora_desired_workload_get_type(void);
+
+EinsoraDesiredWorkload *einsora_desired_workload_new(void);
+EinsoraDesiredWorkload *einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload);
+void einsora_desired_workload_free(EinsoraDesiredWorkload *workload);
+
+JsonNode *einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload);
+EinsoraDesiredWorkload *einsora_desired_workload_from_json(JsonNode *node, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraDesiredWorkload, einsora_desired_workload_free)
+
+G_END_DECLS

@@ -1,0 +1,119 @@
+#define G_LOG_DOMAIN "einsora-agent"
+
+#include "einsora-sync-report.h"
+
+#include "einsora-protocol-json-private.h"
+
+G_DEFINE_BOXED_TYPE(EinsoraSyncReport, einsora_sync_report, einsora_sync_report_copy,
+                    einsora_sync_report_free)
+
+EinsoraSyncReport *
+einsora_sync_report_new(void)
+{
+    EinsoraSyncReport *report = g_new0(EinsoraSyncReport, 1);
+
+    report->statuses = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_status_free);
+    return report;
+}
+
+EinsoraSyncReport *
+einsora_sync_report_copy(const EinsoraSyncReport *report)
+{
+    EinsoraSyncReport *copy = g_new0(EinsoraSyncReport, 1);
+
+    *copy = *report;
+    copy->machine_id = g_strdup(report->machine_id);
+    copy->statuses =
+        g_ptr_array_new_full(report->statuses->len, (GDestroyNotify)einsora_workload_status_free);
+    for (guint i = 0; i < report->statuses->len; i++)
+        g_ptr_array_add(copy->statuses, einsora_workload_status_copy(report->statuses->pdata[i]));
+    copy->inventory = report->inventory != NULL ? einsora_inventory_copy(report->inventory) : NULL;
+    return copy;
+}
+
+void
+einsora_sync_report_free(EinsoraSyncReport *report)
+{
+    if (report == NULL)
+        return;
+    g_free(report->machine_id);
+    g_clear_pointer(&report->statuses, g_ptr_array_unref);
+    g_clear_pointer(&report->inventory, einsora_inventory_free);
+    g_free(report);
+}
+
+JsonNode *
+einsora_sync_report_to_json(const EinsoraSyncReport *report)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+
+    json_builder_begin_object(builder);
+    einsora_protocol_add_string(builder, "machine_id", report->machine_id);
+    einsora_protocol_add_int(builder, "applied_generation", report->applied_generation);
+    json_builder_set_member_name(builder, "statuses");
+    json_builder_begin_array(builder);
+    for (guint i = 0; i < report->statuses->len; i++)
+        json_builder_add_value(builder,
+                               einsora_workload_status_to_json(report->statuses->pdata[i]));
+    json_builder_end_array(builder);
+    /* Left out, not null, when unchanged: one way to say it. */
+    if (report->inventory != NULL) {
+        json_builder_set_member_name(builder, "inventory");
+        json_builder_add_value(builder, einsora_inventory_to_json(report->inventory));
+    }
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+static gboolean
+read_statuses(JsonObject *object, GPtrArray *statuses, GError **error)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    JsonArray *array;
+
+    if (!einsora_protocol_read_array(object, "statuses", EINSORA_PROTOCOL_MAX_WORKLOADS, &array,
+                                     error))
+        return FALSE;
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+        EinsoraWorkloadStatus *status =
+            einsora_workload_status_from_json(json_array_get_element(array, i), error);
+
+        if (status == NULL) {
+            g_prefix_error(error, "statuses[%u]: ", i);
+            return FALSE;
+        }
+        g_ptr_array_add(statuses, status);
+        /* Two statuses for one workload would leave the hub to guess. */
+        if (!g_hash_table_add(seen, status->workload_id))
+            return einsora_protocol_invalid(
+                error, "statuses[%u]: \"workload_id\" %s is listed twice", i, status->workload_id);
+    }
+    return TRUE;
+}
+
+EinsoraSyncReport *
+einsora_sync_report_from_json(JsonNode *node, GError **error)
+{
+    static const char *const members[] = {
+        "machine_id", "applied_generation", "statuses", "inventory", NULL,
+    };
+    g_autoptr(EinsoraSyncReport) report = einsora_sync_report_new();
+    JsonObject *object;
+    JsonNode *inventory;
+
+    if (!einsora_protocol_read_object(node, "a sync report", members, &object, error) ||
+        !einsora_protocol_read_uuid(object, "machine_id", &report->machine_id, error) ||
+        !einsora_protocol_read_int(object, "applied_generation", G_MAXINT64,
+                                   &report->applied_generation, error) ||
+        !read_statuses(object, report->statuses, error))
+        return NULL;
+    inventory = json_object_get_member(object, "inventory");
+    if (inventory != NULL) {
+        report->inventory = einsora_inventory_from_json(inventory, error);
+        if (report->inventory == NULL) {
+            g_prefix_error(error, "inventory: ");
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&report);
+}
