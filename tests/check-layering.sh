@@ -18,6 +18,7 @@ declare -A allowed=(
   [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
   [daemon/backend/fake]="daemon/backend/fake daemon/backend daemon/domain"
   # The CLI (and the desktop app) know only /v1 JSON: no daemon header.
+  [drivers/hostlock]="drivers/hostlock"
   [app/client]="app/client"
   [app/cli]="app/cli app/client"
   [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
