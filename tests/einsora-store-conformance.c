@@ -1225,6 +1225,22 @@ test_machine_hub_view(Fixture *f, gconstpointer data)
     g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(on_ws, 0))->id, ==, placed->id);
 }
 
+static void
+test_tenant_by_name(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", TRUE);
+    g_autoptr(EinsoraTenant) found = einsora_store_find_tenant_by_name(f->store, "acme", &error);
+    g_autoptr(EinsoraTenant) missing = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpstr(found->id, ==, acme->id);
+    g_assert_true(found->trusted);
+    missing = einsora_store_find_tenant_by_name(f->store, "Acme", &error);
+    g_assert_null(missing);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+}
+
 /* Leases */
 
 static gboolean
@@ -2291,6 +2307,7 @@ static const struct {
     {"workload/list-order", test_workload_list_order},
     {"workload/list-region", test_workload_list_region},
     {"lease/one-holder-at-a-time", test_lease},
+    {"tenant/by-name", test_tenant_by_name},
     {"machine/hub-view", test_machine_hub_view},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"cas/success-bumps-version", test_cas_success},

@@ -536,6 +536,27 @@ einsora_sqlite_store_get_tenant(EinsoraStore *store, const char *tenant_id, GErr
     return NULL;
 }
 
+static EinsoraTenant *
+einsora_sqlite_store_find_tenant_by_name(EinsoraStore *store, const char *name, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT " TENANT_COLUMNS " FROM tenants WHERE name = ?1", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, name);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return tenant_from_row(stmt);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such tenant");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
 /* Quotas */
 
 static gboolean
@@ -1451,6 +1472,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->check_ready = einsora_sqlite_store_check_ready;
     iface->insert_tenant = einsora_sqlite_store_insert_tenant;
     iface->get_tenant = einsora_sqlite_store_get_tenant;
+    iface->find_tenant_by_name = einsora_sqlite_store_find_tenant_by_name;
     iface->set_quota = einsora_sqlite_store_set_quota;
     iface->get_quota = einsora_sqlite_store_get_quota;
     iface->gpus_by_state = einsora_sqlite_store_gpus_by_state;

@@ -81,6 +81,14 @@ einsora_store_get_tenant(EinsoraStore *self, const char *tenant_id, GError **err
     return EINSORA_STORE_GET_IFACE(self)->get_tenant(self, tenant_id, error);
 }
 
+EinsoraTenant *
+einsora_store_find_tenant_by_name(EinsoraStore *self, const char *name, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(name != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_tenant_by_name(self, name, error);
+}
+
 gboolean
 einsora_store_set_quota(EinsoraStore *self, const char *tenant_id, const char *gpu_class,
                         gint64 gpus, GError **error)

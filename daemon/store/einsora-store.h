@@ -42,6 +42,8 @@ struct _EinsoraStoreInterface {
 
     gboolean (*insert_tenant)(EinsoraStore *self, const EinsoraTenant *tenant, GError **error);
     EinsoraTenant *(*get_tenant)(EinsoraStore *self, const char *tenant_id, GError **error);
+    /* For operators' settings (EINSORA_MACHINE_OWNER), never for requests. */
+    EinsoraTenant *(*find_tenant_by_name)(EinsoraStore *self, const char *name, GError **error);
 
     /* Quotas: GPUs a tenant may hold of one class. A class without a row
      * allows none. */
@@ -172,6 +174,9 @@ gboolean einsora_store_check_ready(EinsoraStore *self, GError **error);
 gboolean einsora_store_insert_tenant(EinsoraStore *self, const EinsoraTenant *tenant,
                                      GError **error);
 EinsoraTenant *einsora_store_get_tenant(EinsoraStore *self, const char *tenant_id, GError **error);
+
+EinsoraTenant *einsora_store_find_tenant_by_name(EinsoraStore *self, const char *name,
+                                                 GError **error);
 
 gboolean einsora_store_set_quota(EinsoraStore *self, const char *tenant_id, const char *gpu_class,
                                  gint64 gpus, GError **error);
