@@ -25,6 +25,7 @@ einsora_test_daemon_new(void)
     daemon->data_dir = g_build_filename(daemon->dir, "data", NULL);
     daemon->log_path = g_build_filename(daemon->dir, "daemon.log", NULL);
     daemon->session = soup_session_new_with_options("timeout", 30, NULL);
+    daemon->env = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return daemon;
 }
 
@@ -71,6 +72,12 @@ einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant
     return g_steal_pointer(&out);
 }
 
+void
+einsora_test_daemon_setenv(EinsoraTestDaemon *daemon, const char *name, const char *value)
+{
+    g_hash_table_insert(daemon->env, g_strdup(name), g_strdup(value));
+}
+
 /* A test that aborts must not leave its daemon running. */
 static void
 die_with_test(gpointer user_data)
@@ -96,6 +103,13 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
     g_subprocess_launcher_set_child_setup(launcher, die_with_test, NULL, NULL);
     g_subprocess_launcher_setenv(launcher, "G_MESSAGES_DEBUG", "all", TRUE);
     g_subprocess_launcher_unsetenv(launcher, "EINSORA_DATA_DIR");
+    {
+        GHashTableIter iter;
+        gpointer name, value;
+        g_hash_table_iter_init(&iter, daemon->env);
+        while (g_hash_table_iter_next(&iter, &name, &value))
+            g_subprocess_launcher_setenv(launcher, name, value, TRUE);
+    }
     g_subprocess_launcher_take_stdout_fd(launcher, dup(log_fd));
     g_subprocess_launcher_take_stderr_fd(launcher, log_fd);
     daemon->process =
@@ -159,6 +173,7 @@ einsora_test_daemon_free(EinsoraTestDaemon *daemon)
         g_clear_object(&daemon->process);
     }
     g_clear_object(&daemon->session);
+    g_hash_table_unref(daemon->env);
     einsora_test_dir_remove(daemon->dir);
     g_free(daemon->dir);
     g_free(daemon->data_dir);

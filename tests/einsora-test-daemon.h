@@ -17,6 +17,7 @@ typedef struct {
     gchar *owner_token;
     GSubprocess *process;
     SoupSession *session;
+    GHashTable *env; /* extra variables for the daemon */
 } EinsoraTestDaemon;
 
 typedef struct {
@@ -32,6 +33,8 @@ EinsoraTestDaemon *einsora_test_daemon_new(void);
  * directory; returns the new account's API token. */
 gchar *einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant,
                                           const char *email, const char *password);
+/* Sets a variable for the daemon's next start. */
+void einsora_test_daemon_setenv(EinsoraTestDaemon *daemon, const char *name, const char *value);
 void einsora_test_daemon_start(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_stop(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_free(EinsoraTestDaemon *daemon);
