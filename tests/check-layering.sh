@@ -17,6 +17,7 @@ declare -A allowed=(
   [daemon/api]="daemon/api daemon/service daemon/auth daemon/domain"
   [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
   [daemon/backend/fake]="daemon/backend/fake daemon/backend daemon/domain"
+  [daemon/backend/hub]="daemon/backend/hub daemon/backend agent/protocol daemon/store daemon/catalog daemon/domain"
   # The CLI (and the desktop app) know only /v1 JSON: no daemon header.
   [drivers/hostlock]="drivers/hostlock"
   [app/client]="app/client"

@@ -1,0 +1,830 @@
+#define G_LOG_DOMAIN "einsora-hub"
+
+#include "einsora-hub.h"
+
+#include "einsora-error.h"
+#include "einsora-protocol.h"
+#include "einsora-reason.h"
+
+/* A sync with nothing new, waiting for a wake that changes its machine's
+ * desired state, the end of the long poll, or its cancellation. */
+typedef struct {
+    GTask *task;
+    gint64 applied_generation;
+    GSource *timeout;
+    GSource *cancelled; /* NULL without a cancellable */
+} HeldSync;
+
+/* The generation at which a workload's mode and attempt last changed: a
+ * status the agent saw before it applied that generation answers an older
+ * request. */
+typedef struct {
+    EinsoraWorkloadMode mode;
+    gint64 attempt;
+    gint64 generation;
+} WorkloadMark;
+
+/* What the hub knows of one machine, from what its agent said since the
+ * hub started. Desired state itself always comes from the store; only its
+ * canonical form is kept, to tell when it changed. */
+typedef struct {
+    EinsoraHub *hub; /* borrowed: states live as long as the hub */
+    gchar *machine_id;
+    gchar *name;               /* for the operator's log */
+    gint64 last_sync_us;       /* 0: not since the hub started */
+    gboolean online;           /* as last logged */
+    gboolean refused;          /* its last inventory didn't fit the machine */
+    gint64 applied_generation; /* as its agent last reported */
+    GHashTable *statuses;      /* workload ID -> EinsoraWorkloadStatus */
+    gchar *desired_json;       /* without its generation; NULL until computed */
+    gint64 generation;         /* of desired_json */
+    GHashTable *marks;         /* workload ID -> WorkloadMark */
+    HeldSync *held;
+} MachineState;
+
+struct _EinsoraHub {
+    GObject parent_instance;
+    EinsoraStore *store;
+    EinsoraCatalog *catalog;
+    gchar *region;
+    EinsoraNowFunc now;
+    gpointer now_data;
+    gint64 created_us;
+    gint64 long_poll_us;
+    gchar *away_reason;
+    GMainContext *context;
+    GHashTable *machines; /* machine ID -> MachineState */
+    GHashTable *wakes;    /* machine IDs whose waiting sync wakes on idle */
+    GSource *wake_source;
+};
+
+static void einsora_hub_backend_iface_init(EinsoraBackendInterface *iface);
+static void einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraHub, einsora_hub, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_BACKEND,
+                                                    einsora_hub_backend_iface_init)
+                                  G_IMPLEMENT_INTERFACE(EINSORA_TYPE_SYNC_TRANSPORT,
+                                                        einsora_hub_transport_iface_init))
+
+/* Detaches the waiting sync from its machine and returns its task, which
+ * the caller completes. */
+static GTask *
+take_held(MachineState *state)
+{
+    HeldSync *held = g_steal_pointer(&state->held);
+    GTask *task;
+
+    if (held == NULL)
+        return NULL;
+    g_source_destroy(held->timeout);
+    g_source_unref(held->timeout);
+    if (held->cancelled != NULL) {
+        g_source_destroy(held->cancelled);
+        g_source_unref(held->cancelled);
+    }
+    task = held->task;
+    g_free(held);
+    return task;
+}
+
+static void
+machine_state_free(MachineState *state)
+{
+    g_autoptr(GTask) task = take_held(state);
+
+    /* A held task holds a ref on the hub, so none is left by now. */
+    g_warn_if_fail(task == NULL);
+    g_free(state->machine_id);
+    g_free(state->name);
+    g_hash_table_unref(state->statuses);
+    g_free(state->desired_json);
+    g_hash_table_unref(state->marks);
+    g_free(state);
+}
+
+static GHashTable *
+statuses_new(void)
+{
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                 (GDestroyNotify)einsora_workload_status_free);
+}
+
+static GHashTable *
+marks_new(void)
+{
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+static void
+einsora_hub_finalize(GObject *object)
+{
+    EinsoraHub *self = EINSORA_HUB(object);
+
+    if (self->wake_source != NULL) {
+        g_source_destroy(self->wake_source);
+        g_source_unref(self->wake_source);
+    }
+    g_hash_table_unref(self->wakes);
+    g_hash_table_unref(self->machines);
+    g_clear_object(&self->store);
+    g_clear_object(&self->catalog);
+    g_free(self->region);
+    g_free(self->away_reason);
+    g_main_context_unref(self->context);
+    G_OBJECT_CLASS(einsora_hub_parent_class)->finalize(object);
+}
+
+static void
+einsora_hub_class_init(EinsoraHubClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_hub_finalize;
+}
+
+static void
+einsora_hub_init(EinsoraHub *self)
+{
+    self->machines =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)machine_state_free);
+    self->wakes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    self->long_poll_us = EINSORA_SYNC_LONG_POLL_US;
+    self->away_reason =
+        einsora_reason_machine_away_too_long(EINSORA_HUB_AWAY_TOO_LONG_US / G_USEC_PER_SEC);
+    self->context = g_main_context_ref_thread_default();
+}
+
+EinsoraHub *
+einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const char *region,
+                EinsoraNowFunc now, gpointer now_data)
+{
+    EinsoraHub *self;
+
+    g_return_val_if_fail(EINSORA_IS_STORE(store), NULL);
+    g_return_val_if_fail(EINSORA_IS_CATALOG(catalog), NULL);
+    g_return_val_if_fail(region != NULL && now != NULL, NULL);
+
+    self = g_object_new(EINSORA_TYPE_HUB, NULL);
+    self->store = g_object_ref(store);
+    self->catalog = g_object_ref(catalog);
+    self->region = g_strdup(region);
+    self->now = now;
+    self->now_data = now_data;
+    self->created_us = now(now_data);
+    return self;
+}
+
+void
+einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us)
+{
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    g_return_if_fail(long_poll_us > 0);
+    self->long_poll_us = long_poll_us;
+}
+
+static gint64
+hub_now(EinsoraHub *self)
+{
+    return self->now(self->now_data);
+}
+
+static MachineState *
+machine_state(EinsoraHub *self, const char *machine_id)
+{
+    MachineState *state = g_hash_table_lookup(self->machines, machine_id);
+
+    if (state == NULL) {
+        state = g_new0(MachineState, 1);
+        state->hub = self;
+        state->machine_id = g_strdup(machine_id);
+        state->statuses = statuses_new();
+        state->marks = marks_new();
+        g_hash_table_insert(self->machines, state->machine_id, state);
+    }
+    return state;
+}
+
+static gboolean
+synced_recently(const MachineState *state, gint64 now_us)
+{
+    return state != NULL && state->last_sync_us != 0 &&
+           now_us - state->last_sync_us < EINSORA_HUB_OFFLINE_AFTER_US;
+}
+
+/* Logged once when it happens to be noticed: the hub has no timer per
+ * machine. */
+static void
+notice_offline(MachineState *state, gint64 now_us)
+{
+    if (state == NULL || !state->online || synced_recently(state, now_us))
+        return;
+    state->online = FALSE;
+    g_message("machine %s (%s) is offline: no sync for %" G_GINT64_FORMAT " s", state->machine_id,
+              state->name, EINSORA_HUB_OFFLINE_AFTER_US / G_USEC_PER_SEC);
+}
+
+/* The machine, if it is registered in this hub's region. Its owner and
+ * region come from this row, never from what its agent says. */
+static EinsoraMachine *
+find_region_machine(EinsoraHub *self, const char *machine_id, GError **error)
+{
+    g_autoptr(GPtrArray) machines = NULL;
+
+    if (machine_id == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                            "no such machine in this region");
+        return NULL;
+    }
+    machines = einsora_store_list_region_machines(self->store, self->region, error);
+    if (machines == NULL)
+        return NULL;
+    for (guint i = 0; i < machines->len; i++) {
+        EinsoraMachine *machine = g_ptr_array_index(machines, i);
+        if (g_strcmp0(machine->id, machine_id) == 0)
+            return einsora_machine_copy(machine);
+    }
+    g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                        "no such machine in this region");
+    return NULL;
+}
+
+static EinsoraWorkloadMode
+mode_for(const EinsoraWorkload *workload)
+{
+    switch (workload->state) {
+    case EINSORA_WORKLOAD_STATE_PROVISIONING:
+    case EINSORA_WORKLOAD_STATE_RUNNING:
+        return EINSORA_WORKLOAD_MODE_RUN;
+    case EINSORA_WORKLOAD_STATE_DELETING:
+    case EINSORA_WORKLOAD_STATE_DELETED:
+        return EINSORA_WORKLOAD_MODE_REMOVE;
+    case EINSORA_WORKLOAD_STATE_STOPPED:
+        /* A stopped endpoint keeps nothing worth its disk. */
+        return workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? EINSORA_WORKLOAD_MODE_REMOVE
+                                                                : EINSORA_WORKLOAD_MODE_PARK;
+    case EINSORA_WORKLOAD_STATE_PENDING:
+    case EINSORA_WORKLOAD_STATE_QUEUED:
+    case EINSORA_WORKLOAD_STATE_STOPPING:
+    case EINSORA_WORKLOAD_STATE_FAILED:
+    default:
+        return EINSORA_WORKLOAD_MODE_PARK;
+    }
+}
+
+/* One workload of the machine's desired state, or NULL for a row that
+ * can't be on a machine (no class or driver): left out, so its agent
+ * stops and keeps it, never deletes it. */
+static EinsoraDesiredWorkload *
+desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
+{
+    const EinsoraComputeClass *klass;
+    const EinsoraImage *image;
+    const EinsoraImageRuntime *runtime = NULL;
+    EinsoraDesiredWorkload *desired;
+
+    if (workload->placed_class == NULL || workload->driver == NULL) {
+        g_debug("workload %s: on machine %s without a class or driver; left out of its desired "
+                "state",
+                workload->id, workload->machine_id);
+        return NULL;
+    }
+    klass = einsora_catalog_lookup_class(self->catalog, workload->placed_class);
+    image = einsora_catalog_lookup_image(self->catalog, workload->image);
+    if (klass != NULL && image != NULL)
+        runtime = einsora_image_lookup_runtime(image, klass->accelerator);
+
+    desired = einsora_desired_workload_new();
+    desired->workload_id = g_strdup(workload->id);
+    desired->tenant_id = g_strdup(workload->tenant_id);
+    desired->mode = mode_for(workload);
+    desired->attempt = workload->attempt;
+    desired->kind = workload->kind;
+    desired->driver = g_strdup(workload->driver);
+    desired->placed_class = g_strdup(workload->placed_class);
+    desired->image = g_strdup(workload->image);
+    desired->runtime_reference = runtime != NULL ? g_strdup(runtime->reference) : NULL;
+    desired->cpus = klass != NULL ? klass->cpus : 0;
+    desired->memory_mib = klass != NULL ? klass->memory_mib : 0;
+    desired->devices = klass != NULL ? klass->devices : 0;
+    /* Withdrawn from the catalog: nothing says what to run, so it stays
+     * parked with its data until the operator restores the entry. */
+    if (desired->mode == EINSORA_WORKLOAD_MODE_RUN && runtime == NULL)
+        desired->mode = EINSORA_WORKLOAD_MODE_PARK;
+    return desired;
+}
+
+static gint64
+after(gint64 generation)
+{
+    return generation < G_MAXINT64 ? generation + 1 : G_MAXINT64;
+}
+
+/* The desired state changed: a new generation, above both the last one
+ * this hub gave and the one the agent applied (from an earlier run of the
+ * hub), and at least the clock in milliseconds, so a restarted hub, which
+ * remembers neither, still moves forward (docs/adr/0011). */
+static void
+advance(EinsoraHub *self, MachineState *state, const EinsoraDesiredState *desired, gchar *canonical)
+{
+    gint64 generation = MAX(hub_now(self) / 1000, after(state->generation));
+    g_autoptr(GHashTable) marks = marks_new();
+
+    generation = MAX(generation, after(state->applied_generation));
+    for (guint i = 0; i < desired->workloads->len; i++) {
+        const EinsoraDesiredWorkload *workload = g_ptr_array_index(desired->workloads, i);
+        const WorkloadMark *old = g_hash_table_lookup(state->marks, workload->workload_id);
+        WorkloadMark *mark = g_new0(WorkloadMark, 1);
+
+        if (old != NULL && old->mode == workload->mode && old->attempt == workload->attempt)
+            *mark = *old;
+        else
+            *mark = (WorkloadMark){workload->mode, workload->attempt, generation};
+        g_hash_table_insert(marks, g_strdup(workload->workload_id), mark);
+    }
+    g_hash_table_unref(state->marks);
+    state->marks = g_steal_pointer(&marks);
+    g_free(state->desired_json);
+    state->desired_json = canonical;
+    state->generation = generation;
+}
+
+/* The machine's complete desired state, from the store, every time. */
+static EinsoraDesiredState *
+compute_desired(EinsoraHub *self, MachineState *state, GError **error)
+{
+    g_autoptr(GPtrArray) workloads = NULL;
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *canonical = NULL;
+
+    workloads = einsora_store_list_machine_workloads(self->store, state->machine_id, error);
+    if (workloads == NULL)
+        return NULL;
+    desired = einsora_desired_state_new();
+    desired->machine_id = g_strdup(state->machine_id);
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraDesiredWorkload *workload =
+            desired_workload_for(self, g_ptr_array_index(workloads, i));
+        if (workload != NULL)
+            g_ptr_array_add(desired->workloads, workload);
+    }
+    /* Generation 0 here: the content alone says whether it changed. */
+    node = einsora_desired_state_to_json(desired);
+    canonical = json_to_string(node, FALSE);
+    if (state->desired_json == NULL || !g_str_equal(canonical, state->desired_json))
+        advance(self, state, desired, g_steal_pointer(&canonical));
+    desired->generation = state->generation;
+    return g_steal_pointer(&desired);
+}
+
+static void
+return_desired(GTask *task, EinsoraDesiredState *desired)
+{
+    g_task_return_pointer(task, desired, (GDestroyNotify)einsora_desired_state_free);
+}
+
+/* Answers the machine's waiting sync: always, or only when its desired
+ * state is no longer the one the agent applied. */
+static void
+answer_held(EinsoraHub *self, MachineState *state, gboolean only_if_changed)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    g_autoptr(GTask) task = NULL;
+
+    if (state->held == NULL)
+        return;
+    desired = compute_desired(self, state, &error);
+    if (desired == NULL) {
+        g_message("machine %s: desired state not read: %s", state->machine_id, error->message);
+        /* A wake can wait for the long poll; the long poll can't. */
+        if (only_if_changed)
+            return;
+        task = take_held(state);
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    if (only_if_changed && desired->generation == state->held->applied_generation)
+        return;
+    task = take_held(state);
+    return_desired(task, g_steal_pointer(&desired));
+}
+
+static gboolean
+on_long_poll(gpointer user_data)
+{
+    MachineState *state = user_data;
+
+    answer_held(state->hub, state, FALSE);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_held_cancelled(GCancellable *cancellable, gpointer user_data)
+{
+    MachineState *state = user_data;
+    g_autoptr(GTask) task = take_held(state);
+
+    if (task != NULL)
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the sync was cancelled");
+    return G_SOURCE_REMOVE;
+}
+
+static void
+hold(EinsoraHub *self, MachineState *state, GTask *task, gint64 applied_generation)
+{
+    HeldSync *held = g_new0(HeldSync, 1);
+    GCancellable *cancellable = g_task_get_cancellable(task);
+    GMainContext *context = g_task_get_context(task);
+
+    held->task = g_object_ref(task);
+    held->applied_generation = applied_generation;
+    held->timeout = g_timeout_source_new((guint)MAX(self->long_poll_us / 1000, 1));
+    g_source_set_callback(held->timeout, on_long_poll, state, NULL);
+    g_source_attach(held->timeout, context);
+    if (cancellable != NULL) {
+        held->cancelled = g_cancellable_source_new(cancellable);
+        g_source_set_callback(held->cancelled, G_SOURCE_FUNC(on_held_cancelled), state, NULL);
+        g_source_attach(held->cancelled, context);
+    }
+    state->held = held;
+}
+
+/* Records the sync: when (in the store and in memory), its inventory if
+ * it fits the machine, and the statuses it reports. A refused inventory
+ * takes the machine out of placement until a good one arrives; the sync
+ * still gets its desired state. */
+static gboolean
+record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machine,
+              const EinsoraSyncReport *report, GError **error)
+{
+    gint64 now_us = hub_now(self);
+    g_autofree gchar *seen_at = einsora_timestamp_format(now_us);
+    g_autofree gchar *inventory = NULL;
+    g_autoptr(GError) invalid = NULL;
+    gboolean refused = state->refused;
+
+    if (report->inventory != NULL) {
+        if (einsora_inventory_validate(report->inventory, machine->os, &invalid)) {
+            g_autoptr(JsonNode) node = einsora_inventory_to_json(report->inventory);
+            inventory = json_to_string(node, FALSE);
+            refused = FALSE;
+        } else {
+            refused = TRUE;
+        }
+    }
+    if (!einsora_store_record_machine_seen(self->store, machine->id, seen_at, inventory, error))
+        return FALSE;
+
+    g_free(state->name);
+    state->name = g_strdup(machine->name);
+    if (invalid != NULL)
+        g_message("machine %s (%s): inventory refused, so it isn't offered for placement until "
+                  "a good one arrives: %s",
+                  machine->id, machine->name, invalid->message);
+    else if (state->refused && !refused)
+        g_message("machine %s (%s): its inventory fits it again", machine->id, machine->name);
+    state->refused = refused;
+    notice_offline(state, now_us);
+    if (!state->online)
+        g_message("machine %s (%s) is online", machine->id, machine->name);
+    state->online = TRUE;
+    state->last_sync_us = now_us;
+    state->applied_generation = report->applied_generation;
+    g_hash_table_remove_all(state->statuses);
+    for (guint i = 0; report->statuses != NULL && i < report->statuses->len; i++) {
+        const EinsoraWorkloadStatus *status = g_ptr_array_index(report->statuses, i);
+        if (status->workload_id != NULL)
+            g_hash_table_insert(state->statuses, g_strdup(status->workload_id),
+                                einsora_workload_status_copy(status));
+    }
+    return TRUE;
+}
+
+static void
+einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport *report,
+                       GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    EinsoraHub *self = EINSORA_HUB(transport);
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    g_autoptr(GTask) superseded = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    MachineState *state;
+
+    g_task_set_source_tag(task, einsora_hub_sync_async);
+    if (g_task_return_error_if_cancelled(task))
+        return;
+    machine = find_region_machine(self, report->machine_id, &error);
+    if (machine == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    state = machine_state(self, machine->id);
+    if (!record_report(self, state, machine, report, &error)) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    desired = compute_desired(self, state, &error);
+    if (desired == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    /* A newer sync from the machine supersedes one still waiting. */
+    superseded = take_held(state);
+    if (superseded != NULL)
+        return_desired(superseded, einsora_desired_state_copy(desired));
+    if (desired->generation != report->applied_generation) {
+        return_desired(task, g_steal_pointer(&desired));
+        return;
+    }
+    hold(self, state, task, report->applied_generation);
+}
+
+static EinsoraDesiredState *
+einsora_hub_sync_finish(EinsoraSyncTransport *transport, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail(g_task_is_valid(result, transport), NULL);
+    return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+static void
+einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface)
+{
+    iface->sync_async = einsora_hub_sync_async;
+    iface->sync_finish = einsora_hub_sync_finish;
+}
+
+/* The Apple class a Mac's GPU serves: the largest whose memory its
+ * unified memory holds. */
+static const char *
+apple_class_for(EinsoraHub *self, const char *region, gint64 memory_mib)
+{
+    GPtrArray *classes = einsora_catalog_get_classes(self->catalog);
+    const EinsoraComputeClass *best = NULL;
+
+    for (guint i = 0; i < classes->len; i++) {
+        const EinsoraComputeClass *klass = g_ptr_array_index(classes, i);
+
+        if (klass->accelerator != EINSORA_ACCELERATOR_APPLE || klass->memory_mib > memory_mib ||
+            !einsora_catalog_class_offered_in(klass, region))
+            continue;
+        if (best == NULL || klass->memory_mib > best->memory_mib)
+            best = klass;
+    }
+    return best != NULL ? best->name : NULL;
+}
+
+static void
+add_device(GHashTable *devices, const char *gpu_class)
+{
+    gint64 count = GPOINTER_TO_INT(g_hash_table_lookup(devices, gpu_class));
+    g_hash_table_insert(devices, g_strdup(gpu_class), GINT_TO_POINTER(count + 1));
+}
+
+/* The machine's last valid inventory, from the store, so a restarted hub
+ * knows it before the agent sends it again. Checked again here: only an
+ * inventory that fits the machine decides anything. */
+static EinsoraInventory *
+stored_inventory(const EinsoraMachine *machine)
+{
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(EinsoraInventory) inventory = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (machine->inventory == NULL)
+        return NULL;
+    node = json_from_string(machine->inventory, &error);
+    if (node != NULL)
+        inventory = einsora_inventory_from_json(node, &error);
+    if (inventory == NULL || !einsora_inventory_validate(inventory, machine->os, &error)) {
+        g_debug("machine %s: stored inventory not used: %s", machine->id, error->message);
+        return NULL;
+    }
+    return g_steal_pointer(&inventory);
+}
+
+static EinsoraMachineCapacity *
+machine_capacity(EinsoraHub *self, const EinsoraMachine *machine, MachineState *state,
+                 gint64 now_us)
+{
+    EinsoraMachineCapacity *capacity = einsora_machine_capacity_new(machine);
+    g_autoptr(EinsoraInventory) inventory = stored_inventory(machine);
+
+    capacity->cpus = 0;
+    capacity->memory_mib = 0;
+    if (inventory == NULL)
+        return capacity;
+    capacity->cpus = inventory->cpus;
+    capacity->memory_mib = inventory->memory_mib;
+    g_strfreev(capacity->drivers);
+    capacity->drivers = g_strdupv(inventory->drivers);
+    for (guint i = 0; i < inventory->gpus->len; i++) {
+        const EinsoraInventoryGpu *gpu = g_ptr_array_index(inventory->gpus, i);
+        EinsoraAccelerator vendor;
+        const char *gpu_class = NULL;
+
+        if (!einsora_accelerator_from_string(gpu->vendor, &vendor))
+            continue;
+        if (vendor == EINSORA_ACCELERATOR_APPLE)
+            gpu_class = apple_class_for(self, machine->region, inventory->memory_mib);
+        else
+            gpu_class = einsora_catalog_class_for_gpu_model(self->catalog, vendor, gpu->model);
+        if (gpu_class != NULL)
+            add_device(capacity->devices, gpu_class);
+    }
+    capacity->online = synced_recently(state, now_us) && !state->refused;
+    return capacity;
+}
+
+static EinsoraCapacity *
+einsora_hub_capacity(EinsoraBackend *backend, const char *region, GError **error)
+{
+    EinsoraHub *self = EINSORA_HUB(backend);
+    g_autoptr(GPtrArray) machines = einsora_store_list_region_machines(self->store, region, error);
+    g_autoptr(EinsoraCapacity) capacity = NULL;
+    gint64 now_us = hub_now(self);
+    gboolean all_synced = TRUE;
+
+    if (machines == NULL)
+        return NULL;
+    capacity = einsora_capacity_new_machines();
+    for (guint i = 0; i < machines->len; i++) {
+        const EinsoraMachine *machine = g_ptr_array_index(machines, i);
+        MachineState *state = g_hash_table_lookup(self->machines, machine->id);
+
+        if (state == NULL || state->last_sync_us == 0)
+            all_synced = FALSE;
+        notice_offline(state, now_us);
+        g_ptr_array_add(capacity->machines, machine_capacity(self, machine, state, now_us));
+    }
+    /* Until its machines reconnect, what they hold isn't known. */
+    capacity->settling = !all_synced && now_us - self->created_us < EINSORA_HUB_SETTLING_US;
+    return g_steal_pointer(&capacity);
+}
+
+static gboolean
+on_wake(gpointer user_data)
+{
+    EinsoraHub *self = user_data;
+    g_autoptr(GHashTable) wakes = g_steal_pointer(&self->wakes);
+    GHashTableIter iter;
+    gpointer machine_id;
+
+    self->wakes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_clear_pointer(&self->wake_source, g_source_unref);
+    g_hash_table_iter_init(&iter, wakes);
+    while (g_hash_table_iter_next(&iter, &machine_id, NULL)) {
+        MachineState *state = g_hash_table_lookup(self->machines, machine_id);
+        if (state != NULL)
+            answer_held(self, state, TRUE);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* run, park and remove only wake the machine's waiting sync. The wake
+ * runs on idle, after the controller's pass has written what it decided
+ * (a failure parks before the move to failed). */
+static gboolean
+wake(EinsoraHub *self, const EinsoraWorkloadSpec *spec)
+{
+    if (spec->machine_id == NULL)
+        return TRUE;
+    g_hash_table_add(self->wakes, g_strdup(spec->machine_id));
+    if (self->wake_source == NULL) {
+        self->wake_source = g_idle_source_new();
+        g_source_set_callback(self->wake_source, on_wake, self, NULL);
+        g_source_attach(self->wake_source, self->context);
+    }
+    return TRUE;
+}
+
+static gboolean
+einsora_hub_run(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec, GError **error)
+{
+    return wake(EINSORA_HUB(backend), spec);
+}
+
+static gboolean
+einsora_hub_park(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec, GError **error)
+{
+    return wake(EINSORA_HUB(backend), spec);
+}
+
+static gboolean
+einsora_hub_remove(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec, GError **error)
+{
+    return wake(EINSORA_HUB(backend), spec);
+}
+
+/* What a code means to the controller. Failures read the code's fixed
+ * reason, never the agent's own words. */
+static void
+observe_code(EinsoraStatusCode code, EinsoraObservation *observation)
+{
+    observation->reason = NULL;
+    switch (code) {
+    case EINSORA_STATUS_CODE_RUNNING:
+        observation->status = EINSORA_RUNTIME_READY;
+        return;
+    case EINSORA_STATUS_CODE_STARTING:
+    case EINSORA_STATUS_CODE_STOPPING:
+    case EINSORA_STATUS_CODE_REMOVING:
+    case EINSORA_STATUS_CODE_GPU_BUSY:
+        observation->status = EINSORA_RUNTIME_PROGRESSING;
+        return;
+    case EINSORA_STATUS_CODE_STOPPED:
+        observation->status = EINSORA_RUNTIME_PARKED;
+        return;
+    case EINSORA_STATUS_CODE_REMOVED:
+        observation->status = EINSORA_RUNTIME_REMOVED;
+        return;
+    case EINSORA_STATUS_CODE_EXITED:
+        observation->status = EINSORA_RUNTIME_EXITED;
+        return;
+    case EINSORA_STATUS_CODE_FAILED_TO_START:
+    case EINSORA_STATUS_CODE_OUT_OF_MEMORY:
+    case EINSORA_STATUS_CODE_IMAGE_MISSING:
+    case EINSORA_STATUS_CODE_DRIVER_MISSING:
+    case EINSORA_STATUS_CODE_ISOLATION_REFUSED:
+    case EINSORA_STATUS_CODE_MOVE_REFUSED:
+    case EINSORA_STATUS_CODE_SANDBOX_CHANGED:
+    case EINSORA_STATUS_CODE_UNKNOWN:
+    default:
+        observation->status = EINSORA_RUNTIME_FAILED;
+        observation->reason = einsora_status_code_reason(code);
+        return;
+    }
+}
+
+static const EinsoraDesiredWorkload *
+find_desired(const EinsoraDesiredState *desired, const char *workload_id)
+{
+    for (guint i = 0; i < desired->workloads->len; i++) {
+        const EinsoraDesiredWorkload *workload = g_ptr_array_index(desired->workloads, i);
+        if (g_strcmp0(workload->workload_id, workload_id) == 0)
+            return workload;
+    }
+    return NULL;
+}
+
+/* A status answers only the attempt and mode the store expects now, once
+ * the agent has applied the desired state that last changed them; before
+ * that, even no status at all is still in progress. */
+static gboolean
+einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
+                    EinsoraObservation *observation, GError **error)
+{
+    EinsoraHub *self = EINSORA_HUB(backend);
+    gint64 now_us = hub_now(self);
+    MachineState *state;
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    const EinsoraDesiredWorkload *workload;
+    const EinsoraWorkloadStatus *status;
+    const WorkloadMark *mark;
+
+    *observation = (EinsoraObservation){EINSORA_RUNTIME_UNKNOWN, 0, NULL};
+    if (spec->machine_id == NULL) {
+        /* Never placed on a machine: nothing of it is anywhere. */
+        observation->status = EINSORA_RUNTIME_ABSENT;
+        observation->attempt = spec->attempt;
+        return TRUE;
+    }
+    state = g_hash_table_lookup(self->machines, spec->machine_id);
+    notice_offline(state, now_us);
+    if (!synced_recently(state, now_us)) {
+        gint64 since =
+            state != NULL && state->last_sync_us != 0 ? state->last_sync_us : self->created_us;
+        /* Away too long: nothing may stay accounted for a machine that's
+         * gone. It stops them when it returns. */
+        if (now_us - since >= EINSORA_HUB_AWAY_TOO_LONG_US) {
+            observation->status = EINSORA_RUNTIME_FAILED;
+            observation->reason = self->away_reason;
+            observation->attempt = spec->attempt;
+        }
+        return TRUE;
+    }
+    desired = compute_desired(self, state, error);
+    if (desired == NULL)
+        return FALSE;
+    observation->status = EINSORA_RUNTIME_PROGRESSING;
+    workload = find_desired(desired, spec->workload_id);
+    status = g_hash_table_lookup(state->statuses, spec->workload_id);
+    mark = g_hash_table_lookup(state->marks, spec->workload_id);
+    if (workload == NULL || status == NULL || mark == NULL || status->attempt != spec->attempt ||
+        status->mode != workload->mode || status->applied_generation < mark->generation)
+        return TRUE;
+    observe_code(status->code, observation);
+    observation->attempt = spec->attempt;
+    return TRUE;
+}
+
+static void
+einsora_hub_backend_iface_init(EinsoraBackendInterface *iface)
+{
+    iface->capacity = einsora_hub_capacity;
+    iface->run = einsora_hub_run;
+    iface->park = einsora_hub_park;
+    iface->observe = einsora_hub_observe;
+    iface->remove = einsora_hub_remove;
+}

@@ -1,0 +1,44 @@
+/* The hub: the agent backend of ADR-0016. Agents call Sync on it
+ * (EinsoraSyncTransport; the in-process agent directly, networked agents
+ * later through POST /agent/v1/sync), and the controller drives it as its
+ * EinsoraBackend.
+ *
+ * A machine's desired state is computed from the store on every sync and
+ * never lives only in memory, so a restart changes nothing an agent does.
+ * What the hub keeps in memory is what agents told it since it started:
+ * when each machine last synced, whether its inventory was refused, and
+ * the statuses it reported. run, park and remove only wake the machine's
+ * waiting sync. Time comes from the injected clock; see
+ * docs/adr/0011-hub-generations.md for how generations grow. */
+#pragma once
+
+#include "einsora-backend.h"
+#include "einsora-catalog.h"
+#include "einsora-store.h"
+#include "einsora-sync-transport.h"
+#include "einsora-timestamp.h"
+
+G_BEGIN_DECLS
+
+/* A machine that hasn't synced for this long is offline: not offered for
+ * placement, and its workloads' status is unknown. */
+#define EINSORA_HUB_OFFLINE_AFTER_US (G_GINT64_CONSTANT(45) * G_USEC_PER_SEC)
+/* A machine away this long has its workloads reported failed. */
+#define EINSORA_HUB_AWAY_TOO_LONG_US (G_GINT64_CONSTANT(600) * G_USEC_PER_SEC)
+/* Right after the hub starts, it settles until every machine of its
+ * region has synced, at most this long. */
+#define EINSORA_HUB_SETTLING_US EINSORA_HUB_OFFLINE_AFTER_US
+
+#define EINSORA_TYPE_HUB (einsora_hub_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraHub, einsora_hub, EINSORA, HUB, GObject)
+
+EinsoraHub *einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const char *region,
+                            EinsoraNowFunc now, gpointer now_data);
+
+/* How long a sync with nothing new is held before it is answered anyway:
+ * EINSORA_SYNC_LONG_POLL_US unless a test shortens it. It is a real
+ * main-loop timer, not the injected clock, and applies to syncs held
+ * from now on. */
+void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
+
+G_END_DECLS

@@ -1,0 +1,1263 @@
+/* The hub (the agent backend) over a real SQLite store, with an injected
+ * clock: Sync's long poll, desired state from the store, generations
+ * across restarts, offline and settling rules, and what statuses mean to
+ * the controller. Held syncs end on real main-loop timers that the tests
+ * shorten. */
+#include "einsora-controller.h"
+#include "einsora-error.h"
+#include "einsora-hub.h"
+#include "einsora-protocol.h"
+#include "einsora-reason.h"
+#include "einsora-sqlite-store.h"
+#include "einsora-test-dir.h"
+#include "einsora-uuid.h"
+
+#define TENANT_A "0190b5d2-7c4e-7abc-8def-00000000000a"
+#define START_US G_GINT64_CONSTANT(1764406000000000)
+#define SECONDS(s) (G_GINT64_CONSTANT(s) * G_USEC_PER_SEC)
+/* Long enough that a sync answered within a test's wait wasn't the long
+ * poll. */
+#define HELD_LONG_POLL_US SECONDS(30)
+#define WAIT_MS 2000
+#define HOLD_CHECK_MS 100
+
+static const char test_catalog[] =
+    "{\"version\": 1,"
+    " \"regions\": [{\"name\": \"local\"}, {\"name\": \"far\"}],"
+    " \"drivers\": ["
+    "  {\"name\": \"sim\", \"kinds\": [\"notebook\", \"endpoint\", \"vm\"],"
+    "   \"accelerators\": [\"cpu\", \"apple\", \"nvidia\"]},"
+    "  {\"name\": \"docker\", \"kinds\": [\"notebook\", \"endpoint\"],"
+    "   \"accelerators\": [\"cpu\", \"nvidia\"]},"
+    "  {\"name\": \"macos-native\", \"kinds\": [\"notebook\", \"endpoint\"],"
+    "   \"accelerators\": [\"cpu\", \"apple\"]}],"
+    " \"classes\": ["
+    "  {\"name\": \"cpu-2c-4g\", \"cpus\": 2, \"memory_mib\": 4096, \"accelerator\": \"cpu\"},"
+    "  {\"name\": \"l40s-48gb\", \"cpus\": 4, \"memory_mib\": 16384, \"devices\": 1,"
+    "   \"accelerator\": \"nvidia\"},"
+    "  {\"name\": \"apple-silicon-16gb\", \"cpus\": 4, \"memory_mib\": 16384, \"devices\": 1,"
+    "   \"accelerator\": \"apple\"},"
+    "  {\"name\": \"apple-silicon-32gb\", \"cpus\": 8, \"memory_mib\": 32768, \"devices\": 1,"
+    "   \"accelerator\": \"apple\"},"
+    "  {\"name\": \"apple-silicon-64gb\", \"cpus\": 8, \"memory_mib\": 65536, \"devices\": 1,"
+    "   \"accelerator\": \"apple\"}],"
+    " \"images\": ["
+    "  {\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"jupyter-cpu\", \"driver_refs\": [\"sim\", \"docker\"]},"
+    "   \"nvidia\": {\"reference\": \"jupyter-cuda\", \"driver_refs\": [\"sim\", \"docker\"]},"
+    "   \"apple\": {\"reference\": \"jupyter-metal\", \"driver_refs\": [\"macos-native\"]}}},"
+    "  {\"name\": \"vllm\", \"kinds\": [\"endpoint\"], \"runtimes\": {"
+    "   \"nvidia\": {\"reference\": \"vllm-cuda\", \"driver_refs\": [\"docker\", \"sim\"]}}}],"
+    " \"gpu_models\": ["
+    "  {\"vendor\": \"nvidia\", \"model\": \"NVIDIA L40S\", \"memory_mib\": 46068,"
+    "   \"class\": \"l40s-48gb\"}]}";
+
+typedef struct {
+    gint64 now_us;
+} ManualClock;
+
+static gint64
+manual_now(gpointer user_data)
+{
+    return ((ManualClock *)user_data)->now_us;
+}
+
+typedef struct {
+    gchar *dir;
+    ManualClock clock;
+    EinsoraCatalog *catalog;
+    EinsoraSqliteStore *store;
+    EinsoraService *service;
+    EinsoraHub *hub;
+    EinsoraActor *alice;
+    gchar *box_id;    /* linux, region local */
+    gchar *studio_id; /* darwin, region local */
+    gchar *far_id;    /* linux, region far */
+} Fixture;
+
+/* A sync in flight, and how it ended. */
+typedef struct {
+    gboolean done;
+    EinsoraDesiredState *state;
+    GError *error;
+} SyncResult;
+
+static void
+sync_result_clear(SyncResult *result)
+{
+    g_clear_pointer(&result->state, einsora_desired_state_free);
+    g_clear_error(&result->error);
+    result->done = FALSE;
+}
+
+static gchar *
+add_machine(Fixture *f, const char *name, const char *region, const char *os)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+
+    machine->id = einsora_uuid_v7_new(f->clock.now_us / 1000);
+    machine->tenant_id = g_strdup(TENANT_A);
+    machine->name = g_strdup(name);
+    machine->region = g_strdup(region);
+    machine->os = g_strdup(os);
+    machine->cpus = 16;
+    machine->memory_mib = 65536;
+    machine->sharing = EINSORA_SHARING_PRIVATE;
+    machine->created_at = einsora_timestamp_format(f->clock.now_us);
+    g_assert_true(einsora_store_insert_machine(EINSORA_STORE(f->store), machine, &error));
+    g_assert_no_error(error);
+    f->clock.now_us += 1000;
+    return g_strdup(machine->id);
+}
+
+static EinsoraHub *
+hub_new(Fixture *f)
+{
+    EinsoraHub *hub =
+        einsora_hub_new(EINSORA_STORE(f->store), f->catalog, "local", manual_now, &f->clock);
+    einsora_hub_set_long_poll(hub, HELD_LONG_POLL_US);
+    return hub;
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *path = NULL;
+    g_autoptr(EinsoraTenant) tenant =
+        einsora_tenant_new(TENANT_A, "acme", FALSE, "2025-11-29T08:46:40.000000Z");
+
+    f->dir = einsora_test_dir_new();
+    path = g_build_filename(f->dir, "einsora.db", NULL);
+    f->clock.now_us = START_US;
+    f->catalog = einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_assert_no_error(error);
+    f->store = einsora_sqlite_store_open(path, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_sqlite_store_migrate(f->store, START_US, &error));
+    einsora_sqlite_store_set_clock(f->store, manual_now, &f->clock);
+    g_assert_true(einsora_store_insert_tenant(EINSORA_STORE(f->store), tenant, &error));
+    g_assert_true(
+        einsora_store_set_quota(EINSORA_STORE(f->store), TENANT_A, "l40s-48gb", 100, &error));
+    g_assert_true(einsora_store_set_quota(EINSORA_STORE(f->store), TENANT_A, "apple-silicon-32gb",
+                                          100, &error));
+    g_assert_no_error(error);
+    f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, manual_now, &f->clock);
+    f->alice = einsora_actor_new(TENANT_A, "u-a", "alice@acme.example", "browser session");
+    f->box_id = add_machine(f, "box", "local", "linux");
+    f->studio_id = add_machine(f, "studio", "local", "darwin");
+    f->far_id = add_machine(f, "faraway", "far", "linux");
+    f->hub = hub_new(f);
+}
+
+/* Drains what the hub scheduled (a wake), so nothing outlives the test. */
+static void
+drain(void)
+{
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    drain();
+    /* A held sync holds the hub: every test ends the syncs it started. */
+    g_assert_finalize_object(f->hub);
+    g_clear_object(&f->service);
+    g_clear_object(&f->store);
+    g_clear_object(&f->catalog);
+    einsora_actor_free(f->alice);
+    g_free(f->box_id);
+    g_free(f->studio_id);
+    g_free(f->far_id);
+    einsora_test_dir_remove(f->dir);
+    g_free(f->dir);
+}
+
+/* Reports and inventories. */
+
+static EinsoraInventory *
+linux_inventory(void)
+{
+    EinsoraInventory *inventory = einsora_inventory_new();
+    const char *drivers[] = {"sim", "docker", NULL};
+
+    inventory->os = g_strdup("linux");
+    inventory->arch = g_strdup("x86_64");
+    inventory->cpus = 32;
+    inventory->memory_mib = 131072;
+    for (guint i = 0; i < 2; i++) {
+        EinsoraInventoryGpu *gpu = einsora_inventory_gpu_new();
+        gpu->vendor = g_strdup("nvidia");
+        gpu->model = g_strdup("NVIDIA L40S");
+        gpu->memory_mib = 46068;
+        g_ptr_array_add(inventory->gpus, gpu);
+    }
+    {
+        /* Not in the catalog: offered as nothing. */
+        EinsoraInventoryGpu *gpu = einsora_inventory_gpu_new();
+        gpu->vendor = g_strdup("nvidia");
+        gpu->model = g_strdup("NVIDIA GeForce GT 710");
+        gpu->memory_mib = 2048;
+        g_ptr_array_add(inventory->gpus, gpu);
+    }
+    g_strfreev(inventory->drivers);
+    inventory->drivers = g_strdupv((gchar **)drivers);
+    return inventory;
+}
+
+static EinsoraInventory *
+mac_inventory(gint64 memory_mib)
+{
+    EinsoraInventory *inventory = einsora_inventory_new();
+    EinsoraInventoryGpu *gpu = einsora_inventory_gpu_new();
+    const char *drivers[] = {"macos-native", "sim", NULL};
+
+    inventory->os = g_strdup("darwin");
+    inventory->arch = g_strdup("arm64");
+    inventory->cpus = 12;
+    inventory->memory_mib = memory_mib;
+    gpu->vendor = g_strdup("apple");
+    gpu->model = g_strdup("Apple M2 Max");
+    gpu->memory_mib = memory_mib;
+    g_ptr_array_add(inventory->gpus, gpu);
+    g_strfreev(inventory->drivers);
+    inventory->drivers = g_strdupv((gchar **)drivers);
+    return inventory;
+}
+
+/* Takes @inventory. */
+static EinsoraSyncReport *
+report_new(const char *machine_id, gint64 applied_generation, EinsoraInventory *inventory)
+{
+    EinsoraSyncReport *report = einsora_sync_report_new();
+
+    report->machine_id = g_strdup(machine_id);
+    report->applied_generation = applied_generation;
+    report->inventory = inventory;
+    return report;
+}
+
+static void
+report_add_status(EinsoraSyncReport *report, const char *workload_id, gint64 attempt,
+                  EinsoraWorkloadMode mode, EinsoraStatusCode code, gint64 applied_generation)
+{
+    EinsoraWorkloadStatus *status = einsora_workload_status_new();
+
+    status->workload_id = g_strdup(workload_id);
+    status->attempt = attempt;
+    status->mode = mode;
+    status->code = code;
+    status->applied_generation = applied_generation;
+    g_ptr_array_add(report->statuses, status);
+}
+
+/* Syncing. */
+
+static void
+on_synced(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+    SyncResult *result = user_data;
+
+    result->state =
+        einsora_sync_transport_sync_finish(EINSORA_SYNC_TRANSPORT(source), res, &result->error);
+    result->done = TRUE;
+}
+
+static void
+sync_start(Fixture *f, EinsoraHub *hub, const EinsoraSyncReport *report, GCancellable *cancellable,
+           SyncResult *result)
+{
+    sync_result_clear(result);
+    einsora_sync_transport_sync_async(EINSORA_SYNC_TRANSPORT(hub), report, cancellable, on_synced,
+                                      result);
+}
+
+static gboolean
+on_deadline(gpointer user_data)
+{
+    *(gboolean *)user_data = TRUE;
+    return G_SOURCE_REMOVE;
+}
+
+/* Runs the main loop until the sync ends or @ms of real time pass;
+ * returns whether it ended. */
+static gboolean
+wait_for(SyncResult *result, guint ms)
+{
+    gboolean deadline = FALSE;
+    guint id = g_timeout_add(ms, on_deadline, &deadline);
+
+    while (!result->done && !deadline)
+        g_main_context_iteration(NULL, TRUE);
+    if (!deadline)
+        g_source_remove(id);
+    return result->done;
+}
+
+/* Syncs and expects an answer at once (well before the long poll). */
+static EinsoraDesiredState *
+sync_now(Fixture *f, EinsoraHub *hub, const EinsoraSyncReport *report)
+{
+    SyncResult result = {0};
+
+    sync_start(f, hub, report, NULL, &result);
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_assert_no_error(result.error);
+    g_assert_nonnull(result.state);
+    return g_steal_pointer(&result.state);
+}
+
+/* The machine's first sync: its inventory, nothing applied yet. */
+static EinsoraDesiredState *
+connect_machine(Fixture *f, const char *machine_id, EinsoraInventory *inventory)
+{
+    g_autoptr(EinsoraSyncReport) report = report_new(machine_id, 0, inventory);
+    return sync_now(f, f->hub, report);
+}
+
+static void
+assert_held(SyncResult *result)
+{
+    g_assert_false(wait_for(result, HOLD_CHECK_MS));
+}
+
+static void
+cancel_and_wait(GCancellable *cancellable, SyncResult *result)
+{
+    g_cancellable_cancel(cancellable);
+    g_assert_true(wait_for(result, WAIT_MS));
+    g_assert_error(result->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    g_assert_null(result->state);
+}
+
+/* Workloads, driven through the service. */
+
+static EinsoraWorkload *
+get(Fixture *f, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkload *workload =
+        einsora_service_get_workload(f->service, TENANT_A, id, TRUE, &error);
+    g_assert_no_error(error);
+    return workload;
+}
+
+static gchar *
+launch(Fixture *f, const char *kind, const char *gpu_class, const char *image)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {kind, "w", gpu_class, image, NULL};
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(workload->id);
+}
+
+static void
+move_to(Fixture *f, const char *id, EinsoraWorkloadState to)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = get(f, id);
+
+    f->clock.now_us += 1000;
+    g_assert_true(
+        einsora_service_transition(f->service, workload, to, "moved by a test", NULL, &error));
+    g_assert_no_error(error);
+}
+
+/* Admits a pending or queued workload onto @machine_id. */
+static void
+place(Fixture *f, const char *id, const char *machine_id, const char *driver)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = get(f, id);
+    EinsoraPlacement placement = {workload->gpu_class, machine_id, driver};
+
+    f->clock.now_us += 1000;
+    g_assert_true(einsora_service_transition(
+        f->service, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, "placed", &placement, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraWorkloadSpec *
+spec_of(Fixture *f, const char *id)
+{
+    g_autoptr(EinsoraWorkload) workload = get(f, id);
+    EinsoraWorkloadSpec *spec = einsora_workload_spec_new();
+
+    spec->workload_id = g_strdup(workload->id);
+    spec->tenant_id = g_strdup(workload->tenant_id);
+    spec->region = g_strdup(workload->region);
+    spec->kind = workload->kind;
+    spec->placed_class = g_strdup(workload->placed_class);
+    spec->image = g_strdup(workload->image);
+    spec->machine_id = g_strdup(workload->machine_id);
+    spec->driver = g_strdup(workload->driver);
+    spec->attempt = workload->attempt;
+    return spec;
+}
+
+static EinsoraObservation
+observe(Fixture *f, EinsoraHub *hub, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkloadSpec) spec = spec_of(f, id);
+    EinsoraObservation observation = {0};
+
+    g_assert_true(einsora_backend_observe(EINSORA_BACKEND(hub), spec, &observation, &error));
+    g_assert_no_error(error);
+    return observation;
+}
+
+static gboolean
+is_listed(const EinsoraDesiredState *state, const char *id)
+{
+    for (guint i = 0; i < state->workloads->len; i++) {
+        const EinsoraDesiredWorkload *workload = g_ptr_array_index(state->workloads, i);
+        if (g_strcmp0(workload->workload_id, id) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static const EinsoraDesiredWorkload *
+find_desired(const EinsoraDesiredState *state, const char *id)
+{
+    for (guint i = 0; i < state->workloads->len; i++) {
+        const EinsoraDesiredWorkload *workload = g_ptr_array_index(state->workloads, i);
+        if (g_strcmp0(workload->workload_id, id) == 0)
+            return workload;
+    }
+    g_error("workload %s isn't in the desired state", id);
+}
+
+static EinsoraWorkloadMode
+mode_in(const EinsoraDesiredState *state, const char *id)
+{
+    return find_desired(state, id)->mode;
+}
+
+static EinsoraCapacity *
+capacity_of(EinsoraHub *hub)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraCapacity *capacity = einsora_backend_capacity(EINSORA_BACKEND(hub), "local", &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(capacity);
+    g_assert_nonnull(capacity->machines);
+    return capacity;
+}
+
+static const EinsoraMachineCapacity *
+machine_in(const EinsoraCapacity *capacity, const char *machine_id)
+{
+    for (guint i = 0; i < capacity->machines->len; i++) {
+        const EinsoraMachineCapacity *machine = g_ptr_array_index(capacity->machines, i);
+        if (g_strcmp0(machine->machine->id, machine_id) == 0)
+            return machine;
+    }
+    g_error("machine %s isn't offered", machine_id);
+}
+
+static gboolean
+online(EinsoraHub *hub, const char *machine_id)
+{
+    g_autoptr(EinsoraCapacity) capacity = capacity_of(hub);
+    return machine_in(capacity, machine_id)->online;
+}
+
+/* Tests. */
+
+static void
+test_sync_unknown_machine(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *stranger = einsora_uuid_v7_new(START_US / 1000);
+    g_autoptr(EinsoraSyncReport) report = report_new(stranger, 0, linux_inventory());
+    SyncResult result = {0};
+
+    sync_start(f, f->hub, report, NULL, &result);
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_assert_error(result.error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(result.state);
+    sync_result_clear(&result);
+}
+
+/* A machine registered in another region is another hub's: refused, and
+ * nothing about it is recorded. */
+static void
+test_sync_other_region(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraSyncReport) report = report_new(f->far_id, 0, linux_inventory());
+    g_autoptr(EinsoraMachine) machine = NULL;
+    SyncResult result = {0};
+
+    sync_start(f, f->hub, report, NULL, &result);
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_assert_error(result.error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    sync_result_clear(&result);
+
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->far_id, &error);
+    g_assert_no_error(error);
+    g_assert_null(machine->last_seen_at);
+    g_assert_null(machine->inventory);
+}
+
+static void
+test_sync_records_seen(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraSyncReport) later = NULL;
+    g_autofree gchar *seen_at = einsora_timestamp_format(START_US + SECONDS(5));
+    g_autofree gchar *later_at = einsora_timestamp_format(START_US + SECONDS(7));
+
+    f->clock.now_us = START_US + SECONDS(5);
+    state = connect_machine(f, f->box_id, linux_inventory());
+    g_assert_cmpstr(state->machine_id, ==, f->box_id);
+    g_assert_cmpint(state->workloads->len, ==, 0);
+    g_assert_cmpint(state->generation, >=, (START_US + SECONDS(5)) / 1000);
+
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(machine->last_seen_at, ==, seen_at);
+    g_assert_nonnull(machine->inventory);
+    g_assert_nonnull(strstr(machine->inventory, "NVIDIA L40S"));
+    g_clear_pointer(&machine, einsora_machine_free);
+
+    /* Without an inventory: seen again, the inventory kept. */
+    f->clock.now_us = START_US + SECONDS(7);
+    later = report_new(f->box_id, 0, NULL);
+    g_clear_pointer(&state, einsora_desired_state_free);
+    state = sync_now(f, f->hub, later);
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(machine->last_seen_at, ==, later_at);
+    g_assert_nonnull(strstr(machine->inventory, "NVIDIA L40S"));
+}
+
+/* Every state maps to run, park or remove, with what running needs. */
+static void
+test_desired_modes(Fixture *f, gconstpointer data)
+{
+    static const struct {
+        const char *kind;
+        guint n;
+        EinsoraWorkloadState path[6]; /* after provisioning */
+        EinsoraWorkloadMode mode;
+    } cases[] = {
+#define S(x) EINSORA_WORKLOAD_STATE_##x
+        {"notebook", 0, {0}, EINSORA_WORKLOAD_MODE_RUN},
+        {"notebook", 1, {S(RUNNING)}, EINSORA_WORKLOAD_MODE_RUN},
+        {"notebook", 2, {S(RUNNING), S(STOPPING)}, EINSORA_WORKLOAD_MODE_PARK},
+        {"notebook", 3, {S(RUNNING), S(STOPPING), S(STOPPED)}, EINSORA_WORKLOAD_MODE_PARK},
+        {"notebook",
+         4,
+         {S(RUNNING), S(STOPPING), S(STOPPED), S(PENDING)},
+         EINSORA_WORKLOAD_MODE_PARK},
+        {"notebook",
+         5,
+         {S(RUNNING), S(STOPPING), S(STOPPED), S(PENDING), S(QUEUED)},
+         EINSORA_WORKLOAD_MODE_PARK},
+        {"notebook", 1, {S(FAILED)}, EINSORA_WORKLOAD_MODE_PARK},
+        {"notebook", 2, {S(RUNNING), S(DELETING)}, EINSORA_WORKLOAD_MODE_REMOVE},
+        {"endpoint", 1, {S(RUNNING)}, EINSORA_WORKLOAD_MODE_RUN},
+        {"endpoint", 2, {S(RUNNING), S(STOPPING)}, EINSORA_WORKLOAD_MODE_PARK},
+        {"endpoint", 3, {S(RUNNING), S(STOPPING), S(STOPPED)}, EINSORA_WORKLOAD_MODE_REMOVE},
+        {"endpoint", 1, {S(FAILED)}, EINSORA_WORKLOAD_MODE_PARK},
+#undef S
+    };
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autofree gchar *gone = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *elsewhere = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *unplaced = launch(f, "notebook", "l40s-48gb", "jupyter");
+    const EinsoraDesiredWorkload *workload;
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const char *image = g_str_equal(cases[i].kind, "endpoint") ? "vllm" : "jupyter";
+        gchar *id = launch(f, cases[i].kind, "l40s-48gb", image);
+
+        place(f, id, f->box_id, "docker");
+        for (guint j = 0; j < cases[i].n; j++)
+            move_to(f, id, cases[i].path[j]);
+        g_ptr_array_add(ids, id);
+    }
+    /* Deleted, on another machine, or never placed: not listed. */
+    place(f, gone, f->box_id, "docker");
+    move_to(f, gone, EINSORA_WORKLOAD_STATE_DELETING);
+    move_to(f, gone, EINSORA_WORKLOAD_STATE_DELETED);
+    place(f, elsewhere, f->studio_id, "sim");
+
+    state = connect_machine(f, f->box_id, linux_inventory());
+    g_assert_cmpint(state->workloads->len, ==, G_N_ELEMENTS(cases));
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_test_message("case %u: %s", i, cases[i].kind);
+        g_assert_cmpint(mode_in(state, ids->pdata[i]), ==, cases[i].mode);
+    }
+    g_assert_false(is_listed(state, gone));
+    g_assert_false(is_listed(state, elsewhere));
+    g_assert_false(is_listed(state, unplaced));
+
+    workload = find_desired(state, ids->pdata[1]);
+    g_assert_cmpstr(workload->tenant_id, ==, TENANT_A);
+    g_assert_cmpint(workload->attempt, ==, 1);
+    g_assert_cmpint(workload->kind, ==, EINSORA_WORKLOAD_KIND_NOTEBOOK);
+    g_assert_cmpstr(workload->driver, ==, "docker");
+    g_assert_cmpstr(workload->placed_class, ==, "l40s-48gb");
+    g_assert_cmpstr(workload->image, ==, "jupyter");
+    g_assert_cmpstr(workload->runtime_reference, ==, "jupyter-cuda");
+    g_assert_cmpint(workload->cpus, ==, 4);
+    g_assert_cmpint(workload->memory_mib, ==, 16384);
+    g_assert_cmpint(workload->devices, ==, 1);
+    workload = find_desired(state, ids->pdata[8]);
+    g_assert_cmpint(workload->kind, ==, EINSORA_WORKLOAD_KIND_ENDPOINT);
+    g_assert_cmpstr(workload->runtime_reference, ==, "vllm-cuda");
+
+    /* What the agent receives parses back as the protocol says. */
+    {
+        g_autoptr(JsonNode) node = einsora_desired_state_to_json(state);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraDesiredState) parsed = einsora_desired_state_from_json(node, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(parsed->workloads->len, ==, state->workloads->len);
+    }
+}
+
+static void
+test_long_poll_held_when_unchanged(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraDesiredState) first = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, first->generation, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autoptr(EinsoraSyncReport) stale = report_new(f->box_id, first->generation - 1, NULL);
+    g_autoptr(EinsoraDesiredState) again = NULL;
+    SyncResult result = {0};
+
+    /* An agent behind the desired state is answered at once. */
+    again = sync_now(f, f->hub, stale);
+    g_assert_cmpint(again->generation, ==, first->generation);
+
+    sync_start(f, f->hub, report, cancellable, &result);
+    assert_held(&result);
+    /* Cancelling (to report something new) ends it at once. */
+    cancel_and_wait(cancellable, &result);
+    sync_result_clear(&result);
+}
+
+/* run, park and remove each wake the machine's held sync, which then
+ * answers with the new desired state; a store change without a wake
+ * waits, and a wake without a change keeps holding. */
+static void
+test_long_poll_wakes(Fixture *f, gconstpointer data)
+{
+    static const struct {
+        const char *name;
+        gboolean (*call)(EinsoraBackend *, const EinsoraWorkloadSpec *, GError **);
+        guint n;
+        EinsoraWorkloadState to[2];
+        EinsoraWorkloadMode mode;
+    } steps[] = {
+        {"run",
+         einsora_backend_run,
+         1,
+         {EINSORA_WORKLOAD_STATE_PROVISIONING},
+         EINSORA_WORKLOAD_MODE_RUN},
+        {"park",
+         einsora_backend_park,
+         2,
+         {EINSORA_WORKLOAD_STATE_RUNNING, EINSORA_WORKLOAD_STATE_STOPPING},
+         EINSORA_WORKLOAD_MODE_PARK},
+        {"remove",
+         einsora_backend_remove,
+         1,
+         {EINSORA_WORKLOAD_STATE_DELETING},
+         EINSORA_WORKLOAD_MODE_REMOVE},
+    };
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) state = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    SyncResult result = {0};
+
+    g_assert_cmpint(state->workloads->len, ==, 0);
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, state->generation, NULL);
+        g_autoptr(EinsoraWorkloadSpec) spec = NULL;
+        g_autoptr(GError) error = NULL;
+        gint64 before = state->generation;
+
+        g_test_message("wake by %s", steps[i].name);
+        sync_start(f, f->hub, report, cancellable, &result);
+        assert_held(&result);
+
+        for (guint j = 0; j < steps[i].n; j++) {
+            if (steps[i].to[j] == EINSORA_WORKLOAD_STATE_PROVISIONING)
+                place(f, id, f->box_id, "docker");
+            else
+                move_to(f, id, steps[i].to[j]);
+        }
+        /* Changed in the store, but nobody woke it. */
+        assert_held(&result);
+        spec = spec_of(f, id);
+        g_assert_true(steps[i].call(EINSORA_BACKEND(f->hub), spec, &error));
+        g_assert_no_error(error);
+        g_assert_true(wait_for(&result, WAIT_MS));
+        g_assert_no_error(result.error);
+        g_assert_cmpint(result.state->generation, >, before);
+        g_assert_cmpint(mode_in(result.state, id), ==, steps[i].mode);
+        g_clear_pointer(&state, einsora_desired_state_free);
+        state = g_steal_pointer(&result.state);
+        sync_result_clear(&result);
+    }
+
+    /* A wake that changes nothing keeps the sync held. */
+    {
+        g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, state->generation, NULL);
+        g_autoptr(EinsoraWorkloadSpec) spec = spec_of(f, id);
+
+        sync_start(f, f->hub, report, cancellable, &result);
+        g_assert_true(einsora_backend_run(EINSORA_BACKEND(f->hub), spec, NULL));
+        assert_held(&result);
+        cancel_and_wait(cancellable, &result);
+        sync_result_clear(&result);
+    }
+}
+
+/* The long poll ends with the same desired state: the agent learns the
+ * hub is there. */
+static void
+test_long_poll_timeout(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraDesiredState) first = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, first->generation, NULL);
+    SyncResult result = {0};
+
+    einsora_hub_set_long_poll(f->hub, 300 * 1000);
+    sync_start(f, f->hub, report, NULL, &result);
+    assert_held(&result);
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_assert_no_error(result.error);
+    g_assert_cmpint(result.state->generation, ==, first->generation);
+    g_assert_cmpstr(result.state->machine_id, ==, f->box_id);
+    sync_result_clear(&result);
+}
+
+/* A second sync from the machine answers the one still waiting. */
+static void
+test_long_poll_superseded(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraDesiredState) first = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, first->generation, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    SyncResult old = {0};
+    SyncResult next = {0};
+
+    sync_start(f, f->hub, report, NULL, &old);
+    assert_held(&old);
+    sync_start(f, f->hub, report, cancellable, &next);
+    g_assert_true(wait_for(&old, WAIT_MS));
+    g_assert_no_error(old.error);
+    g_assert_cmpint(old.state->generation, ==, first->generation);
+    assert_held(&next);
+    cancel_and_wait(cancellable, &next);
+    sync_result_clear(&old);
+    sync_result_clear(&next);
+}
+
+static void
+test_offline_after_45s(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    EinsoraObservation observation;
+
+    place(f, id, f->box_id, "docker");
+    state = connect_machine(f, f->box_id, linux_inventory());
+    g_assert_true(online(f->hub, f->box_id));
+    observation = observe(f, f->hub, id);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+
+    f->clock.now_us += SECONDS(44);
+    g_assert_true(online(f->hub, f->box_id));
+    g_assert_cmpint(observe(f, f->hub, id).status, ==, EINSORA_RUNTIME_PROGRESSING);
+
+    f->clock.now_us += SECONDS(1);
+    g_assert_false(online(f->hub, f->box_id));
+    observation = observe(f, f->hub, id);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_UNKNOWN);
+    g_assert_null(observation.reason);
+
+    /* Back: online again. */
+    g_clear_pointer(&state, einsora_desired_state_free);
+    {
+        g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, 0, NULL);
+        state = sync_now(f, f->hub, report);
+    }
+    g_assert_true(online(f->hub, f->box_id));
+    g_assert_cmpint(observe(f, f->hub, id).status, ==, EINSORA_RUNTIME_PROGRESSING);
+}
+
+static void
+test_away_fails_after_10m(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *on_studio = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    EinsoraObservation observation;
+
+    place(f, id, f->box_id, "docker");
+    place(f, on_studio, f->studio_id, "sim");
+    state = connect_machine(f, f->box_id, linux_inventory());
+
+    f->clock.now_us += SECONDS(599);
+    g_assert_cmpint(observe(f, f->hub, id).status, ==, EINSORA_RUNTIME_UNKNOWN);
+    f->clock.now_us += SECONDS(1);
+    workload = get(f, id);
+    observation = observe(f, f->hub, id);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_FAILED);
+    g_assert_cmpstr(observation.reason, ==, "its machine has been offline for over 10m0s");
+    g_assert_cmpint(observation.attempt, ==, workload->attempt);
+
+    /* Never seen since the hub started: away since then. */
+    f->clock.now_us = START_US + SECONDS(599);
+    g_assert_cmpint(observe(f, f->hub, on_studio).status, ==, EINSORA_RUNTIME_UNKNOWN);
+    f->clock.now_us = START_US + SECONDS(601);
+    observation = observe(f, f->hub, on_studio);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_FAILED);
+    g_assert_cmpstr(observation.reason, ==, "its machine has been offline for over 10m0s");
+}
+
+static void
+test_settling(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraCapacity) capacity = capacity_of(f->hub);
+    g_autoptr(EinsoraDesiredState) box = NULL;
+    g_autoptr(EinsoraDesiredState) studio = NULL;
+    g_autoptr(EinsoraHub) later = NULL;
+
+    g_assert_true(capacity->settling);
+    g_assert_cmpint(capacity->machines->len, ==, 2);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    f->clock.now_us += SECONDS(10);
+    box = connect_machine(f, f->box_id, linux_inventory());
+    capacity = capacity_of(f->hub);
+    g_assert_true(capacity->settling);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    studio = connect_machine(f, f->studio_id, mac_inventory(32768));
+    capacity = capacity_of(f->hub);
+    g_assert_false(capacity->settling);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    /* At most 45 s, even if a machine never comes back. */
+    later = hub_new(f);
+    capacity = capacity_of(later);
+    g_assert_true(capacity->settling);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+    f->clock.now_us += SECONDS(44);
+    capacity = capacity_of(later);
+    g_assert_true(capacity->settling);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+    f->clock.now_us += SECONDS(1);
+    capacity = capacity_of(later);
+    g_assert_false(capacity->settling);
+}
+
+static void
+test_capacity_from_inventory(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraDesiredState) box = NULL;
+    g_autoptr(EinsoraDesiredState) studio = NULL;
+    g_autoptr(EinsoraCapacity) capacity = capacity_of(f->hub);
+    const EinsoraMachineCapacity *machine;
+
+    /* No inventory yet: not offered. */
+    g_assert_false(machine_in(capacity, f->box_id)->online);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    box = connect_machine(f, f->box_id, linux_inventory());
+    studio = connect_machine(f, f->studio_id, mac_inventory(49152));
+    capacity = capacity_of(f->hub);
+    machine = machine_in(capacity, f->box_id);
+    g_assert_true(machine->online);
+    g_assert_cmpint(machine->cpus, ==, 32);
+    g_assert_cmpint(machine->memory_mib, ==, 131072);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "l40s-48gb"), ==, 2);
+    g_assert_cmpint(g_hash_table_size(machine->devices), ==, 1);
+    g_assert_true(einsora_machine_capacity_has_driver(machine, "docker"));
+    g_assert_true(einsora_machine_capacity_has_driver(machine, "sim"));
+    g_assert_false(einsora_machine_capacity_has_driver(machine, "macos-native"));
+    /* Owner and region from the registration. */
+    g_assert_cmpstr(machine->machine->tenant_id, ==, TENANT_A);
+    g_assert_cmpstr(machine->machine->region, ==, "local");
+
+    /* 48 GiB of unified memory holds the 32 GB class, not the 64. */
+    machine = machine_in(capacity, f->studio_id);
+    g_assert_true(machine->online);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "apple-silicon-32gb"), ==, 1);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "apple-silicon-64gb"), ==, 0);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "apple-silicon-16gb"), ==, 0);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    /* A bigger Mac (a new inventory) matches the largest class. */
+    {
+        g_autoptr(EinsoraSyncReport) report = report_new(f->studio_id, 0, mac_inventory(65536));
+        g_clear_pointer(&studio, einsora_desired_state_free);
+        studio = sync_now(f, f->hub, report);
+    }
+    capacity = capacity_of(f->hub);
+    machine = machine_in(capacity, f->studio_id);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "apple-silicon-64gb"), ==, 1);
+    g_assert_cmpint(einsora_machine_capacity_devices(machine, "apple-silicon-32gb"), ==, 0);
+}
+
+/* A docker driver on a Mac: the inventory is refused, the machine isn't
+ * offered, and it still gets its desired state. */
+static void
+test_refused_inventory(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "apple-silicon-32gb", "jupyter");
+    g_autoptr(EinsoraInventory) bad = mac_inventory(32768);
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    g_autoptr(EinsoraSyncReport) good = NULL;
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *drivers[] = {"macos-native", "docker", NULL};
+
+    place(f, id, f->studio_id, "macos-native");
+    g_strfreev(bad->drivers);
+    bad->drivers = g_strdupv((gchar **)drivers);
+    report = report_new(f->studio_id, 0, g_steal_pointer(&bad));
+
+    state = sync_now(f, f->hub, report);
+    g_assert_cmpint(state->workloads->len, ==, 1);
+    g_assert_cmpint(mode_in(state, id), ==, EINSORA_WORKLOAD_MODE_RUN);
+    g_assert_false(online(f->hub, f->studio_id));
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->studio_id, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(machine->last_seen_at);
+    g_assert_null(machine->inventory);
+
+    /* A report without an inventory doesn't lift the refusal. */
+    g_clear_pointer(&report, einsora_sync_report_free);
+    g_clear_pointer(&state, einsora_desired_state_free);
+    report = report_new(f->studio_id, 0, NULL);
+    state = sync_now(f, f->hub, report);
+    g_assert_false(online(f->hub, f->studio_id));
+
+    /* A good one does. */
+    good = report_new(f->studio_id, 0, mac_inventory(32768));
+    g_clear_pointer(&state, einsora_desired_state_free);
+    state = sync_now(f, f->hub, good);
+    g_assert_true(online(f->hub, f->studio_id));
+}
+
+/* Every code maps to a fixed meaning; failures read fixed reasons. */
+static void
+test_observe_codes(Fixture *f, gconstpointer data)
+{
+    static const struct {
+        EinsoraStatusCode code;
+        EinsoraRuntimeStatus status;
+        const char *reason;
+    } cases[] = {
+        {EINSORA_STATUS_CODE_RUNNING, EINSORA_RUNTIME_READY, NULL},
+        {EINSORA_STATUS_CODE_STARTING, EINSORA_RUNTIME_PROGRESSING, NULL},
+        {EINSORA_STATUS_CODE_STOPPING, EINSORA_RUNTIME_PROGRESSING, NULL},
+        {EINSORA_STATUS_CODE_REMOVING, EINSORA_RUNTIME_PROGRESSING, NULL},
+        {EINSORA_STATUS_CODE_GPU_BUSY, EINSORA_RUNTIME_PROGRESSING, NULL},
+        {EINSORA_STATUS_CODE_STOPPED, EINSORA_RUNTIME_PARKED, NULL},
+        {EINSORA_STATUS_CODE_REMOVED, EINSORA_RUNTIME_REMOVED, NULL},
+        {EINSORA_STATUS_CODE_EXITED, EINSORA_RUNTIME_EXITED, NULL},
+        {EINSORA_STATUS_CODE_FAILED_TO_START, EINSORA_RUNTIME_FAILED,
+         "it couldn't start on its machine"},
+        {EINSORA_STATUS_CODE_OUT_OF_MEMORY, EINSORA_RUNTIME_FAILED, "it ran out of memory"},
+        {EINSORA_STATUS_CODE_IMAGE_MISSING, EINSORA_RUNTIME_FAILED,
+         "its image isn't available on its machine"},
+        {EINSORA_STATUS_CODE_DRIVER_MISSING, EINSORA_RUNTIME_FAILED,
+         "its machine has no driver for it"},
+        {EINSORA_STATUS_CODE_ISOLATION_REFUSED, EINSORA_RUNTIME_FAILED, NULL},
+        {EINSORA_STATUS_CODE_MOVE_REFUSED, EINSORA_RUNTIME_FAILED, NULL},
+        {EINSORA_STATUS_CODE_SANDBOX_CHANGED, EINSORA_RUNTIME_FAILED, NULL},
+        {EINSORA_STATUS_CODE_UNKNOWN, EINSORA_RUNTIME_FAILED, "its machine reported a problem"},
+        /* A code from a newer or hostile agent. */
+        {(EinsoraStatusCode)999, EINSORA_RUNTIME_FAILED, "its machine reported a problem"},
+    };
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) state = NULL;
+
+    place(f, id, f->box_id, "docker");
+    state = connect_machine(f, f->box_id, linux_inventory());
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, state->generation, NULL);
+        g_autoptr(GCancellable) cancellable = g_cancellable_new();
+        SyncResult result = {0};
+        EinsoraObservation observation;
+
+        g_test_message("code %d", cases[i].code);
+        report_add_status(report, id, 1, EINSORA_WORKLOAD_MODE_RUN, cases[i].code,
+                          state->generation);
+        sync_start(f, f->hub, report, cancellable, &result);
+        assert_held(&result);
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, cases[i].status);
+        g_assert_cmpint(observation.attempt, ==, 1);
+        if (cases[i].status == EINSORA_RUNTIME_FAILED) {
+            g_assert_nonnull(observation.reason);
+            g_assert_cmpstr(observation.reason, ==, einsora_status_code_reason(cases[i].code));
+            if (cases[i].reason != NULL)
+                g_assert_cmpstr(observation.reason, ==, cases[i].reason);
+        }
+        cancel_and_wait(cancellable, &result);
+        sync_result_clear(&result);
+    }
+}
+
+static EinsoraObservation
+report_and_observe(Fixture *f, const char *id, gint64 applied, gint64 attempt,
+                   EinsoraWorkloadMode mode, EinsoraStatusCode code, gint64 status_applied)
+{
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, applied, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    SyncResult result = {0};
+    EinsoraObservation observation;
+
+    report_add_status(report, id, attempt, mode, code, status_applied);
+    sync_start(f, f->hub, report, cancellable, &result);
+    observation = observe(f, f->hub, id);
+    if (!wait_for(&result, HOLD_CHECK_MS))
+        cancel_and_wait(cancellable, &result);
+    sync_result_clear(&result);
+    return observation;
+}
+
+/* A status answers only the attempt and mode the store expects, once the
+ * agent applied the desired state that last changed them. */
+static void
+test_observe_stale(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) first = NULL;
+    g_autoptr(EinsoraDesiredState) second = NULL;
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    EinsoraObservation observation;
+    gint64 g1;
+    gint64 g2;
+
+    /* Attempt 1 runs, and fails. */
+    place(f, id, f->box_id, "docker");
+    first = connect_machine(f, f->box_id, linux_inventory());
+    g1 = first->generation;
+    observation = report_and_observe(f, id, g1, 1, EINSORA_WORKLOAD_MODE_RUN,
+                                     EINSORA_STATUS_CODE_FAILED_TO_START, g1);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_FAILED);
+
+    /* Restarted: attempt 2. Its old failure answers nothing. */
+    move_to(f, id, EINSORA_WORKLOAD_STATE_FAILED);
+    move_to(f, id, EINSORA_WORKLOAD_STATE_PENDING);
+    f->clock.now_us += SECONDS(1);
+    place(f, id, f->box_id, "docker");
+    report = report_new(f->box_id, g1, NULL);
+    second = sync_now(f, f->hub, report);
+    g2 = second->generation;
+    g_assert_cmpint(g2, >, g1);
+    g_assert_cmpint(find_desired(second, id)->attempt, ==, 2);
+
+    /* No status at all: still in progress. */
+    observation =
+        report_and_observe(f, id, g2, 0, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_RUNNING, 0);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    /* The old attempt's status. */
+    observation = report_and_observe(f, id, g2, 1, EINSORA_WORKLOAD_MODE_RUN,
+                                     EINSORA_STATUS_CODE_FAILED_TO_START, g2);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    /* The right attempt, seen before the agent applied it. */
+    observation = report_and_observe(f, id, g2, 2, EINSORA_WORKLOAD_MODE_RUN,
+                                     EINSORA_STATUS_CODE_FAILED_TO_START, g1);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    /* Another mode's status. */
+    observation = report_and_observe(f, id, g2, 2, EINSORA_WORKLOAD_MODE_PARK,
+                                     EINSORA_STATUS_CODE_STOPPED, g2);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    /* The one it waits for. */
+    observation = report_and_observe(f, id, g2, 2, EINSORA_WORKLOAD_MODE_RUN,
+                                     EINSORA_STATUS_CODE_RUNNING, g2);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_READY);
+    g_assert_cmpint(observation.attempt, ==, 2);
+
+    /* Parking it: the running status no longer answers, the stopped one
+     * does once the park is applied. */
+    move_to(f, id, EINSORA_WORKLOAD_STATE_RUNNING);
+    move_to(f, id, EINSORA_WORKLOAD_STATE_STOPPING);
+    observation = report_and_observe(f, id, g2, 2, EINSORA_WORKLOAD_MODE_RUN,
+                                     EINSORA_STATUS_CODE_RUNNING, g2);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    observation = report_and_observe(f, id, g2, 2, EINSORA_WORKLOAD_MODE_PARK,
+                                     EINSORA_STATUS_CODE_STOPPED, g2);
+    g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+    {
+        g_autoptr(EinsoraSyncReport) behind = report_new(f->box_id, g2, NULL);
+        g_autoptr(EinsoraDesiredState) third = sync_now(f, f->hub, behind);
+        g_assert_cmpint(third->generation, >, g2);
+        observation = report_and_observe(f, id, third->generation, 2, EINSORA_WORKLOAD_MODE_PARK,
+                                         EINSORA_STATUS_CODE_STOPPED, third->generation);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PARKED);
+    }
+}
+
+/* A restarted hub computes the same workloads and modes from the store,
+ * under a higher generation, even if its clock reads earlier. */
+static void
+test_restart_changes_nothing(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *running = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *stopped = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *deleting = launch(f, "endpoint", "l40s-48gb", "vllm");
+    g_autoptr(EinsoraDesiredState) before = NULL;
+    g_autoptr(EinsoraDesiredState) after = NULL;
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    g_autoptr(EinsoraHub) restarted = NULL;
+
+    place(f, running, f->box_id, "docker");
+    move_to(f, running, EINSORA_WORKLOAD_STATE_RUNNING);
+    place(f, stopped, f->box_id, "docker");
+    move_to(f, stopped, EINSORA_WORKLOAD_STATE_STOPPING);
+    move_to(f, stopped, EINSORA_WORKLOAD_STATE_STOPPED);
+    place(f, deleting, f->box_id, "docker");
+    move_to(f, deleting, EINSORA_WORKLOAD_STATE_DELETING);
+    before = connect_machine(f, f->box_id, linux_inventory());
+
+    /* The new hub's clock reads a second earlier than the old one's. */
+    f->clock.now_us -= SECONDS(1);
+    restarted = hub_new(f);
+    report = report_new(f->box_id, before->generation, NULL);
+    report_add_status(report, running, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_RUNNING,
+                      before->generation);
+    after = sync_now(f, restarted, report);
+    g_assert_cmpint(after->generation, >, before->generation);
+    g_assert_cmpint(after->workloads->len, ==, before->workloads->len);
+    for (guint i = 0; i < before->workloads->len; i++) {
+        const EinsoraDesiredWorkload *old = g_ptr_array_index(before->workloads, i);
+        const EinsoraDesiredWorkload *now = g_ptr_array_index(after->workloads, i);
+        g_assert_cmpstr(old->workload_id, ==, now->workload_id);
+        g_assert_cmpint(old->mode, ==, now->mode);
+        g_assert_cmpint(old->attempt, ==, now->attempt);
+    }
+    g_assert_cmpint(mode_in(after, running), ==, EINSORA_WORKLOAD_MODE_RUN);
+    g_assert_cmpint(mode_in(after, stopped), ==, EINSORA_WORKLOAD_MODE_PARK);
+    g_assert_cmpint(mode_in(after, deleting), ==, EINSORA_WORKLOAD_MODE_REMOVE);
+    /* Until the agent applies the new generation, its old status answers
+     * nothing. */
+    g_assert_cmpint(observe(f, restarted, running).status, ==, EINSORA_RUNTIME_PROGRESSING);
+    g_assert_finalize_object(g_steal_pointer(&restarted));
+}
+
+static void
+pass(EinsoraController *controller, Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+
+    f->clock.now_us += G_USEC_PER_SEC;
+    g_assert_true(einsora_controller_reconcile_once(controller, &error));
+    g_assert_no_error(error);
+}
+
+/* The controller over the hub, with an agent written by hand: admitted,
+ * run, reported running, and running with the reason "ready". */
+static void
+test_end_to_end(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraController) controller =
+        einsora_controller_new(f->service, EINSORA_STORE(f->store), f->catalog,
+                               EINSORA_BACKEND(f->hub), "local", manual_now, &f->clock);
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) box = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraDesiredState) studio = connect_machine(f, f->studio_id, mac_inventory(32768));
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    g_autoptr(EinsoraSyncReport) waiting = report_new(f->box_id, box->generation, NULL);
+    g_autoptr(EinsoraSyncReport) running = NULL;
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    const EinsoraDesiredWorkload *desired_workload;
+    const EinsoraWorkloadEvent *last;
+    SyncResult result = {0};
+
+    sync_start(f, f->hub, waiting, NULL, &result);
+    assert_held(&result);
+
+    /* Admitted onto the box, and its agent woken with the workload. */
+    pass(controller, f);
+    workload = get(f, id);
+    g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpstr(workload->machine_id, ==, f->box_id);
+    g_assert_cmpstr(workload->driver, ==, "sim");
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_assert_no_error(result.error);
+    desired = g_steal_pointer(&result.state);
+    sync_result_clear(&result);
+    desired_workload = find_desired(desired, id);
+    g_assert_cmpint(desired_workload->mode, ==, EINSORA_WORKLOAD_MODE_RUN);
+    g_assert_cmpint(desired_workload->attempt, ==, 1);
+    g_assert_cmpstr(desired_workload->runtime_reference, ==, "jupyter-cuda");
+
+    /* Not reported yet: still provisioning. */
+    pass(controller, f);
+    g_clear_pointer(&workload, einsora_workload_free);
+    workload = get(f, id);
+    g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+
+    running = report_new(f->box_id, desired->generation, NULL);
+    report_add_status(running, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_RUNNING,
+                      desired->generation);
+    sync_start(f, f->hub, running, cancellable, &result);
+    assert_held(&result);
+    pass(controller, f);
+    g_clear_pointer(&workload, einsora_workload_free);
+    workload = get(f, id);
+    g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    events = einsora_service_list_events(f->service, TENANT_A, id, NULL);
+    last = g_ptr_array_index(events, events->len - 1);
+    g_assert_cmpstr(last->reason, ==, "ready");
+
+    cancel_and_wait(cancellable, &result);
+    sync_result_clear(&result);
+    g_clear_object(&controller);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+#define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+    ADD("/hub/sync/unknown-machine-refused", test_sync_unknown_machine);
+    ADD("/hub/sync/other-region-refused", test_sync_other_region);
+    ADD("/hub/sync/records-seen-and-inventory", test_sync_records_seen);
+    ADD("/hub/desired/every-state", test_desired_modes);
+    ADD("/hub/long-poll/held-when-unchanged", test_long_poll_held_when_unchanged);
+    ADD("/hub/long-poll/wakes-on-run-park-remove", test_long_poll_wakes);
+    ADD("/hub/long-poll/timeout-answers", test_long_poll_timeout);
+    ADD("/hub/long-poll/superseded", test_long_poll_superseded);
+    ADD("/hub/offline/after-45s", test_offline_after_45s);
+    ADD("/hub/offline/fails-after-10m", test_away_fails_after_10m);
+    ADD("/hub/capacity/settling", test_settling);
+    ADD("/hub/capacity/from-inventory", test_capacity_from_inventory);
+    ADD("/hub/capacity/refused-inventory", test_refused_inventory);
+    ADD("/hub/observe/codes", test_observe_codes);
+    ADD("/hub/observe/stale-attempts-and-generations", test_observe_stale);
+    ADD("/hub/restart/changes-no-desired-state", test_restart_changes_nothing);
+    ADD("/hub/end-to-end/provisioning-to-running", test_end_to_end);
+#undef ADD
+
+    return g_test_run();
+}
