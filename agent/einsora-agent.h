@@ -1,0 +1,37 @@
+/* The node agent (ADR-0016): one sync loop that reports what this machine
+ * has and long-polls its hub for the machine's desired state, and applies
+ * that state beside the loop through the drivers it has. Every driver
+ * call has a time limit, so a long one never makes a busy machine look
+ * offline; anything worth reporting cuts a waiting sync short. It deletes
+ * data only for workloads listed for removal, and knows only what it is
+ * told: never a store or backend header. No threads: everything runs on
+ * the main context that was thread-default when the agent was made. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "einsora-agent-driver.h"
+#include "einsora-inventory.h"
+#include "einsora-sync-transport.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_AGENT_DRIVER_TIMEOUT_US (G_GINT64_CONSTANT(60) * G_USEC_PER_SEC)
+#define EINSORA_AGENT_CHECK_INTERVAL_US (G_GINT64_CONSTANT(2) * G_USEC_PER_SEC)
+
+#define EINSORA_TYPE_AGENT (einsora_agent_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraAgent, einsora_agent, EINSORA, AGENT, GObject)
+
+EinsoraAgent *einsora_agent_new(EinsoraSyncTransport *transport, const char *machine_id,
+                                const char *owner_tenant_id, const EinsoraInventory *inventory,
+                                GPtrArray *drivers);
+
+void einsora_agent_start(EinsoraAgent *self);
+void einsora_agent_stop(EinsoraAgent *self);
+
+void einsora_agent_set_inventory(EinsoraAgent *self, const EinsoraInventory *inventory);
+void einsora_agent_set_driver_timeout(EinsoraAgent *self, gint64 timeout_us);
+void einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us);
+gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
+
+G_END_DECLS
