@@ -11,9 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "einsora-agent.h"
 #include "einsora-api-server.h"
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
+#include "einsora-controller.h"
+#include "einsora-host-lock.h"
+#include "einsora-hub.h"
+#include "einsora-local-machine.h"
+#include "einsora-sim-driver.h"
 #include "einsora-service.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
@@ -31,6 +37,8 @@ typedef struct {
     gchar *catalog;
     gchar *controller_interval;
     gchar *machine_owner;
+    gchar *drivers;
+    gchar *agent_state_dir;
     gint64 controller_interval_us;
 } EinsoraDaemonSettings;
 
@@ -44,6 +52,8 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->catalog, g_free);
     g_clear_pointer(&settings->controller_interval, g_free);
     g_clear_pointer(&settings->machine_owner, g_free);
+    g_clear_pointer(&settings->drivers, g_free);
+    g_clear_pointer(&settings->agent_state_dir, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -129,13 +139,34 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->controller_interval, "EINSORA_CONTROLLER_INTERVAL",
                          "--controller-interval", "5s", error) ||
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
-                         "local", error))
+                         "local", error) ||
+        !resolve_setting(&settings->agent_state_dir, "EINSORA_AGENT_STATE_DIR", "--agent-state-dir",
+                         NULL, error))
         return FALSE;
+    /* No drivers is a valid choice (the machine shows, workloads wait), so
+     * an empty EINSORA_DRIVERS means none rather than a mistake. */
+    if (settings->drivers == NULL)
+        settings->drivers = g_strdup(g_getenv("EINSORA_DRIVERS"));
+    if (settings->drivers != NULL) {
+        g_auto(GStrv) names = g_strsplit(settings->drivers, ",", -1);
+        for (guint i = 0; names[i] != NULL; i++) {
+            if (*names[i] != '\0' && g_strcmp0(names[i], "sim") != 0) {
+                g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                            "EINSORA_DRIVERS (--drivers): \"%s\" is not a driver this "
+                            "einsora-daemon has (sim)",
+                            names[i]);
+                return FALSE;
+            }
+        }
+    }
     if (!g_path_is_absolute(settings->data_dir)) {
         gchar *absolute = g_canonicalize_filename(settings->data_dir, NULL);
         g_free(settings->data_dir);
         settings->data_dir = absolute;
     }
+    /* The machine ID lives next to the database unless told otherwise. */
+    if (settings->agent_state_dir == NULL)
+        settings->agent_state_dir = g_strdup(settings->data_dir);
     if (!check_address(settings->api_addr, "EINSORA_API_ADDR", "--listen", error) ||
         !check_address(settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen", error))
         return FALSE;
@@ -179,6 +210,107 @@ open_store(const EinsoraDaemonSettings *settings, GError **error)
     }
     einsora_sqlite_store_set_clock(store, einsora_now_real, NULL);
     return g_steal_pointer(&store);
+}
+
+/* This machine's side of Solo: the hub (the agent backend), the
+ * controller of the region over it, and the in-process agent with the
+ * drivers EINSORA_DRIVERS names. */
+typedef struct {
+    EinsoraHostLock *lock;
+    EinsoraHub *hub;
+    EinsoraController *controller;
+    EinsoraAgent *agent;
+} LocalMachine;
+
+static void
+local_machine_clear(LocalMachine *machine)
+{
+    g_clear_object(&machine->agent);
+    g_clear_object(&machine->controller);
+    g_clear_object(&machine->hub);
+    g_clear_object(&machine->lock);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(LocalMachine, local_machine_clear)
+
+/* The sim driver runs nothing, so a development machine may pretend to
+ * have more room than it has (EINSORA_SIM_CPUS, EINSORA_SIM_MEMORY_MIB),
+ * to exercise placement with many workloads. */
+static gboolean
+pretend_capacity(EinsoraInventory *inventory, GError **error)
+{
+    const struct {
+        const char *variable;
+        gint64 *value;
+    } overrides[] = {
+        {"EINSORA_SIM_CPUS", &inventory->cpus},
+        {"EINSORA_SIM_MEMORY_MIB", &inventory->memory_mib},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(overrides); i++) {
+        const char *text = g_getenv(overrides[i].variable);
+        guint64 number = 0;
+        if (text == NULL)
+            continue;
+        if (!g_ascii_string_to_unsigned(text, 10, 1, 1 << 20, &number, NULL)) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "%s: \"%s\" is not a number from 1 to 1048576", overrides[i].variable,
+                        text);
+            return FALSE;
+        }
+        *overrides[i].value = (gint64)number;
+    }
+    return TRUE;
+}
+
+static gboolean
+start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, EinsoraCatalog *catalog,
+              EinsoraService *service, const char *region, LocalMachine *machine, GError **error)
+{
+    g_autoptr(GPtrArray) drivers = g_ptr_array_new_with_free_func(g_object_unref);
+    g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+    g_auto(GStrv) driver_names = NULL;
+    g_autoptr(EinsoraInventory) inventory = NULL;
+    g_autoptr(EinsoraMachine) registered = NULL;
+    g_autofree gchar *machine_id = NULL;
+    gint64 now_us = einsora_now_real(NULL);
+
+    machine->lock = einsora_host_lock_acquire(settings->agent_state_dir, error);
+    if (machine->lock == NULL) {
+        g_prefix_error(error, "EINSORA_AGENT_STATE_DIR (--agent-state-dir): ");
+        return FALSE;
+    }
+    machine_id = einsora_local_machine_load_id(settings->agent_state_dir, now_us, error);
+    if (machine_id == NULL)
+        return FALSE;
+    if (settings->drivers != NULL && strstr(settings->drivers, "sim") != NULL) {
+        EinsoraSimDriver *sim = einsora_sim_driver_new_from_env(error);
+        if (sim == NULL)
+            return FALSE;
+        g_ptr_array_add(drivers, sim);
+        g_strv_builder_add(names, "sim");
+        g_message("the sim driver is on: it runs nothing (development and tests only)");
+    }
+    driver_names = g_strv_builder_end(names);
+    inventory = einsora_local_machine_inventory((const char *const *)driver_names);
+    if (drivers->len > 0 && !pretend_capacity(inventory, error))
+        return FALSE;
+    registered = einsora_local_machine_register(store, machine_id, settings->machine_owner, region,
+                                                inventory, now_us, error);
+    if (registered == NULL)
+        return FALSE;
+
+    machine->hub = einsora_hub_new(store, catalog, region, einsora_now_real, NULL);
+    machine->controller = einsora_controller_new(
+        service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
+    /* The host lock keeps this machine to one daemon, so its ID can hold
+     * the region's lease across a crash. */
+    einsora_controller_set_lease_holder(machine->controller, registered->id);
+    machine->agent = einsora_agent_new(EINSORA_SYNC_TRANSPORT(machine->hub), registered->id,
+                                       registered->tenant_id, inventory, drivers);
+    einsora_agent_start(machine->agent);
+    einsora_controller_start(machine->controller, settings->controller_interval_us);
+    return TRUE;
 }
 
 static gboolean
@@ -296,6 +428,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraApiServer) api = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
+    g_auto(LocalMachine) machine = {NULL};
     g_autoptr(GMainLoop) loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
     g_autofree gchar *uri = NULL;
@@ -333,6 +466,12 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_message("first run: created %s; its API token is in %s/token", owner->email,
                   settings->data_dir);
 
+    if (!start_machine(settings, EINSORA_STORE(store), catalog, service, region, &machine,
+                       &error)) {
+        g_printerr("einsora-daemon: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
@@ -347,6 +486,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));
     g_main_loop_run(loop);
+    einsora_controller_stop(machine.controller);
+    einsora_agent_stop(machine.agent);
     return EXIT_SUCCESS;
 }
 
@@ -375,6 +516,14 @@ main(int argc, char **argv)
          "DURATION"},
         {"machine-owner", 0, 0, G_OPTION_ARG_STRING, &settings.machine_owner,
          "The tenant that owns this machine (EINSORA_MACHINE_OWNER, default local)", "TENANT"},
+        {"drivers", 0, 0, G_OPTION_ARG_STRING, &settings.drivers,
+         "Drivers the in-process agent uses, comma-separated; sim runs nothing and is for "
+         "development and tests (EINSORA_DRIVERS, default none)",
+         "LIST"},
+        {"agent-state-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_state_dir,
+         "Where the agent keeps this machine's ID and its lock (EINSORA_AGENT_STATE_DIR, "
+         "default the data directory)",
+         "DIR"},
         {"tenant", 0, 0, G_OPTION_ARG_STRING, &tenant, "account create: the new tenant's name",
          "NAME"},
         {"email", 0, 0, G_OPTION_ARG_STRING, &email, "account create: the new user's email",

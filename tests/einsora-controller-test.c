@@ -547,6 +547,20 @@ test_region_lease(Fixture *f, gconstpointer data)
     f->clock.now_us += 10 * G_USEC_PER_SEC;
     g_assert_true(einsora_controller_tick(f->controller));
     g_assert_false(einsora_controller_tick(standby));
+
+    /* A holder that outlives the process (the machine's ID) takes its own
+     * lease back at once after a crash, without waiting for it to lapse. */
+    {
+        g_autoptr(EinsoraController) before = controller_new(f, f->catalog);
+        g_autoptr(EinsoraController) after = controller_new(f, f->catalog);
+        f->clock.now_us += 31 * G_USEC_PER_SEC;
+        einsora_controller_set_lease_holder(before, "0190b5d2-7c4e-7abc-8def-0000000000c1");
+        einsora_controller_set_lease_holder(after, "0190b5d2-7c4e-7abc-8def-0000000000c1");
+        g_assert_true(einsora_controller_tick(before));
+        g_assert_false(einsora_controller_tick(f->controller));
+        /* "before" crashed without releasing; its successor leads now. */
+        g_assert_true(einsora_controller_tick(after));
+    }
 }
 
 int

@@ -163,6 +163,17 @@ einsora_test_daemon_stop(EinsoraTestDaemon *daemon)
 }
 
 void
+einsora_test_daemon_kill(EinsoraTestDaemon *daemon)
+{
+    g_assert_nonnull(daemon->process);
+    g_subprocess_force_exit(daemon->process);
+    g_assert_true(g_subprocess_wait(daemon->process, NULL, NULL));
+    g_assert_true(g_subprocess_get_if_signaled(daemon->process));
+    g_clear_object(&daemon->process);
+    g_clear_pointer(&daemon->uri, g_free);
+}
+
+void
 einsora_test_daemon_free(EinsoraTestDaemon *daemon)
 {
     if (daemon == NULL)

@@ -37,6 +37,8 @@ gchar *einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char 
 void einsora_test_daemon_setenv(EinsoraTestDaemon *daemon, const char *name, const char *value);
 void einsora_test_daemon_start(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_stop(EinsoraTestDaemon *daemon);
+/* kill -9: no chance to clean up, as after a crash or power loss. */
+void einsora_test_daemon_kill(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_free(EinsoraTestDaemon *daemon);
 gchar *einsora_test_daemon_read_log(EinsoraTestDaemon *daemon);
 

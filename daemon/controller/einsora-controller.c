@@ -21,6 +21,7 @@ struct _EinsoraController {
     /* Workload ID -> the reason its timeline last says, so that a note is
      * written once per episode, not once per pass. */
     GHashTable *last_reasons;
+    gchar *lease_holder;
     EinsoraLease *lease;
     guint timer_id;
     guint renew_id;
@@ -43,6 +44,7 @@ einsora_controller_finalize(GObject *object)
 
     einsora_controller_stop(self);
     g_clear_object(&self->lease);
+    g_free(self->lease_holder);
     g_clear_object(&self->service);
     g_clear_object(&self->store);
     g_clear_object(&self->catalog);
@@ -492,8 +494,17 @@ lease_of(EinsoraController *self, gint64 interval_us)
         g_autofree gchar *name = g_strdup_printf("controller:%s", self->region);
         self->lease =
             einsora_lease_new(self->store, name, 3 * interval_us, self->now, self->now_data);
+        if (self->lease_holder != NULL)
+            einsora_lease_set_holder(self->lease, self->lease_holder);
     }
     return self->lease;
+}
+
+void
+einsora_controller_set_lease_holder(EinsoraController *self, const char *holder)
+{
+    g_free(self->lease_holder);
+    self->lease_holder = g_strdup(holder);
 }
 
 gboolean

@@ -32,6 +32,9 @@ gboolean einsora_controller_reconcile_once(EinsoraController *self, GError **err
 gboolean einsora_controller_tick(EinsoraController *self);
 gboolean einsora_controller_is_leading(EinsoraController *self);
 
+/* Sets the lease holder (see einsora_lease_set_holder()); before start. */
+void einsora_controller_set_lease_holder(EinsoraController *self, const char *holder);
+
 /* Runs a tick every @interval_us on the main loop until stopped; the
  * lease (controller:<region>) lasts three intervals, at least 30 s, and
  * is renewed every third of that. */

@@ -61,6 +61,14 @@ einsora_lease_get_holder(EinsoraLease *self)
     return self->holder;
 }
 
+void
+einsora_lease_set_holder(EinsoraLease *self, const char *holder)
+{
+    g_free(self->holder);
+    self->holder = g_strdup(holder);
+    self->renewed_us = 0;
+}
+
 gint64
 einsora_lease_get_duration(EinsoraLease *self)
 {

@@ -17,6 +17,10 @@ G_DECLARE_FINAL_TYPE(EinsoraLease, einsora_lease, EINSORA, LEASE, GObject)
 EinsoraLease *einsora_lease_new(EinsoraStore *store, const char *name, gint64 duration_us,
                                 EinsoraNowFunc now, gpointer now_data);
 const char *einsora_lease_get_holder(EinsoraLease *self);
+/* A holder that outlives the process (this machine's ID, when a host lock
+ * keeps it to one daemon): a restart after a crash then takes its own
+ * lease back at once instead of waiting for it to lapse. */
+void einsora_lease_set_holder(EinsoraLease *self, const char *holder);
 gint64 einsora_lease_get_duration(EinsoraLease *self);
 /* Takes or renews the lease; TRUE when this holder has it now. */
 gboolean einsora_lease_hold(EinsoraLease *self, GError **error);
