@@ -10,6 +10,7 @@
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "einsora-agent.h"
 #include "einsora-api-server.h"
@@ -196,6 +197,7 @@ open_store(const EinsoraDaemonSettings *settings, GError **error)
 {
     g_autofree gchar *path = g_build_filename(settings->data_dir, DATABASE_NAME, NULL);
     g_autoptr(EinsoraSqliteStore) store = NULL;
+    struct stat st;
 
     if (g_mkdir_with_parents(settings->data_dir, 0700) != 0) {
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
@@ -207,6 +209,17 @@ open_store(const EinsoraDaemonSettings *settings, GError **error)
     if (store == NULL) {
         g_prefix_error(error, "EINSORA_DATA_DIR (--data-dir): ");
         return NULL;
+    }
+    /* Others can't write it (the store checked); they mustn't read it
+     * either: it holds the owner's API token. */
+    if (stat(settings->data_dir, &st) == 0 && (st.st_mode & 0077) != 0) {
+        if (chmod(settings->data_dir, 0700) != 0) {
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                        "EINSORA_DATA_DIR (--data-dir): can't make %s private: %s",
+                        settings->data_dir, g_strerror(errno));
+            return NULL;
+        }
+        g_message("made %s private (0700): it holds the API token", settings->data_dir);
     }
     einsora_sqlite_store_set_clock(store, einsora_now_real, NULL);
     return g_steal_pointer(&store);

@@ -611,6 +611,19 @@ subject_of(CliRun *run)
     return subject;
 }
 
+/* The local token file is never sent to a server elsewhere. */
+static void
+test_token_file_stays_local(void)
+{
+    const char *env[] = {
+        "EINSORA_TOKEN",       NULL, "EINSORA_DATA_DIR", server_daemon->data_dir, "EINSORA_SERVER",
+        "http://192.0.2.1:9/", NULL};
+    g_autoptr(CliRun) run = run_cli_with(env, "me");
+
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_nonnull(strstr(run->err, "only for this machine's daemon"));
+}
+
 static void
 test_token_sources(void)
 {
@@ -828,6 +841,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/export/exact-api-bytes", test_export_exact_bytes);
     g_test_add_func("/cli/errors/exit-status-1-with-api-code", test_api_errors);
     g_test_add_func("/cli/token/env-option-data-dir-file", test_token_sources);
+    g_test_add_func("/cli/token/file-only-for-local-daemon", test_token_file_stays_local);
     g_test_add_func("/cli/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/cli/tenancy/other-tenant-is-not-found", test_cross_tenant);
     g_test_add_func("/cli/machines/list", test_machines);

@@ -99,6 +99,23 @@ test_migrate(Fixture *f, gconstpointer data)
                     0);
 }
 
+/* A data directory others can read is made private before the token goes
+ * in. */
+static void
+test_data_dir_made_private(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    struct stat st;
+
+    g_assert_cmpint(g_mkdir(f->data_dir, 0755), ==, 0);
+    g_assert_cmpint(chmod(f->data_dir, 0755), ==, 0);
+    g_assert_cmpint(run_daemon(NULL, &out, &err, "--data-dir", f->data_dir, "migrate", NULL), ==,
+                    0);
+    g_assert_cmpint(stat(f->data_dir, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 0777, ==, 0700);
+}
+
 static void
 test_refuses_newer_schema(Fixture *f, gconstpointer data)
 {
@@ -271,6 +288,7 @@ main(int argc, char **argv)
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/daemon/migrate/creates-private-database", test_migrate);
     ADD("/daemon/migrate/refuses-newer-schema", test_refuses_newer_schema);
+    ADD("/daemon/data-dir/made-private", test_data_dir_made_private);
     ADD("/daemon/settings/bad-values-stop-start", test_refuses_bad_settings);
     ADD("/daemon/run/stops-on-sigterm", test_runs_until_sigterm);
     ADD("/daemon/settings/each-bad-value-named", test_bad_setting_table);

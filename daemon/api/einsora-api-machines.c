@@ -54,10 +54,6 @@ einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request)
     JsonArray *array;
     g_autoptr(JsonNode) node = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     machines =
         einsora_service_list_machines(einsora_api_server_get_service(server),
                                       einsora_api_request_get_actor(request)->tenant_id, &error);
@@ -88,10 +84,6 @@ einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request)
     g_autoptr(EinsoraMachine) machine = NULL;
     g_autoptr(JsonNode) node = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     machine = einsora_service_get_machine(einsora_api_server_get_service(server),
                                           einsora_api_request_get_actor(request)->tenant_id,
                                           einsora_api_request_get_param(request, 0), &error);

@@ -175,10 +175,16 @@ finish(EinsoraApiRequest *self, guint status)
     /* API answers are per caller and may name secrets (a new token). */
     soup_message_headers_replace(headers, "Cache-Control", "no-store");
     soup_message_headers_replace(headers, "X-Content-Type-Options", "nosniff");
-    einsora_api_request_log(self, G_LOG_LEVEL_MESSAGE, "%s %s %u %" G_GINT64_FORMAT "us",
-                            einsora_api_request_get_method(self),
-                            einsora_api_request_get_path(self), status,
-                            g_get_monotonic_time() - self->started_us);
+    {
+        /* The path arrives percent-decoded: escape it again, so that no
+         * caller can write a log line of its own. */
+        g_autofree gchar *path =
+            g_uri_escape_string(einsora_api_request_get_path(self), "/", FALSE);
+        g_autofree gchar *method =
+            g_uri_escape_string(einsora_api_request_get_method(self), NULL, FALSE);
+        einsora_api_request_log(self, G_LOG_LEVEL_MESSAGE, "%s %s %u %" G_GINT64_FORMAT "us",
+                                method, path, status, g_get_monotonic_time() - self->started_us);
+    }
 }
 
 void

@@ -5,27 +5,29 @@
 #define AUTH EINSORA_API_AUTH_REQUIRED
 #define OPEN EINSORA_API_AUTH_NONE
 
+static const char *const with_deleted[] = {"include_deleted", NULL};
+
 static const EinsoraApiRoute routes[] = {
-    {"GET", "/healthz", OPEN, FALSE, einsora_api_health_live},
-    {"GET", "/readyz", OPEN, FALSE, einsora_api_health_ready},
-    {"POST", "/v1/login", OPEN, FALSE, einsora_api_session_login},
-    {"POST", "/v1/logout", AUTH, FALSE, einsora_api_session_logout},
-    {"GET", "/v1/me", AUTH, FALSE, einsora_api_session_me},
-    {"POST", "/v1/workloads", AUTH, TRUE, einsora_api_workloads_create},
-    {"GET", "/v1/workloads", AUTH, FALSE, einsora_api_workloads_list},
-    {"GET", "/v1/workloads/{id}", AUTH, FALSE, einsora_api_workloads_get},
-    {"DELETE", "/v1/workloads/{id}", AUTH, FALSE, einsora_api_workloads_delete},
-    {"POST", "/v1/workloads/{id}/start", AUTH, TRUE, einsora_api_workloads_start},
-    {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, einsora_api_workloads_stop},
-    {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, einsora_api_workloads_events},
-    {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, einsora_api_workloads_export},
-    {"GET", "/v1/machines", AUTH, FALSE, einsora_api_machines_list},
-    {"GET", "/v1/machines/{id}", AUTH, FALSE, einsora_api_machines_get},
+    {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
+    {"GET", "/readyz", OPEN, FALSE, FALSE, NULL, einsora_api_health_ready},
+    {"POST", "/v1/login", OPEN, FALSE, TRUE, NULL, einsora_api_session_login},
+    {"POST", "/v1/logout", AUTH, FALSE, FALSE, NULL, einsora_api_session_logout},
+    {"GET", "/v1/me", AUTH, FALSE, FALSE, NULL, einsora_api_session_me},
+    {"POST", "/v1/workloads", AUTH, TRUE, TRUE, NULL, einsora_api_workloads_create},
+    {"GET", "/v1/workloads", AUTH, FALSE, FALSE, with_deleted, einsora_api_workloads_list},
+    {"GET", "/v1/workloads/{id}", AUTH, FALSE, FALSE, with_deleted, einsora_api_workloads_get},
+    {"DELETE", "/v1/workloads/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_delete},
+    {"POST", "/v1/workloads/{id}/start", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_start},
+    {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_stop},
+    {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_events},
+    {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_export},
+    {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
+    {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     /* A token's answer holds its secret, which must never be stored: no
      * Idempotency-Key replay for it. */
-    {"POST", "/v1/tokens", AUTH, FALSE, einsora_api_tokens_create},
-    {"GET", "/v1/tokens", AUTH, FALSE, einsora_api_tokens_list},
-    {"DELETE", "/v1/tokens/{id}", AUTH, FALSE, einsora_api_tokens_revoke},
+    {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},
+    {"GET", "/v1/tokens", AUTH, FALSE, FALSE, NULL, einsora_api_tokens_list},
+    {"DELETE", "/v1/tokens/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_tokens_revoke},
 };
 
 #undef AUTH

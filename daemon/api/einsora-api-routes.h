@@ -19,7 +19,9 @@ typedef struct {
     const char *method;
     const char *pattern; /* segments; "{id}" matches one path segment */
     EinsoraApiAuth auth;
-    gboolean idempotent_key; /* honours Idempotency-Key */
+    gboolean idempotent_key;  /* honours Idempotency-Key */
+    gboolean takes_body;      /* a JSON body; other routes refuse one */
+    const char *const *query; /* query parameters it takes; NULL: none */
     EinsoraApiHandler handler;
 } EinsoraApiRoute;
 

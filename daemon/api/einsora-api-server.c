@@ -79,19 +79,33 @@ request_new(EinsoraApiServer *self, SoupServerMessage *message)
     return request;
 }
 
-/* Refuses an oversized body from its Content-Length before it is read. */
+/* Refuses a body that is too large, or whose size isn't said up front,
+ * before libsoup reads it: turning accumulation off keeps it from being
+ * held in memory, and the connection is closed after the answer. */
 static void
 early_handler(SoupServer *server, SoupServerMessage *message, const char *path, GHashTable *query,
               gpointer user_data)
 {
     EinsoraApiServer *self = user_data;
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(message);
+    SoupEncoding encoding = soup_message_headers_get_encoding(headers);
+    guint status = 0;
+    const char *reason = NULL;
 
-    if (soup_message_headers_get_encoding(headers) == SOUP_ENCODING_CONTENT_LENGTH &&
+    if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
         soup_message_headers_get_content_length(headers) > EINSORA_API_MAX_BODY_BYTES) {
+        status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
+        reason = "the body is larger than 64 KiB";
+    } else if (encoding != SOUP_ENCODING_CONTENT_LENGTH && encoding != SOUP_ENCODING_NONE) {
+        status = SOUP_STATUS_LENGTH_REQUIRED;
+        reason = "a body needs a Content-Length of at most 64 KiB";
+    }
+    if (status != 0) {
         g_autoptr(EinsoraApiRequest) request = request_new(self, message);
-        einsora_api_request_respond_problem(request, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
-                                            "invalid_request", "the body is larger than 64 KiB");
+        soup_message_body_set_accumulate(soup_server_message_get_request_body(message), FALSE);
+        soup_message_headers_replace(soup_server_message_get_response_headers(message),
+                                     "Connection", "close");
+        einsora_api_request_respond_problem(request, status, "invalid_request", reason);
     }
 }
 
@@ -148,7 +162,7 @@ check_body(EinsoraApiRequest *request, guint *status, GError **error)
         return TRUE;
     type = soup_message_headers_get_content_type(soup_server_message_get_request_headers(message),
                                                  NULL);
-    if (g_strcmp0(type, "application/json") != 0) {
+    if (type == NULL || g_ascii_strcasecmp(type, "application/json") != 0) {
         *status = SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE;
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the body must be application/json");
@@ -262,6 +276,17 @@ handle_request(SoupServer *server, SoupServerMessage *message, const char *path,
     einsora_api_request_set_params(request, g_steal_pointer(&params));
     if (!check_body(request, &status, &error)) {
         einsora_api_request_respond_problem(request, status, "invalid_request", error->message);
+        return;
+    }
+    /* Unknown input is refused, not ignored: a body where none is taken,
+     * and any query parameter the route doesn't list. */
+    if (!route->takes_body && soup_server_message_get_request_body(message)->length > 0) {
+        einsora_api_request_respond_problem(request, SOUP_STATUS_BAD_REQUEST, "invalid_request",
+                                            "this request takes no body");
+        return;
+    }
+    if (!einsora_api_request_check_query(request, route->query, &error)) {
+        einsora_api_request_respond_error(request, error);
         return;
     }
     if (route->auth == EINSORA_API_AUTH_REQUIRED) {

@@ -71,10 +71,6 @@ einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
     g_autoptr(GPtrArray) tokens = NULL;
     g_autoptr(JsonNode) node = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     tokens = einsora_auth_list_tokens(einsora_api_server_get_auth(server),
                                       einsora_api_request_get_actor(request), &error);
     if (tokens == NULL) {

@@ -4,8 +4,6 @@
 #include "einsora-api-routes.h"
 #include "einsora-workload-json.h"
 
-static const char *const list_query[] = {"include_deleted", NULL};
-
 static JsonNode *
 workload_json(gconstpointer workload)
 {
@@ -72,8 +70,7 @@ einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request)
     g_autoptr(JsonNode) node = NULL;
     gboolean include_deleted = FALSE;
 
-    if (!einsora_api_request_check_query(request, list_query, &error) ||
-        !einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
+    if (!einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
         einsora_api_request_respond_error(request, error);
         return;
     }
@@ -95,8 +92,7 @@ einsora_api_workloads_get(EinsoraApiServer *server, EinsoraApiRequest *request)
     g_autoptr(EinsoraWorkload) workload = NULL;
     gboolean include_deleted = FALSE;
 
-    if (!einsora_api_request_check_query(request, list_query, &error) ||
-        !einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
+    if (!einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
         einsora_api_request_respond_error(request, error);
         return;
     }
@@ -120,10 +116,6 @@ run_action(EinsoraApiServer *server, EinsoraApiRequest *request, WorkloadAction 
     g_autoptr(GError) error = NULL;
     g_autoptr(EinsoraWorkload) workload = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     workload =
         action(einsora_api_server_get_service(server), einsora_api_request_get_actor(request),
                einsora_api_request_get_param(request, 0), &error);
@@ -159,10 +151,6 @@ einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *reques
     g_autoptr(GPtrArray) events = NULL;
     g_autoptr(JsonNode) node = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     events = einsora_service_list_events(einsora_api_server_get_service(server),
                                          einsora_api_request_get_actor(request)->tenant_id,
                                          einsora_api_request_get_param(request, 0), &error);
@@ -180,10 +168,6 @@ einsora_api_workloads_export(EinsoraApiServer *server, EinsoraApiRequest *reques
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) node = NULL;
 
-    if (!einsora_api_request_check_query(request, NULL, &error)) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
     node = einsora_service_export_workload(einsora_api_server_get_service(server),
                                            einsora_api_request_get_actor(request)->tenant_id,
                                            einsora_api_request_get_param(request, 0), &error);
