@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# reconcile_once() at Lab scale (10,000 pending workloads over 1,000
+# machines, fake backend, real SQLite), against bare SQLite transactions
+# doing the same writes on the same file system. About 2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d build-bench ] || meson setup build-bench --buildtype=release >/dev/null
+ninja -C build-bench bench/einsora-reconcile-bench >/dev/null
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+chmod 700 "$dir"
+build-bench/bench/einsora-reconcile-bench "$dir"
