@@ -150,7 +150,8 @@ count_events(Fixture *f, const char *tenant_id, const char *workload_id)
     return events->len;
 }
 
-static const EinsoraPlacement sim_placement = {"l40s-48gb", NULL, "sim"};
+/* A cluster-style placement: the backend picks the node. */
+static const EinsoraPlacement sim_placement = {"l40s-48gb", NULL, NULL};
 
 static void
 step(Fixture *f, EinsoraWorkload *workload, EinsoraWorkloadState to)
@@ -395,7 +396,7 @@ test_placement(Fixture *f, gconstpointer data)
     g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
     g_autoptr(GError) error = NULL;
     const EinsoraPlacement on_machine = {"l40s-48gb", "0190b5d2-7c4e-7abc-8def-0000000000c1",
-                                         "native"};
+                                         "sim"};
     g_autoptr(EinsoraMachine) machine = einsora_machine_new();
 
     machine->id = g_strdup(on_machine.machine_id);
@@ -428,20 +429,85 @@ test_placement(Fixture *f, gconstpointer data)
     g_assert_cmpint(workload->attempt, ==, 1);
     g_assert_cmpstr(workload->placed_class, ==, "l40s-48gb");
     g_assert_cmpstr(workload->machine_id, ==, on_machine.machine_id);
-    g_assert_cmpstr(workload->driver, ==, "native");
+    g_assert_cmpstr(workload->driver, ==, "sim");
     {
         g_autoptr(EinsoraWorkload) stored =
             einsora_store_get_workload(EINSORA_STORE(f->store), TENANT_A, workload->id, &error);
         g_assert_no_error(error);
         g_assert_cmpint(stored->attempt, ==, 1);
         g_assert_cmpstr(stored->machine_id, ==, on_machine.machine_id);
-        g_assert_cmpstr(stored->driver, ==, "native");
+        g_assert_cmpstr(stored->driver, ==, "sim");
     }
     /* Each admission is a new attempt. */
     step(f, workload, EINSORA_WORKLOAD_STATE_FAILED);
     step(f, workload, EINSORA_WORKLOAD_STATE_PENDING);
     step(f, workload, EINSORA_WORKLOAD_STATE_PROVISIONING);
     g_assert_cmpint(workload->attempt, ==, 2);
+}
+
+static void
+add_machine(Fixture *f, const char *id, const char *owner, EinsoraSharing sharing)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+
+    machine->id = g_strdup(id);
+    machine->tenant_id = g_strdup(owner);
+    machine->name = g_strdup("box");
+    machine->region = g_strdup("local");
+    machine->os = g_strdup("linux");
+    machine->cpus = 8;
+    machine->memory_mib = 16384;
+    machine->sharing = sharing;
+    machine->created_at = g_strdup("2025-11-29T08:46:40.000000Z");
+    g_assert_true(einsora_store_insert_machine(EINSORA_STORE(f->store), machine, &error));
+    g_assert_no_error(error);
+}
+
+/* What placement.c decides is re-checked where it is written: a caller
+ * can't record a placement the rules forbid. */
+static void
+test_placement_rechecked(Fixture *f, gconstpointer data)
+{
+    const char *bobs_private = "0190b5d2-7c4e-7abc-8def-0000000000d1";
+    const char *bobs_pool = "0190b5d2-7c4e-7abc-8def-0000000000d2";
+    const char *alices = "0190b5d2-7c4e-7abc-8def-0000000000d3";
+    const struct {
+        EinsoraPlacement placement;
+        const char *message;
+    } refused[] = {
+        {{"tpu-v9", NULL, NULL}, "class"},
+        {{"eu-only", NULL, NULL}, "class"},
+        {{"l40s-48gb", alices, NULL}, "go together"},
+        {{"l40s-48gb", NULL, "sim"}, "go together"},
+        {{"l40s-48gb", alices, "libvirt"}, "driver"},
+        {{"l40s-48gb", alices, "no-such-driver"}, "driver"},
+        {{"l40s-48gb", "0190b5d2-7c4e-7abc-8def-0000000000ff", "sim"}, "host"},
+        {{"l40s-48gb", bobs_private, "sim"}, "host"},
+        {{"l40s-48gb", bobs_pool, "sim"}, "isolation"},
+    };
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+
+    add_machine(f, bobs_private, TENANT_B, EINSORA_SHARING_PRIVATE);
+    add_machine(f, bobs_pool, TENANT_B, EINSORA_SHARING_COMMUNITY);
+    add_machine(f, alices, TENANT_A, EINSORA_SHARING_PRIVATE);
+    for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autoptr(GError) error = NULL;
+        g_test_message("case %u", i);
+        g_assert_false(einsora_service_transition(f->service, workload,
+                                                  EINSORA_WORKLOAD_STATE_PROVISIONING, "admitted",
+                                                  &refused[i].placement, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+        g_assert_nonnull(strstr(error->message, refused[i].message));
+        g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    }
+    {
+        const EinsoraPlacement fine = {"l40s-48gb", alices, "sim"};
+        g_autoptr(GError) error = NULL;
+        g_assert_true(einsora_service_transition(
+            f->service, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, "admitted", &fine, &error));
+        g_assert_no_error(error);
+    }
 }
 
 static void
@@ -917,6 +983,7 @@ main(int argc, char **argv)
     ADD("/service/transition/every-forbidden-step", test_every_forbidden_step);
     ADD("/service/transition/placement-and-attempts", test_placement);
     ADD("/service/transition/lost-cas-is-conflict", test_lost_cas_is_conflict);
+    ADD("/service/transition/placement-rechecked", test_placement_rechecked);
     ADD("/service/transition/one-transaction", test_transition_is_atomic);
     ADD("/service/quota/create-waits-for-the-write-lock", test_create_takes_write_lock);
     ADD("/service/note/from-equals-to", test_note);

@@ -2,6 +2,7 @@
 
 #include "einsora-service.h"
 
+#include "einsora-driver.h"
 #include "einsora-error.h"
 #include "einsora-reason.h"
 #include "einsora-redact.h"
@@ -94,6 +95,63 @@ event_new(EinsoraService *self, const EinsoraWorkload *workload, gboolean has_fr
     return event;
 }
 
+static gboolean
+refuse_placement(GError **error, const char *why)
+{
+    g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION, "placement refused: %s",
+                why);
+    return FALSE;
+}
+
+/* Placement is decided in the controller's placement.c; this re-checks
+ * it where it is written, so that no caller can record a placement the
+ * rules forbid: the class offered in the workload's region and able to
+ * run it, and on a machine: one in the region that may host the tenant's
+ * workload, with a driver the image's runtime lists and that the trust
+ * matrix allows (isolation from the domain's table). */
+static gboolean
+check_placement(EinsoraService *self, const EinsoraWorkload *workload,
+                const EinsoraPlacement *placement, GError **error)
+{
+    const EinsoraComputeClass *klass =
+        einsora_catalog_lookup_class(self->catalog, placement->placed_class);
+    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
+    const EinsoraImageRuntime *runtime = NULL;
+    const EinsoraDriverInfo *driver;
+    g_autoptr(GPtrArray) machines = NULL;
+    const EinsoraMachine *machine = NULL;
+
+    if (klass == NULL || !einsora_catalog_class_offered_in(klass, workload->region))
+        return refuse_placement(error, "its class is not offered in the workload's region");
+    if (image != NULL)
+        runtime = einsora_image_lookup_runtime(image, klass->accelerator);
+    if (runtime == NULL)
+        return refuse_placement(error, "its image has no runtime for the class");
+    if ((placement->machine_id == NULL) != (placement->driver == NULL))
+        return refuse_placement(error, "a machine and a driver go together");
+    if (placement->machine_id == NULL)
+        return TRUE;
+    driver = einsora_driver_lookup(placement->driver);
+    if (driver == NULL ||
+        !g_strv_contains((const char *const *)runtime->driver_refs, placement->driver) ||
+        !einsora_driver_runs(driver, workload->kind, klass->accelerator))
+        return refuse_placement(error, "the driver can't run it");
+    machines = einsora_store_list_region_machines(self->store, workload->region, error);
+    if (machines == NULL)
+        return FALSE;
+    for (guint i = 0; i < machines->len && machine == NULL; i++) {
+        const EinsoraMachine *candidate = g_ptr_array_index(machines, i);
+        if (g_strcmp0(candidate->id, placement->machine_id) == 0)
+            machine = candidate;
+    }
+    if (machine == NULL ||
+        !einsora_machine_can_host(machine, workload->region, workload->tenant_id))
+        return refuse_placement(error, "the machine can't host this tenant's workload");
+    if (!einsora_machine_permits(machine, workload->tenant_id, driver))
+        return refuse_placement(error, "the driver's isolation is too weak for this tenant");
+    return TRUE;
+}
+
 /* The state machine's step, the CAS and the timeline row, for a caller
  * already inside a transaction. @workload is what the caller read; the
  * new row comes back in @out and @workload is left untouched, so that a
@@ -131,6 +189,8 @@ transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload, EinsoraW
                                 "a workload is admitted only with a placement");
             return FALSE;
         }
+        if (!check_placement(self, workload, placement, error))
+            return FALSE;
         g_free(next->placed_class);
         g_free(next->machine_id);
         g_free(next->driver);
