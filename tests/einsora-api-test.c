@@ -237,7 +237,14 @@ test_bad_input(void)
         {"PATCH", "/v1/workloads", JSON, "{}", 405, "invalid_request", "not allowed"},
         {"POST", "/v1/tokens", JSON, "{\"name\":\"\"}", 400, "invalid_request", NULL},
         {"DELETE", "/v1/tokens/nope", NULL, NULL, 404, "not_found", NULL},
+        {"POST", "/v1/tokens?admin=true", JSON, "{\"name\":\"x\"}", 400, "invalid_request",
+         "admin"},
+        {"POST", "/v1/workloads/0190b5d2-7c4e-7abc-8def-0123456789ab/start", JSON,
+         "{\"force\":true}", 400, "invalid_request", "takes no body"},
+        {"GET", "/v1/me?x=1", NULL, NULL, 400, "invalid_request", "\"x\""},
     };
+    g_autoptr(EinsoraTestResponse) before =
+        call("GET", "/v1/workloads?include_deleted=true", server_daemon->owner_token, NULL);
 
     for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
         g_autoptr(EinsoraTestResponse) response = einsora_test_request(
@@ -254,9 +261,10 @@ test_bad_input(void)
         }
     }
     {
-        /* Bad input changed nothing. */
-        g_autoptr(EinsoraTestResponse) list = call("GET", "/v1/workloads", token_b, NULL);
-        g_assert_cmpstr(list->body, ==, "{\"workloads\":[]}");
+        /* Bad input changed nothing: the same workloads, in the same states. */
+        g_autoptr(EinsoraTestResponse) after =
+            call("GET", "/v1/workloads?include_deleted=true", server_daemon->owner_token, NULL);
+        g_assert_cmpstr(after->body, ==, before->body);
     }
 }
 
@@ -271,6 +279,67 @@ test_oversized_body(void)
     g_string_append(big, "\"}");
     response = call("POST", "/v1/workloads", server_daemon->owner_token, big->str);
     assert_error(response, 413, "invalid_request");
+}
+
+/* Sends raw bytes and returns the status line of the answer. */
+static gchar *
+raw_exchange(const char *request)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GSocketConnection) connection = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GDataInputStream) in = NULL;
+    g_autoptr(GUri) uri = g_uri_parse(server_daemon->uri, G_URI_FLAGS_NONE, NULL);
+    gsize written = 0;
+
+    connection = g_socket_client_connect_to_host(client, "127.0.0.1", (guint16)g_uri_get_port(uri),
+                                                 NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(connection)),
+                                            request, strlen(request), &written, NULL, &error));
+    in = g_data_input_stream_new(g_io_stream_get_input_stream(G_IO_STREAM(connection)));
+    return g_data_input_stream_read_line_utf8(in, NULL, NULL, &error);
+}
+
+/* A body too large for its Content-Length is refused without being kept
+ * in memory; a body of unknown length (chunked) is refused too (411). */
+static void
+test_body_refused_before_read(void)
+{
+    gsize size = 4 * 1024 * 1024;
+    g_autofree gchar *filler = g_strnfill(size, 'x');
+    g_autofree gchar *huge = g_strdup_printf("POST /v1/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                             "Content-Type: application/json\r\n"
+                                             "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n%s",
+                                             size, filler);
+    g_autofree gchar *line = raw_exchange(huge);
+    g_autofree gchar *chunked =
+        raw_exchange("POST /v1/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n");
+
+    g_assert_nonnull(line);
+    g_assert_true(g_str_has_prefix(line, "HTTP/1.1 413"));
+    g_assert_nonnull(chunked);
+    g_assert_true(g_str_has_prefix(chunked, "HTTP/1.1 411"));
+}
+
+/* A path can't write a log line of its own, and the media type is matched
+ * without regard to case. */
+static void
+test_log_lines_and_media_type(void)
+{
+    g_autoptr(EinsoraTestResponse) forged =
+        call("GET", "/v1/x%0Aeinsora-api-Message:%20request_id=forged%20tenant=admin", NULL, NULL);
+    g_autoptr(EinsoraTestResponse) upper =
+        einsora_test_request(server_daemon, "POST", "/v1/tokens", server_daemon->owner_token,
+                             "Application/JSON", "{\"name\":\"case\"}", NULL);
+    g_autofree gchar *log = einsora_test_daemon_read_log(server_daemon);
+
+    assert_error(forged, 404, "not_found");
+    g_assert_null(strstr(log, "\neinsora-api-Message: request_id=forged"));
+    g_assert_cmpuint(upper->status, ==, 201);
+    remember_secret(einsora_test_response_string(upper, "secret"));
 }
 
 static void
@@ -404,6 +473,109 @@ test_browser_session(void)
                                      get_headers);
         assert_error(after, 401, "unauthenticated");
     }
+}
+
+/* Locks bob's email for the rest of the run: registered right after
+ * /api/session/login-csrf-logout, which signs bob in. Also: the session
+ * cookie is set and cleared without libsoup complaining in the log. */
+static void
+test_session_lockout_and_cookie(void)
+{
+    g_autofree gchar *log_before = einsora_test_daemon_read_log(server_daemon);
+    g_autofree gchar *log = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(EinsoraTestResponse) login =
+        call("POST", "/v1/login", NULL,
+             "{\"email\":\"bob@globex.example\",\"password\":\"" B_PASSWORD "\"}");
+    g_autoptr(EinsoraTestResponse) logout = NULL;
+    g_autoptr(EinsoraTestResponse) locked = NULL;
+    g_autofree gchar *session = NULL;
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *expected = NULL;
+    JsonObject *error;
+
+    /* Signing in sets the cookie, exactly; signing out clears it. */
+    g_assert_cmpuint(login->status, ==, 200);
+    session = cookie_value(login);
+    remember_secret(session);
+    remember_secret(einsora_test_response_string(login, "csrf_token"));
+    expected = g_strdup_printf("einsora_session=%s; Path=/; Max-Age=604800; HttpOnly; "
+                               "SameSite=Strict",
+                               session);
+    g_assert_cmpstr(soup_message_headers_get_one(login->headers, "Set-Cookie"), ==, expected);
+    cookie = g_strdup_printf("einsora_session=%s", session);
+    {
+        const char *headers[] = {"Cookie", cookie, "X-CSRF-Token",
+                                 einsora_test_response_string(login, "csrf_token"), NULL};
+        logout =
+            einsora_test_request(server_daemon, "POST", "/v1/logout", NULL, NULL, NULL, headers);
+    }
+    g_assert_cmpuint(logout->status, ==, 204);
+    g_assert_cmpstr(soup_message_headers_get_one(logout->headers, "Set-Cookie"), ==,
+                    "einsora_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
+
+    /* Five wrong passwords, then even the right one is refused. */
+    for (guint i = 0; i < 5; i++) {
+        g_autofree gchar *body =
+            g_strdup_printf("{\"email\":\"bob@globex.example\",\"password\":\"wrong %u\"}", i);
+        g_autoptr(EinsoraTestResponse) wrong = call("POST", "/v1/login", NULL, body);
+
+        assert_error(wrong, 401, "unauthenticated");
+        error = json_object_get_object_member(json_node_get_object(wrong->json), "error");
+        g_assert_cmpstr(json_object_get_string_member(error, "message"), ==,
+                        "wrong email or password");
+    }
+    locked = call("POST", "/v1/login", NULL,
+                  "{\"email\":\"BOB@globex.example\",\"password\":\"" B_PASSWORD "\"}");
+    assert_error(locked, 401, "unauthenticated");
+    error = json_object_get_object_member(json_node_get_object(locked->json), "error");
+    g_assert_cmpstr(json_object_get_string_member(error, "message"), ==,
+                    "too many failed sign-ins; try again later");
+    g_assert_null(soup_message_headers_get_one(locked->headers, "Set-Cookie"));
+
+    /* A client that sends its sign-in and hangs up gets no session: the
+     * daemon notices while the password is checked, and answers 499. */
+    {
+        g_autoptr(GSocketClient) client = g_socket_client_new();
+        g_autoptr(GSocketConnection) connection = NULL;
+        g_autoptr(GUri) uri = g_uri_parse(server_daemon->uri, G_URI_FLAGS_NONE, NULL);
+        g_autoptr(GError) socket_error = NULL;
+        const char *body = "{\"email\":\"bob@globex.example\",\"password\":\"" B_PASSWORD "\"}";
+        g_autofree gchar *request = g_strdup_printf(
+            "POST /v1/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n%s",
+            strlen(body), body);
+        gint64 deadline = g_get_monotonic_time() + 20 * G_TIME_SPAN_SECOND;
+        gboolean answered = FALSE;
+
+        connection = g_socket_client_connect_to_host(
+            client, "127.0.0.1", (guint16)g_uri_get_port(uri), NULL, &socket_error);
+        g_assert_no_error(socket_error);
+        g_assert_true(
+            g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(connection)),
+                                      request, strlen(request), NULL, NULL, &socket_error));
+        g_assert_no_error(socket_error);
+        g_assert_true(g_io_stream_close(G_IO_STREAM(connection), NULL, &socket_error));
+        while (!answered && g_get_monotonic_time() < deadline) {
+            g_autofree gchar *now = einsora_test_daemon_read_log(server_daemon);
+            answered = strstr(now + strlen(log_before), "POST /v1/login 499") != NULL;
+            if (!answered)
+                g_usleep(20 * G_TIME_SPAN_MILLISECOND);
+        }
+        g_assert_true(answered);
+    }
+
+    /* Nothing in this test warned; and no sign-in or sign-out before it
+     * (login-csrf-logout's) made libsoup complain. */
+    log = einsora_test_daemon_read_log(server_daemon);
+    g_assert_cmpuint(strlen(log), >=, strlen(log_before));
+    lines = g_strsplit(log + strlen(log_before), "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strstr(lines[i], "WARNING") != NULL || strstr(lines[i], "CRITICAL") != NULL)
+            g_error("the daemon logged: %s", lines[i]);
+    }
+    g_assert_null(strstr(log, "libsoup-WARNING"));
+    g_assert_null(strstr(log, "libsoup-CRITICAL"));
 }
 
 static void
@@ -602,9 +774,12 @@ main(int argc, char **argv)
     g_test_add_func("/api/workloads/lifecycle", test_workload_lifecycle);
     g_test_add_func("/api/errors/bad-input-table", test_bad_input);
     g_test_add_func("/api/errors/oversized-body-413", test_oversized_body);
+    g_test_add_func("/api/errors/body-refused-before-read", test_body_refused_before_read);
+    g_test_add_func("/api/errors/log-lines-and-media-type", test_log_lines_and_media_type);
     g_test_add_func("/api/errors/quota-exceeded", test_quota_and_errors);
     g_test_add_func("/api/idempotency/replay-and-conflict", test_idempotency);
     g_test_add_func("/api/session/login-csrf-logout", test_browser_session);
+    g_test_add_func("/api/session/lockout-and-cookie", test_session_lockout_and_cookie);
     g_test_add_func("/api/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/api/machines/list-get-read-only", test_machines);
     g_test_add_func("/api/tenancy/other-tenant-is-404", test_cross_tenant);

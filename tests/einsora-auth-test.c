@@ -116,6 +116,70 @@ async_wait_clear(AsyncWait *wait)
     g_clear_object(&wait->result);
 }
 
+/* The credential pool's work hook: counts the jobs that reached argon2,
+ * and can hold them there until opened, or cancel on their way in. */
+
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    guint entered;
+    gboolean closed;
+    GCancellable *cancel_on_entry;
+} WorkGate;
+
+static void
+work_gate_hook(gpointer user_data)
+{
+    WorkGate *gate = user_data;
+
+    g_mutex_lock(&gate->lock);
+    gate->entered++;
+    g_cond_broadcast(&gate->cond);
+    if (gate->cancel_on_entry != NULL)
+        g_cancellable_cancel(gate->cancel_on_entry);
+    while (gate->closed)
+        g_cond_wait(&gate->cond, &gate->lock);
+    g_mutex_unlock(&gate->lock);
+}
+
+static void
+work_gate_install(WorkGate *gate, gboolean closed)
+{
+    g_mutex_init(&gate->lock);
+    g_cond_init(&gate->cond);
+    gate->closed = closed;
+    einsora_credential_set_work_hook(work_gate_hook, gate);
+}
+
+static guint
+work_gate_entered(WorkGate *gate)
+{
+    guint entered;
+
+    g_mutex_lock(&gate->lock);
+    entered = gate->entered;
+    g_mutex_unlock(&gate->lock);
+    return entered;
+}
+
+static void
+work_gate_open(WorkGate *gate)
+{
+    g_mutex_lock(&gate->lock);
+    gate->closed = FALSE;
+    g_cond_broadcast(&gate->cond);
+    g_mutex_unlock(&gate->lock);
+}
+
+/* Only once no job can be inside the hook. */
+static void
+work_gate_remove(WorkGate *gate)
+{
+    einsora_credential_set_work_hook(NULL, NULL);
+    g_mutex_clear(&gate->lock);
+    g_cond_clear(&gate->cond);
+}
+
 /* Accounts and actors */
 
 static EinsoraUser *
@@ -399,7 +463,9 @@ test_password_async_cancelled(void)
     g_autoptr(GCancellable) cancellable = g_cancellable_new();
     AsyncWait wait = {0};
     g_autofree gchar *hash = NULL;
+    WorkGate gate = {0};
 
+    work_gate_install(&gate, FALSE);
     g_cancellable_cancel(cancellable);
     einsora_credential_hash_password_async(ANN_PASSWORD, cancellable, async_ready, &wait);
     async_wait(&wait);
@@ -415,6 +481,78 @@ test_password_async_cancelled(void)
     g_assert_false(einsora_credential_verify_password_finish(wait.result, &error));
     g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     async_wait_clear(&wait);
+    /* Neither job got as far as argon2. */
+    g_assert_cmpuint(work_gate_entered(&gate), ==, 0);
+    work_gate_remove(&gate);
+}
+
+/* Jobs held inside the pool: no more than its maximum ever run at once,
+ * the rest wait, and one past the queue's end is refused at once rather
+ * than queued or given a thread of its own. */
+static void
+test_password_pool_bounded(void)
+{
+    EinsoraCredentialPoolStats stats;
+    WorkGate gate = {0};
+    AsyncWait busy = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree AsyncWait *waits = NULL;
+    guint limit;
+    gint64 deadline;
+
+    einsora_credential_get_pool_stats(&stats);
+    g_assert_cmpuint(stats.max_running, ==, MAX(1, g_get_num_processors() / 2));
+    g_assert_cmpuint(stats.max_waiting, ==, EINSORA_CREDENTIAL_PASSWORD_QUEUE_MAX);
+    g_assert_cmpuint(stats.running, ==, 0);
+    g_assert_cmpuint(stats.waiting, ==, 0);
+    limit = stats.max_running + stats.max_waiting;
+    waits = g_new0(AsyncWait, limit);
+
+    work_gate_install(&gate, TRUE);
+    /* Malformed hashes: once let through, each job is quick. */
+    for (guint i = 0; i < limit; i++)
+        einsora_credential_verify_password_async("$argon2id$x", ANN_PASSWORD, NULL, async_ready,
+                                                 &waits[i]);
+    deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+    while (work_gate_entered(&gate) < stats.max_running && g_get_monotonic_time() < deadline)
+        g_usleep(G_TIME_SPAN_MILLISECOND);
+    /* Room for any extra thread to show up. */
+    g_usleep(200 * G_TIME_SPAN_MILLISECOND);
+    g_assert_cmpuint(work_gate_entered(&gate), ==, stats.max_running);
+    einsora_credential_get_pool_stats(&stats);
+    g_assert_cmpuint(stats.running, ==, stats.max_running);
+    g_assert_cmpuint(stats.waiting, ==, stats.max_waiting);
+
+    /* Answered while every admitted job is still held. */
+    einsora_credential_verify_password_async("$argon2id$x", ANN_PASSWORD, NULL, async_ready, &busy);
+    async_wait(&busy);
+    g_assert_false(einsora_credential_verify_password_finish(busy.result, &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_BUSY);
+    g_clear_error(&error);
+    async_wait_clear(&busy);
+    g_assert_cmpuint(work_gate_entered(&gate), ==, stats.max_running);
+
+    work_gate_open(&gate);
+    for (guint i = 0; i < limit; i++) {
+        async_wait(&waits[i]);
+        g_assert_false(einsora_credential_verify_password_finish(waits[i].result, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED);
+        g_clear_error(&error);
+        async_wait_clear(&waits[i]);
+    }
+    g_assert_cmpuint(work_gate_entered(&gate), ==, limit);
+    work_gate_remove(&gate);
+    einsora_credential_get_pool_stats(&stats);
+    g_assert_cmpuint(stats.peak_running, ==, stats.max_running);
+    g_assert_cmpuint(stats.running, ==, 0);
+    g_assert_cmpuint(stats.waiting, ==, 0);
+
+    /* Room again. */
+    einsora_credential_verify_password_async("$argon2id$x", ANN_PASSWORD, NULL, async_ready, &busy);
+    async_wait(&busy);
+    g_assert_false(einsora_credential_verify_password_finish(busy.result, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED);
+    async_wait_clear(&busy);
 }
 
 /* API tokens */
@@ -1229,6 +1367,123 @@ test_account_duplicates(Fixture *f, gconstpointer data)
     g_assert_cmpint(count_rows(f, "users"), ==, 1);
 }
 
+/* Sign-in: cancellation and repeated failures */
+
+/* A client that goes away while its password is checked gets no session. */
+static void
+test_login_cancelled_during_check(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraUser) ann = create_account(f, "acme", ANN_EMAIL, ANN_PASSWORD);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autofree gchar *session = NULL;
+    g_auto(Login) in = {0};
+    AsyncWait wait = {0};
+    WorkGate gate = {0};
+
+    gate.cancel_on_entry = cancellable;
+    work_gate_install(&gate, FALSE);
+    einsora_auth_login_async(f->auth, ANN_EMAIL, ANN_PASSWORD, cancellable, async_ready, &wait);
+    async_wait(&wait);
+    g_assert_false(einsora_auth_login_finish(f->auth, wait.result, NULL, &session, NULL, &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    g_clear_error(&error);
+    g_assert_null(session);
+    async_wait_clear(&wait);
+    /* The password was checked (and matched): the session is what was
+     * withheld. */
+    g_assert_cmpuint(work_gate_entered(&gate), ==, 1);
+    g_assert_cmpint(count_rows(f, "sessions"), ==, 0);
+
+    /* Cancelled before the call: not even looked up. */
+    einsora_auth_login_async(f->auth, ANN_EMAIL, ANN_PASSWORD, cancellable, async_ready, &wait);
+    async_wait(&wait);
+    g_assert_false(einsora_auth_login_finish(f->auth, wait.result, NULL, &session, NULL, &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    g_clear_error(&error);
+    async_wait_clear(&wait);
+    g_assert_cmpuint(work_gate_entered(&gate), ==, 1);
+    work_gate_remove(&gate);
+    g_assert_cmpint(count_rows(f, "sessions"), ==, 0);
+
+    /* Not a failure either: the right password still opens a session. */
+    login(f, ANN_EMAIL, ANN_PASSWORD, &in, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(count_rows(f, "sessions"), ==, 1);
+}
+
+/* Refused without a password check: the hook never sees it. */
+static void
+assert_locked_out(Fixture *f, const char *email, const char *password)
+{
+    g_autoptr(GError) error = NULL;
+    g_auto(Login) out = {0};
+    WorkGate gate = {0};
+
+    work_gate_install(&gate, FALSE);
+    login(f, email, password, &out, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED);
+    g_assert_cmpstr(error->message, ==, "too many failed sign-ins; try again later");
+    g_assert_null(out.session);
+    g_assert_cmpuint(work_gate_entered(&gate), ==, 0);
+    work_gate_remove(&gate);
+}
+
+static void
+assert_login_works(Fixture *f, const char *email, const char *password)
+{
+    g_autoptr(GError) error = NULL;
+    g_auto(Login) in = {0};
+
+    login(f, email, password, &in, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(in.session);
+}
+
+static void
+test_login_locked_after_failures(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraUser) ann = create_account(f, "acme", ANN_EMAIL, ANN_PASSWORD);
+    gint64 sessions;
+
+    /* Emails count whatever their case, as they match. */
+    assert_login_refused(f, "Ann@ACME.example", "guess 1");
+    f->clock.now_us += 5 * G_TIME_SPAN_MINUTE;
+    for (guint i = 2; i <= EINSORA_AUTH_LOGIN_FAILURES_MAX; i++)
+        assert_login_refused(f, ANN_EMAIL, "another guess");
+    sessions = count_rows(f, "sessions");
+    assert_locked_out(f, ANN_EMAIL, ANN_PASSWORD);
+    assert_locked_out(f, "ANN@acme.example", ANN_PASSWORD);
+    g_assert_cmpint(count_rows(f, "sessions"), ==, sessions);
+    /* Other emails are not affected. */
+    assert_login_refused(f, "nobody@acme.example", ANN_PASSWORD);
+
+    /* The window opened with the first failure. */
+    f->clock.now_us += 10 * G_TIME_SPAN_MINUTE - 1;
+    assert_locked_out(f, ANN_EMAIL, ANN_PASSWORD);
+    f->clock.now_us += 1;
+    assert_login_works(f, ANN_EMAIL, ANN_PASSWORD);
+
+    /* An email with no account locks the same way, so a lock says nothing
+     * about whether an account exists. */
+    for (guint i = 1; i < EINSORA_AUTH_LOGIN_FAILURES_MAX; i++)
+        assert_login_refused(f, "nobody@acme.example", "a guess");
+    assert_locked_out(f, "nobody@acme.example", "a guess");
+}
+
+static void
+test_login_success_forgets_failures(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraUser) ann = create_account(f, "acme", ANN_EMAIL, ANN_PASSWORD);
+
+    for (guint i = 1; i < EINSORA_AUTH_LOGIN_FAILURES_MAX; i++)
+        assert_login_refused(f, ANN_EMAIL, "a guess");
+    assert_login_works(f, ANN_EMAIL, ANN_PASSWORD);
+    for (guint i = 1; i < EINSORA_AUTH_LOGIN_FAILURES_MAX; i++)
+        assert_login_refused(f, ANN_EMAIL, "a guess");
+    assert_login_works(f, ANN_EMAIL, ANN_PASSWORD);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1243,6 +1498,8 @@ main(int argc, char **argv)
     g_test_add_func("/credential/password/async-leaves-main-loop-running",
                     test_password_async_off_thread);
     g_test_add_func("/credential/password/async-cancelled", test_password_async_cancelled);
+    g_test_add_func("/credential/password/pool-bounded-and-full-queue-busy",
+                    test_password_pool_bounded);
 
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/auth/token/create-list-revoke", test_token_create_list_revoke);
@@ -1259,6 +1516,10 @@ main(int argc, char **argv)
     ADD("/auth/login/unknown-email-still-checks-a-password",
         test_login_unknown_email_takes_as_long);
     ADD("/auth/login/cancelled", test_login_cancelled);
+    ADD("/auth/login/cancelled-during-check-stores-no-session", test_login_cancelled_during_check);
+    ADD("/auth/login/locked-after-5-failures-until-window-passes",
+        test_login_locked_after_failures);
+    ADD("/auth/login/success-forgets-failures", test_login_success_forgets_failures);
     ADD("/auth/store/no-secret-in-clear", test_no_secret_in_clear);
     ADD("/auth/first-run/creates-owner-quotas-and-token-file", test_first_run);
     ADD("/auth/first-run/existing-token-file-left-alone", test_first_run_existing_file);

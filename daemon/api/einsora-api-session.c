@@ -5,16 +5,41 @@
 
 #include "einsora-api-routes.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #define SESSION_MAX_AGE_SECONDS (7 * 24 * 60 * 60)
+#define BUSY_RETRY_AFTER_SECONDS "5"
+/* What the access log says of a sign-in whose client went away (nginx's
+ * number for it); nobody reads the answer. */
+#define STATUS_CLIENT_GONE 499
 
 typedef struct {
     EinsoraApiServer *server;
     EinsoraApiRequest *request;
+    /* Cancelled when the client disconnects: its sign-in then costs no
+     * password check that has not started, and stores no session. */
+    GCancellable *cancellable;
+    gulong disconnected_id;
+    gboolean disconnected; /* libsoup said so: the message has no I/O left */
+    GSource *socket_watch;
 } LoginContext;
+
+static void
+stop_watching(LoginContext *ctx)
+{
+    if (ctx->socket_watch == NULL)
+        return;
+    g_source_destroy(ctx->socket_watch);
+    g_clear_pointer(&ctx->socket_watch, g_source_unref);
+}
 
 static void
 login_context_free(LoginContext *ctx)
 {
+    stop_watching(ctx);
+    g_clear_signal_handler(&ctx->disconnected_id, einsora_api_request_get_message(ctx->request));
+    g_object_unref(ctx->cancellable);
     g_object_unref(ctx->server);
     g_object_unref(ctx->request);
     g_free(ctx);
@@ -22,18 +47,64 @@ login_context_free(LoginContext *ctx)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(LoginContext, login_context_free)
 
+/* Written by hand: host-only (no Domain) is what we want, and libsoup's
+ * SoupCookie insists on a domain. The value is base64url, safe as is. */
 static void
 set_cookie(EinsoraApiRequest *request, const char *value, int max_age)
 {
-    g_autoptr(SoupCookie) cookie = soup_cookie_new("einsora_session", value, NULL, "/", max_age);
-    g_autofree gchar *header = NULL;
+    g_autofree gchar *header = g_strdup_printf(
+        "einsora_session=%s; Path=/; Max-Age=%d; HttpOnly; SameSite=Strict", value, max_age);
 
-    soup_cookie_set_http_only(cookie, TRUE);
-    soup_cookie_set_same_site_policy(cookie, SOUP_SAME_SITE_POLICY_STRICT);
-    header = soup_cookie_to_set_cookie_header(cookie);
     soup_message_headers_append(
         soup_server_message_get_response_headers(einsora_api_request_get_message(request)),
         "Set-Cookie", header);
+}
+
+static void
+on_disconnected(SoupServerMessage *message, gpointer user_data)
+{
+    LoginContext *ctx = user_data;
+
+    ctx->disconnected = TRUE;
+    g_cancellable_cancel(ctx->cancellable);
+}
+
+/* libsoup (3.2 at least) does not read a paused message's connection, so
+ * it emits no "disconnected" until it is unpaused: watch the socket
+ * meanwhile. Readable with nothing to read is the peer's end of stream. */
+static gboolean
+on_socket_ready(GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+    LoginContext *ctx = user_data;
+
+    if ((condition & (G_IO_HUP | G_IO_ERR)) == 0) {
+        char byte;
+        ssize_t n = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return G_SOURCE_CONTINUE;
+        if (n > 0) {
+            /* A pipelined request: the client is there. Stop watching
+             * rather than wake up for the same byte forever. */
+            g_clear_pointer(&ctx->socket_watch, g_source_unref);
+            return G_SOURCE_REMOVE;
+        }
+    }
+    g_cancellable_cancel(ctx->cancellable);
+    g_clear_pointer(&ctx->socket_watch, g_source_unref);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+watch_socket(LoginContext *ctx)
+{
+    GSocket *socket = soup_server_message_get_socket(einsora_api_request_get_message(ctx->request));
+
+    if (socket == NULL)
+        return;
+    ctx->socket_watch = g_socket_create_source(socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+    g_source_set_callback(ctx->socket_watch, G_SOURCE_FUNC(on_socket_ready), ctx, NULL);
+    g_source_attach(ctx->socket_watch, g_main_context_get_thread_default());
 }
 
 static void
@@ -45,8 +116,26 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autofree gchar *session = NULL;
     g_autofree gchar *csrf = NULL;
     SoupServerMessage *message = einsora_api_request_get_message(ctx->request);
+    gboolean ok =
+        einsora_auth_login_finish(EINSORA_AUTH(source), result, &actor, &session, &csrf, &error);
 
-    if (!einsora_auth_login_finish(EINSORA_AUTH(source), result, &actor, &session, &csrf, &error)) {
+    stop_watching(ctx);
+    if (g_cancellable_is_cancelled(ctx->cancellable)) {
+        /* Once libsoup has dropped the connection there is nothing to
+         * resume; otherwise unpausing lets it find out and clean up. */
+        if (ctx->disconnected) {
+            einsora_api_request_log(ctx->request, G_LOG_LEVEL_MESSAGE,
+                                    "the client went away during sign-in");
+            return;
+        }
+        einsora_api_request_respond_empty(ctx->request, STATUS_CLIENT_GONE);
+    } else if (!ok && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_BUSY)) {
+        soup_message_headers_replace(soup_server_message_get_response_headers(message),
+                                     "Retry-After", BUSY_RETRY_AFTER_SECONDS);
+        einsora_api_request_respond_problem(ctx->request, SOUP_STATUS_SERVICE_UNAVAILABLE,
+                                            "unavailable",
+                                            "too many sign-ins at once; try again shortly");
+    } else if (!ok) {
         einsora_api_request_respond_error(ctx->request, error);
     } else {
         g_autoptr(JsonNode) node = json_node_new(JSON_NODE_OBJECT);
@@ -67,7 +156,8 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 /* The password is checked in a worker thread (argon2id is slow on
- * purpose), so the message waits paused while the loop goes on. */
+ * purpose), so the message waits paused while the loop goes on. Too many
+ * sign-ins at once are answered 503 with Retry-After. */
 void
 einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
@@ -87,10 +177,14 @@ einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request)
     ctx = g_new0(LoginContext, 1);
     ctx->server = g_object_ref(server);
     ctx->request = g_object_ref(request);
+    ctx->cancellable = g_cancellable_new();
+    ctx->disconnected_id = g_signal_connect(einsora_api_request_get_message(request),
+                                            "disconnected", G_CALLBACK(on_disconnected), ctx);
     soup_server_message_pause(einsora_api_request_get_message(request));
-    einsora_auth_login_async(einsora_api_server_get_auth(server),
-                             json_object_get_string_member(body, "email"),
-                             json_object_get_string_member(body, "password"), NULL, on_login, ctx);
+    watch_socket(ctx);
+    einsora_auth_login_async(
+        einsora_api_server_get_auth(server), json_object_get_string_member(body, "email"),
+        json_object_get_string_member(body, "password"), ctx->cancellable, on_login, ctx);
 }
 
 void

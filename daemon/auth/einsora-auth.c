@@ -19,10 +19,14 @@
 #define EMAIL_MAX_BYTES 254
 #define TOKEN_TOUCH_INTERVAL_US (60 * G_TIME_SPAN_SECOND)
 #define TOKEN_FILE_MODE 0600
+/* Emails whose failures are remembered at once: enough for any real
+ * traffic, and a bound on what random emails can make us keep. */
+#define LOGIN_FAILURES_MAX_EMAILS 4096
 
 #define INVALID_TOKEN_MESSAGE "invalid or revoked API token"
 #define INVALID_SESSION_MESSAGE "invalid or expired session"
 #define WRONG_LOGIN_MESSAGE "wrong email or password"
+#define LOCKED_OUT_MESSAGE "too many failed sign-ins; try again later"
 #define WRONG_CSRF_MESSAGE "missing or wrong CSRF token"
 #define SESSION_VIA "browser session"
 
@@ -33,11 +37,18 @@
     "$argon2id$v=19$m=65536,t=3,p=1$hpicceEKPP8XTva3sZC/Ag$"                                       \
     "Mqc3vdPbFG7igT6hatwC5M+V8tFWB5TOxG7QEEPsIpQ"
 
+/* Recent failed sign-ins for one email (known or not). */
+typedef struct {
+    gint64 window_start_us; /* the first failure counted */
+    guint failures;
+} LoginFailures;
+
 struct _EinsoraAuth {
     GObject parent_instance;
     EinsoraStore *store;
     EinsoraNowFunc now;
     gpointer now_data;
+    GHashTable *login_failures; /* lower-case email -> LoginFailures; main thread only */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraAuth, einsora_auth, G_TYPE_OBJECT)
@@ -48,6 +59,7 @@ einsora_auth_finalize(GObject *object)
     EinsoraAuth *self = EINSORA_AUTH(object);
 
     g_clear_object(&self->store);
+    g_clear_pointer(&self->login_failures, g_hash_table_unref);
     G_OBJECT_CLASS(einsora_auth_parent_class)->finalize(object);
 }
 
@@ -60,6 +72,7 @@ einsora_auth_class_init(EinsoraAuthClass *klass)
 static void
 einsora_auth_init(EinsoraAuth *self)
 {
+    self->login_failures = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
 
 EinsoraAuth *
@@ -419,6 +432,96 @@ einsora_auth_logout(EinsoraAuth *self, const char *session_value, GError **error
 
 /* Sign-in */
 
+/* Failed sign-ins are counted per email in a window that opens with the
+ * first failure; the fifth within the window locks the email until the
+ * window closes, so a guesser gets at most 5 argon2 runs per window and
+ * email. Unknown emails are counted the same, so a lock says nothing
+ * about whether an account exists. In memory only: a restart forgets. */
+
+static gboolean
+login_failures_expired(const LoginFailures *record, gint64 now_us)
+{
+    return now_us - record->window_start_us >= EINSORA_AUTH_LOGIN_FAILURE_WINDOW_US;
+}
+
+static gboolean
+is_locked_out(EinsoraAuth *self, const char *email)
+{
+    LoginFailures *record = g_hash_table_lookup(self->login_failures, email);
+    gint64 now_us = self->now(self->now_data);
+
+    if (record == NULL)
+        return FALSE;
+    if (login_failures_expired(record, now_us)) {
+        g_hash_table_remove(self->login_failures, email);
+        return FALSE;
+    }
+    return record->failures >= EINSORA_AUTH_LOGIN_FAILURES_MAX;
+}
+
+/* Keeps the table bounded: expired windows go first, then, if it is still
+ * full, the oldest window. */
+static void
+make_room_for_failures(EinsoraAuth *self, gint64 now_us)
+{
+    GHashTableIter iter;
+    gpointer key;
+    gpointer value;
+    const char *oldest = NULL;
+    gint64 oldest_us = G_MAXINT64;
+
+    if (g_hash_table_size(self->login_failures) < LOGIN_FAILURES_MAX_EMAILS)
+        return;
+    g_hash_table_iter_init(&iter, self->login_failures);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        if (login_failures_expired(value, now_us))
+            g_hash_table_iter_remove(&iter);
+    }
+    if (g_hash_table_size(self->login_failures) < LOGIN_FAILURES_MAX_EMAILS)
+        return;
+    g_hash_table_iter_init(&iter, self->login_failures);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        LoginFailures *record = value;
+        if (record->window_start_us < oldest_us) {
+            oldest_us = record->window_start_us;
+            oldest = key;
+        }
+    }
+    g_hash_table_remove(self->login_failures, oldest);
+}
+
+static void
+record_login_failure(EinsoraAuth *self, const char *email)
+{
+    gint64 now_us = self->now(self->now_data);
+    LoginFailures *record = g_hash_table_lookup(self->login_failures, email);
+
+    if (record != NULL && login_failures_expired(record, now_us)) {
+        g_hash_table_remove(self->login_failures, email);
+        record = NULL;
+    }
+    if (record == NULL) {
+        make_room_for_failures(self, now_us);
+        record = g_new0(LoginFailures, 1);
+        record->window_start_us = now_us;
+        g_hash_table_insert(self->login_failures, g_strdup(email), record);
+    }
+    record->failures++;
+}
+
+typedef struct {
+    gchar *email; /* lower case */
+    EinsoraUser *user;
+} LoginContext;
+
+static void
+login_context_free(LoginContext *ctx)
+{
+    g_free(ctx->email);
+    einsora_user_free(ctx->user);
+    g_free(ctx);
+}
+
 typedef struct {
     EinsoraActor *actor;
     gchar *session_value;
@@ -465,29 +568,41 @@ start_session(EinsoraAuth *self, const EinsoraUser *user, GError **error)
 }
 
 static void
+login_failed(EinsoraAuth *self, GTask *task, LoginContext *ctx)
+{
+    record_login_failure(self, ctx->email);
+    g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                            WRONG_LOGIN_MESSAGE);
+}
+
+static void
 login_verified(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     g_autoptr(GTask) task = user_data;
     EinsoraAuth *self = g_task_get_source_object(task);
-    EinsoraUser *user = g_task_get_task_data(task);
+    LoginContext *ctx = g_task_get_task_data(task);
+    EinsoraUser *user = ctx->user;
     g_autoptr(EinsoraUser) current = NULL;
     g_autoptr(GError) error = NULL;
     LoginResult *login;
 
     if (!einsora_credential_verify_password_finish(result, &error)) {
-        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED))
-            g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
-                                    WRONG_LOGIN_MESSAGE);
-        else
-            g_task_return_error(task, g_steal_pointer(&error));
+        /* Only a wrong password counts against the email: not a full
+         * queue, nor a client that went away. */
+        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED)) {
+            login_failed(self, task, ctx);
+            return;
+        }
+        g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     /* Matching the dummy hash opens nothing. */
     if (user == NULL || user->password_hash == NULL) {
-        g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
-                                WRONG_LOGIN_MESSAGE);
+        login_failed(self, task, ctx);
         return;
     }
+    /* The caller may have gone away while the password was checked: no
+     * session for nobody. */
     if (g_task_return_error_if_cancelled(task))
         return;
     /* The account may have been disabled, or its password changed, while
@@ -495,12 +610,17 @@ login_verified(GObject *source, GAsyncResult *result, gpointer user_data)
     current = get_active_user(self, user->tenant_id, user->id, WRONG_LOGIN_MESSAGE, &error);
     if (current != NULL && g_strcmp0(current->password_hash, user->password_hash) != 0) {
         g_clear_pointer(&current, einsora_user_free);
-        set_unauthenticated(&error, WRONG_LOGIN_MESSAGE);
+        g_clear_error(&error);
+        login_failed(self, task, ctx);
+        return;
     }
     if (current == NULL) {
+        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED))
+            record_login_failure(self, ctx->email);
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
+    g_hash_table_remove(self->login_failures, ctx->email);
     login = start_session(self, current, &error);
     if (login == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));
@@ -515,33 +635,42 @@ einsora_auth_login_async(EinsoraAuth *self, const char *email, const char *passw
                          gpointer user_data)
 {
     g_autoptr(GTask) task = NULL;
-    g_autofree gchar *lookup = NULL;
-    g_autoptr(EinsoraUser) user = NULL;
     g_autoptr(GError) error = NULL;
+    LoginContext *ctx;
     const char *encoded = DUMMY_PASSWORD_HASH;
 
     g_return_if_fail(EINSORA_IS_AUTH(self));
 
     task = g_task_new(self, cancellable, callback, user_data);
     g_task_set_source_tag(task, einsora_auth_login_async);
+    if (g_task_return_error_if_cancelled(task))
+        return;
     if (email == NULL || password == NULL) {
         g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
                                 WRONG_LOGIN_MESSAGE);
         return;
     }
+    ctx = g_new0(LoginContext, 1);
+    g_task_set_task_data(task, ctx, (GDestroyNotify)login_context_free);
     /* The same form create_account stored. A malformed address is simply
      * not found: it still costs a password check. */
-    lookup = g_ascii_strdown(email, -1);
-    user = einsora_store_find_user_by_email(self->store, lookup, &error);
-    if (user == NULL && !g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
+    ctx->email = g_ascii_strdown(email, -1);
+    /* Before any argon2 run, and whether or not the account exists. */
+    if (is_locked_out(self, ctx->email)) {
+        g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                                LOCKED_OUT_MESSAGE);
+        return;
+    }
+    ctx->user = einsora_store_find_user_by_email(self->store, ctx->email, &error);
+    if (ctx->user == NULL && !g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
-    if (user != NULL && user->password_hash != NULL)
-        encoded = user->password_hash;
-    g_task_set_task_data(task, g_steal_pointer(&user), (GDestroyNotify)einsora_user_free);
-    /* The password is checked in a thread: argon2id takes a noticeable
-     * fraction of a second, and the main loop must not wait for it. */
+    if (ctx->user != NULL && ctx->user->password_hash != NULL)
+        encoded = ctx->user->password_hash;
+    /* The password is checked on the credential module's pool: argon2id
+     * takes a noticeable fraction of a second, and the main loop must not
+     * wait for it. */
     einsora_credential_verify_password_async(encoded, password, cancellable, login_verified,
                                              g_object_ref(task));
 }

@@ -16,6 +16,10 @@
 G_BEGIN_DECLS
 
 #define EINSORA_AUTH_SESSION_LIFETIME_US (7 * G_TIME_SPAN_DAY)
+/* This many failed sign-ins for one email within the window lock it until
+ * the window, which opens with the first of them, closes. */
+#define EINSORA_AUTH_LOGIN_FAILURES_MAX 5
+#define EINSORA_AUTH_LOGIN_FAILURE_WINDOW_US (15 * G_TIME_SPAN_MINUTE)
 #define EINSORA_AUTH_TOKEN_NAME_MAX_BYTES 64
 #define EINSORA_AUTH_TENANT_NAME_MAX_BYTES 64
 
@@ -44,10 +48,16 @@ EinsoraActor *einsora_auth_authenticate_session(EinsoraAuth *self, const char *s
                                                 const char *csrf_token, gboolean unsafe_method,
                                                 GError **error);
 
-/* Password sign-in. The password is checked in a worker thread; on success
- * a session valid for 7 days is stored and its cookie value and CSRF token
- * are returned (only here). A wrong email or password is
- * EINSORA_ERROR_UNAUTHENTICATED, taking the same time either way. */
+/* Password sign-in. The password is checked on the credential module's
+ * bounded pool; on success a session valid for 7 days is stored and its
+ * cookie value and CSRF token are returned (only here). A wrong email or
+ * password is EINSORA_ERROR_UNAUTHENTICATED, taking the same time either
+ * way. An email (known or not) with EINSORA_AUTH_LOGIN_FAILURES_MAX
+ * failures in the window is refused without a password check, also
+ * EINSORA_ERROR_UNAUTHENTICATED but with its own message; a success
+ * forgets its failures. A full pool is G_IO_ERROR_BUSY. Cancelling
+ * @cancellable skips the password check if it has not started, and stores
+ * no session once it has: G_IO_ERROR_CANCELLED. */
 void einsora_auth_login_async(EinsoraAuth *self, const char *email, const char *password,
                               GCancellable *cancellable, GAsyncReadyCallback callback,
                               gpointer user_data);

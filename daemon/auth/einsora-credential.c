@@ -141,47 +141,179 @@ einsora_credential_verify_password(const char *encoded, const char *password)
 
 /* The worker threads */
 
+typedef enum {
+    PASSWORD_HASH,
+    PASSWORD_VERIFY,
+} PasswordWork;
+
 typedef struct {
+    PasswordWork work;
     gchar *encoded; /* verify only */
     gchar *password;
 } PasswordJob;
 
 static void
+password_job_wipe(PasswordJob *job)
+{
+    if (job->password != NULL) {
+        OPENSSL_cleanse(job->password, strlen(job->password));
+        g_clear_pointer(&job->password, g_free);
+    }
+}
+
+static void
 password_job_free(PasswordJob *job)
 {
     g_free(job->encoded);
-    if (job->password != NULL) {
-        OPENSSL_cleanse(job->password, strlen(job->password));
-        g_free(job->password);
-    }
+    password_job_wipe(job);
     g_free(job);
 }
 
 static PasswordJob *
-password_job_new(const char *encoded, const char *password)
+password_job_new(PasswordWork work, const char *encoded, const char *password)
 {
     PasswordJob *job = g_new0(PasswordJob, 1);
 
+    job->work = work;
     job->encoded = g_strdup(encoded);
     job->password = g_strdup(password);
     return job;
 }
 
-static void
-hash_password_thread(GTask *task, gpointer source_object, gpointer task_data,
-                     GCancellable *cancellable)
-{
-    PasswordJob *job = task_data;
-    GError *error = NULL;
-    gchar *encoded;
+/* One pool for the whole process: the bound is on memory and CPU, which
+ * the process shares. GLib's shared GTask pool would grow a thread per
+ * blocked job instead. */
+typedef struct {
+    GThreadPool *pool;
+    guint max_running;
+    gint admitted; /* running or waiting; atomic */
+    gint running;  /* atomic */
+    gint peak_running;
+    GMutex hook_lock;
+    EinsoraCredentialWorkHook hook;
+    gpointer hook_data;
+} PasswordPool;
 
-    if (g_task_return_error_if_cancelled(task))
-        return;
-    encoded = einsora_credential_hash_password(job->password, &error);
-    if (encoded == NULL)
+static PasswordPool password_pool;
+
+static void password_pool_run(gpointer data, gpointer user_data);
+
+static PasswordPool *
+password_pool_get(void)
+{
+    static gsize initialized = 0;
+
+    if (g_once_init_enter(&initialized)) {
+        password_pool.max_running = MAX(1, g_get_num_processors() / 2);
+        /* Not exclusive: idle threads go back to GLib's spare ones. */
+        password_pool.pool = g_thread_pool_new(password_pool_run, NULL,
+                                               (gint)password_pool.max_running, FALSE, NULL);
+        g_once_init_leave(&initialized, 1);
+    }
+    return &password_pool;
+}
+
+static void
+note_running(PasswordPool *pool)
+{
+    gint running = g_atomic_int_add(&pool->running, 1) + 1;
+    gint peak = g_atomic_int_get(&pool->peak_running);
+
+    while (running > peak && !g_atomic_int_compare_and_exchange(&pool->peak_running, peak, running))
+        peak = g_atomic_int_get(&pool->peak_running);
+}
+
+static void
+call_work_hook(PasswordPool *pool)
+{
+    EinsoraCredentialWorkHook hook;
+    gpointer hook_data;
+
+    g_mutex_lock(&pool->hook_lock);
+    hook = pool->hook;
+    hook_data = pool->hook_data;
+    g_mutex_unlock(&pool->hook_lock);
+    if (hook != NULL)
+        hook(hook_data);
+}
+
+static void
+password_pool_run(gpointer data, gpointer user_data)
+{
+    g_autoptr(GTask) task = data;
+    PasswordPool *pool = &password_pool;
+    PasswordJob *job = g_task_get_task_data(task);
+    GError *error = NULL;
+    gchar *encoded = NULL;
+
+    note_running(pool);
+    /* A caller that has gone away (a client that disconnected) costs no
+     * argon2 run. */
+    if (!g_cancellable_set_error_if_cancelled(g_task_get_cancellable(task), &error)) {
+        call_work_hook(pool);
+        if (job->work == PASSWORD_HASH)
+            encoded = einsora_credential_hash_password(job->password, &error);
+        else if (!einsora_credential_verify_password(job->encoded, job->password))
+            g_set_error_literal(&error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                                "wrong password");
+    }
+    password_job_wipe(job);
+    /* Counted out before the answer goes back, so that a caller who
+     * starts another job from its callback finds the room. */
+    g_atomic_int_add(&pool->running, -1);
+    g_atomic_int_add(&pool->admitted, -1);
+    if (error != NULL)
         g_task_return_error(task, error);
-    else
+    else if (job->work == PASSWORD_HASH)
         g_task_return_pointer(task, encoded, g_free);
+    else
+        g_task_return_boolean(task, TRUE);
+}
+
+/* Queues @task, or fails it at once when the queue is full. */
+static void
+password_pool_push(GTask *task)
+{
+    PasswordPool *pool = password_pool_get();
+    g_autoptr(GError) error = NULL;
+    guint limit = pool->max_running + EINSORA_CREDENTIAL_PASSWORD_QUEUE_MAX;
+
+    if ((guint)g_atomic_int_add(&pool->admitted, 1) >= limit) {
+        g_atomic_int_add(&pool->admitted, -1);
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_BUSY,
+                                "too many password checks at once; try again shortly");
+        return;
+    }
+    /* Fails only when no new thread could be made; the job stays queued
+     * for the threads there are. */
+    if (!g_thread_pool_push(pool->pool, g_object_ref(task), &error))
+        g_warning("starting a password thread: %s", error->message);
+}
+
+void
+einsora_credential_get_pool_stats(EinsoraCredentialPoolStats *stats)
+{
+    PasswordPool *pool = password_pool_get();
+    guint admitted = (guint)g_atomic_int_get(&pool->admitted);
+
+    g_return_if_fail(stats != NULL);
+
+    stats->max_running = pool->max_running;
+    stats->max_waiting = EINSORA_CREDENTIAL_PASSWORD_QUEUE_MAX;
+    stats->running = (guint)g_atomic_int_get(&pool->running);
+    stats->waiting = admitted > stats->running ? admitted - stats->running : 0;
+    stats->peak_running = (guint)g_atomic_int_get(&pool->peak_running);
+}
+
+void
+einsora_credential_set_work_hook(EinsoraCredentialWorkHook hook, gpointer user_data)
+{
+    PasswordPool *pool = password_pool_get();
+
+    g_mutex_lock(&pool->hook_lock);
+    pool->hook = hook;
+    pool->hook_data = user_data;
+    g_mutex_unlock(&pool->hook_lock);
 }
 
 void
@@ -191,8 +323,9 @@ einsora_credential_hash_password_async(const char *password, GCancellable *cance
     g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
 
     g_task_set_source_tag(task, einsora_credential_hash_password_async);
-    g_task_set_task_data(task, password_job_new(NULL, password), (GDestroyNotify)password_job_free);
-    g_task_run_in_thread(task, hash_password_thread);
+    g_task_set_task_data(task, password_job_new(PASSWORD_HASH, NULL, password),
+                         (GDestroyNotify)password_job_free);
+    password_pool_push(task);
 }
 
 gchar *
@@ -204,21 +337,6 @@ einsora_credential_hash_password_finish(GAsyncResult *result, GError **error)
     return g_task_propagate_pointer(G_TASK(result), error);
 }
 
-static void
-verify_password_thread(GTask *task, gpointer source_object, gpointer task_data,
-                       GCancellable *cancellable)
-{
-    PasswordJob *job = task_data;
-
-    if (g_task_return_error_if_cancelled(task))
-        return;
-    if (einsora_credential_verify_password(job->encoded, job->password))
-        g_task_return_boolean(task, TRUE);
-    else
-        g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
-                                "wrong password");
-}
-
 void
 einsora_credential_verify_password_async(const char *encoded, const char *password,
                                          GCancellable *cancellable, GAsyncReadyCallback callback,
@@ -227,9 +345,9 @@ einsora_credential_verify_password_async(const char *encoded, const char *passwo
     g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
 
     g_task_set_source_tag(task, einsora_credential_verify_password_async);
-    g_task_set_task_data(task, password_job_new(encoded, password),
+    g_task_set_task_data(task, password_job_new(PASSWORD_VERIFY, encoded, password),
                          (GDestroyNotify)password_job_free);
-    g_task_run_in_thread(task, verify_password_thread);
+    password_pool_push(task);
 }
 
 gboolean

@@ -43,16 +43,41 @@ gchar *einsora_credential_hash_password(const char *password, GError **error);
  * for anything malformed. */
 gboolean einsora_credential_verify_password(const char *encoded, const char *password);
 
-/* The same in a worker thread, so the calling thread's main loop keeps
- * running. The inputs are copied; the copies of the password are wiped
- * when done. */
+/* Password work (the _async forms below) runs on a thread pool of this
+ * module's own, never GLib's shared one: each job holds 64 MiB for a
+ * noticeable time, so at most MAX(1, processors / 2) run at once and at
+ * most EINSORA_CREDENTIAL_PASSWORD_QUEUE_MAX more wait. A job that finds
+ * the queue full fails at once with G_IO_ERROR_BUSY. */
+#define EINSORA_CREDENTIAL_PASSWORD_QUEUE_MAX 16
+
+typedef struct {
+    guint max_running;
+    guint max_waiting;
+    guint running;
+    guint waiting;
+    /* The most that ever ran at once in this process. */
+    guint peak_running;
+} EinsoraCredentialPoolStats;
+
+void einsora_credential_get_pool_stats(EinsoraCredentialPoolStats *stats);
+
+/* For tests: called in the worker thread as a job is about to run argon2,
+ * after its cancellable was checked. NULL removes it. */
+typedef void (*EinsoraCredentialWorkHook)(gpointer user_data);
+void einsora_credential_set_work_hook(EinsoraCredentialWorkHook hook, gpointer user_data);
+
+/* The same in a worker thread of that pool, so the calling thread's main
+ * loop keeps running. The inputs are copied; the copies of the password
+ * are wiped when done. A job cancelled before its turn skips argon2 and
+ * is G_IO_ERROR_CANCELLED. */
 void einsora_credential_hash_password_async(const char *password, GCancellable *cancellable,
                                             GAsyncReadyCallback callback, gpointer user_data);
 gchar *einsora_credential_hash_password_finish(GAsyncResult *result, GError **error);
 
 /* TRUE when the password matches. A mismatch is FALSE with
  * EINSORA_ERROR_UNAUTHENTICATED, so that FALSE always comes with an
- * error; cancellation is G_IO_ERROR_CANCELLED. */
+ * error; cancellation is G_IO_ERROR_CANCELLED, a full queue
+ * G_IO_ERROR_BUSY. */
 void einsora_credential_verify_password_async(const char *encoded, const char *password,
                                               GCancellable *cancellable,
                                               GAsyncReadyCallback callback, gpointer user_data);
