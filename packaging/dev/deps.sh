@@ -5,7 +5,7 @@ set -euo pipefail
 what=${1:-run}
 
 packages=(
-  meson ninja-build pkg-config gcc
+  meson ninja-build pkg-config gcc gettext
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev libsqlite3-dev libssl-dev libargon2-dev
 )
 if [ "$what" = test ]; then
