@@ -801,25 +801,14 @@ einsora_sqlite_store_get_workload(EinsoraStore *store, const char *tenant_id,
     return NULL;
 }
 
+/* Every row of a workload query, oldest first as the query orders them. */
 static GPtrArray *
-einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
-                                    gboolean include_deleted, GError **error)
+workloads_from(EinsoraSqliteStore *self, sqlite3_stmt *stmt, GError **error)
 {
-    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
-                                           "WHERE tenant_id = ?1 "
-                                           "AND (?2 = 1 OR state <> 'deleted') "
-                                           "ORDER BY created_at, id",
-                                           error);
     g_autoptr(GPtrArray) workloads =
         g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
     int rc;
 
-    if (stmt == NULL)
-        return NULL;
-    bind_text(stmt, 1, tenant_id);
-    sqlite3_bind_int(stmt, 2, include_deleted ? 1 : 0);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         EinsoraWorkload *workload = workload_from_row(stmt, error);
         if (workload == NULL)
@@ -834,6 +823,25 @@ einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
 }
 
 static GPtrArray *
+einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
+                                    gboolean include_deleted, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                                           "WHERE tenant_id = ?1 "
+                                           "AND (?2 = 1 OR state <> 'deleted') "
+                                           "ORDER BY created_at, id",
+                                           error);
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    sqlite3_bind_int(stmt, 2, include_deleted ? 1 : 0);
+    return workloads_from(self, stmt, error);
+}
+
+static GPtrArray *
 einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const char *region, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
@@ -843,24 +851,11 @@ einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const char *regi
                 "WHERE region = ?1 AND state NOT IN ('stopped', 'failed', 'deleted') "
                 "ORDER BY created_at, id",
                 error);
-    g_autoptr(GPtrArray) workloads =
-        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
-    int rc;
 
     if (stmt == NULL)
         return NULL;
     bind_text(stmt, 1, region);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        EinsoraWorkload *workload = workload_from_row(stmt, error);
-        if (workload == NULL)
-            return NULL;
-        g_ptr_array_add(workloads, workload);
-    }
-    if (rc != SQLITE_DONE) {
-        set_sqlite_error(self, error);
-        return NULL;
-    }
-    return g_steal_pointer(&workloads);
+    return workloads_from(self, stmt, error);
 }
 
 static gboolean
@@ -979,24 +974,11 @@ einsora_sqlite_store_list_machine_workloads(EinsoraStore *store, const char *mac
                                            "WHERE machine_id = ?1 AND state <> 'deleted' "
                                            "ORDER BY created_at, id",
                                            error);
-    g_autoptr(GPtrArray) workloads =
-        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
-    int rc;
 
     if (stmt == NULL)
         return NULL;
     bind_text(stmt, 1, machine_id);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        EinsoraWorkload *workload = workload_from_row(stmt, error);
-        if (workload == NULL)
-            return NULL;
-        g_ptr_array_add(workloads, workload);
-    }
-    if (rc != SQLITE_DONE) {
-        set_sqlite_error(self, error);
-        return NULL;
-    }
-    return g_steal_pointer(&workloads);
+    return workloads_from(self, stmt, error);
 }
 
 static gboolean
