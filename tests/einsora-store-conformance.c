@@ -1193,6 +1193,18 @@ test_machine_hub_view(Fixture *f, gconstpointer data)
     g_assert_cmpstr(((EinsoraMachine *)g_ptr_array_index(home, 0))->id, ==, ws->id);
     g_assert_cmpstr(((EinsoraMachine *)g_ptr_array_index(home, 1))->id, ==, box->id);
 
+    /* Found by ID whoever owns it (the hub and placement checks). */
+    {
+        g_autoptr(EinsoraMachine) found = einsora_store_find_machine(f->store, box->id, &error);
+        g_autoptr(EinsoraMachine) missing = NULL;
+        g_assert_no_error(error);
+        g_assert_cmpstr(found->tenant_id, ==, globex->id);
+        missing = einsora_store_find_machine(f->store, unknown, &error);
+        g_assert_null(missing);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_clear_error(&error);
+    }
+
     /* A sync records when, and the inventory only when one came. */
     g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:00.000000Z",
                                                     "{\"cpus\":16}", &error));

@@ -118,8 +118,8 @@ check_placement(EinsoraService *self, const EinsoraWorkload *workload,
     const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
     const EinsoraImageRuntime *runtime = NULL;
     const EinsoraDriverInfo *driver;
-    g_autoptr(GPtrArray) machines = NULL;
-    const EinsoraMachine *machine = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GError) local_error = NULL;
 
     if (klass == NULL || !einsora_catalog_class_offered_in(klass, workload->region))
         return refuse_placement(error, "its class is not offered in the workload's region");
@@ -136,13 +136,11 @@ check_placement(EinsoraService *self, const EinsoraWorkload *workload,
         !g_strv_contains((const char *const *)runtime->driver_refs, placement->driver) ||
         !einsora_driver_runs(driver, workload->kind, klass->accelerator))
         return refuse_placement(error, "the driver can't run it");
-    machines = einsora_store_list_region_machines(self->store, workload->region, error);
-    if (machines == NULL)
+    machine = einsora_store_find_machine(self->store, placement->machine_id, &local_error);
+    if (local_error != NULL &&
+        !g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local_error));
         return FALSE;
-    for (guint i = 0; i < machines->len && machine == NULL; i++) {
-        const EinsoraMachine *candidate = g_ptr_array_index(machines, i);
-        if (g_strcmp0(candidate->id, placement->machine_id) == 0)
-            machine = candidate;
     }
     if (machine == NULL ||
         !einsora_machine_can_host(machine, workload->region, workload->tenant_id))

@@ -924,6 +924,27 @@ machines_from(EinsoraSqliteStore *self, sqlite3_stmt *stmt, GError **error)
     return g_steal_pointer(&machines);
 }
 
+static EinsoraMachine *
+einsora_sqlite_store_find_machine(EinsoraStore *store, const char *machine_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE id = ?1", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, machine_id);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return machine_from_row(stmt, error);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
 static GPtrArray *
 einsora_sqlite_store_list_region_machines(EinsoraStore *store, const char *region, GError **error)
 {
@@ -1466,6 +1487,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->list_workloads = einsora_sqlite_store_list_workloads;
     iface->list_region_workloads = einsora_sqlite_store_list_region_workloads;
     iface->acquire_lease = einsora_sqlite_store_acquire_lease;
+    iface->find_machine = einsora_sqlite_store_find_machine;
     iface->list_region_machines = einsora_sqlite_store_list_region_machines;
     iface->record_machine_seen = einsora_sqlite_store_record_machine_seen;
     iface->list_machine_workloads = einsora_sqlite_store_list_machine_workloads;

@@ -153,6 +153,14 @@ einsora_store_list_machines(EinsoraStore *self, const char *tenant_id, GError **
     return EINSORA_STORE_GET_IFACE(self)->list_machines(self, tenant_id, error);
 }
 
+EinsoraMachine *
+einsora_store_find_machine(EinsoraStore *self, const char *machine_id, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(machine_id != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_machine(self, machine_id, error);
+}
+
 GPtrArray *
 einsora_store_list_region_machines(EinsoraStore *self, const char *region, GError **error)
 {

@@ -62,6 +62,9 @@ struct _EinsoraStoreInterface {
                                    const char *machine_id, GError **error);
     GPtrArray *(*list_machines)(EinsoraStore *self, const char *tenant_id, GError **error);
 
+    /* Not tenant-scoped, for the hub and placement checks: one machine by
+     * its ID, whoever owns it. NOT_FOUND when there is none. */
+    EinsoraMachine *(*find_machine)(EinsoraStore *self, const char *machine_id, GError **error);
     /* Not tenant-scoped, for the hub: every machine in @region. */
     GPtrArray *(*list_region_machines)(EinsoraStore *self, const char *region, GError **error);
     /* Its agent synced: when, and its inventory (JSON) when it sent one
@@ -192,6 +195,8 @@ EinsoraMachine *einsora_store_get_machine(EinsoraStore *self, const char *tenant
                                           const char *machine_id, GError **error);
 GPtrArray *einsora_store_list_machines(EinsoraStore *self, const char *tenant_id, GError **error);
 
+EinsoraMachine *einsora_store_find_machine(EinsoraStore *self, const char *machine_id,
+                                           GError **error);
 GPtrArray *einsora_store_list_region_machines(EinsoraStore *self, const char *region,
                                               GError **error);
 gboolean einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,

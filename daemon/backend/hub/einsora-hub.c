@@ -227,24 +227,23 @@ notice_offline(MachineState *state, gint64 now_us)
 static EinsoraMachine *
 find_region_machine(EinsoraHub *self, const char *machine_id, GError **error)
 {
-    g_autoptr(GPtrArray) machines = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GError) local_error = NULL;
 
-    if (machine_id == NULL) {
+    if (machine_id != NULL)
+        machine = einsora_store_find_machine(self->store, machine_id, &local_error);
+    /* A store that can't answer is its own error, not a missing machine. */
+    if (local_error != NULL &&
+        !g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&local_error));
+        return NULL;
+    }
+    if (machine == NULL || g_strcmp0(machine->region, self->region) != 0) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
                             "no such machine in this region");
         return NULL;
     }
-    machines = einsora_store_list_region_machines(self->store, self->region, error);
-    if (machines == NULL)
-        return NULL;
-    for (guint i = 0; i < machines->len; i++) {
-        EinsoraMachine *machine = g_ptr_array_index(machines, i);
-        if (g_strcmp0(machine->id, machine_id) == 0)
-            return einsora_machine_copy(machine);
-    }
-    g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
-                        "no such machine in this region");
-    return NULL;
+    return g_steal_pointer(&machine);
 }
 
 static EinsoraWorkloadMode
