@@ -174,6 +174,15 @@ test_restart_after_kill(void)
         wait_for_state(g_ptr_array_index(ids, i), "running");
         assert_one_event_per_change(g_ptr_array_index(ids, i));
     }
+    {
+        /* All 60 hold capacity on this machine, and the machine says so. */
+        g_autoptr(EinsoraTestResponse) machines = call("GET", "/v1/machines", NULL);
+        JsonArray *list =
+            json_object_get_array_member(json_node_get_object(machines->json), "machines");
+        g_assert_cmpint(
+            json_object_get_int_member(json_array_get_object_element(list, 0), "workloads"), ==,
+            ids->len);
+    }
 }
 
 static void

@@ -5,15 +5,11 @@
 #include "einsora-api-routes.h"
 
 static JsonNode *
-machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GError **error)
+machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTable *counts)
 {
     EinsoraService *service = einsora_api_server_get_service(server);
     g_autoptr(JsonBuilder) builder = json_builder_new();
-    gint64 workloads = 0;
-
-    if (!einsora_service_count_machine_workloads(service, machine->tenant_id, machine->id,
-                                                 &workloads, error))
-        return NULL;
+    gint64 workloads = GPOINTER_TO_INT(g_hash_table_lookup(counts, machine->id));
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "id");
     json_builder_add_string_value(builder, machine->id);
@@ -45,35 +41,39 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GError 
     return json_builder_get_root(builder);
 }
 
+/* The tenant's workload counts per machine, read once per request. */
+static GHashTable *
+workload_counts(EinsoraApiServer *server, EinsoraApiRequest *request, GError **error)
+{
+    return einsora_service_count_machine_workloads(
+        einsora_api_server_get_service(server), einsora_api_request_get_actor(request)->tenant_id,
+        error);
+}
+
 void
 einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) machines = NULL;
-    JsonObject *root;
-    JsonArray *array;
-    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(GHashTable) counts = NULL;
+    g_autoptr(JsonNode) node = json_node_new(JSON_NODE_OBJECT);
+    JsonObject *root = json_object_new();
+    JsonArray *array = json_array_new();
 
+    json_node_take_object(node, root);
+    json_object_set_array_member(root, "machines", array);
     machines =
         einsora_service_list_machines(einsora_api_server_get_service(server),
                                       einsora_api_request_get_actor(request)->tenant_id, &error);
-    if (machines == NULL) {
+    if (machines != NULL)
+        counts = workload_counts(server, request, &error);
+    if (counts == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    root = json_object_new();
-    array = json_array_new();
-    node = json_node_new(JSON_NODE_OBJECT);
-    json_node_take_object(node, root);
-    json_object_set_array_member(root, "machines", array);
-    for (guint i = 0; i < machines->len; i++) {
-        JsonNode *item = machine_to_json(server, g_ptr_array_index(machines, i), &error);
-        if (item == NULL) {
-            einsora_api_request_respond_error(request, error);
-            return;
-        }
-        json_array_add_element(array, item);
-    }
+    for (guint i = 0; i < machines->len; i++)
+        json_array_add_element(array,
+                               machine_to_json(server, g_ptr_array_index(machines, i), counts));
     einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
 }
 
@@ -82,16 +82,18 @@ einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GHashTable) counts = NULL;
     g_autoptr(JsonNode) node = NULL;
 
     machine = einsora_service_get_machine(einsora_api_server_get_service(server),
                                           einsora_api_request_get_actor(request)->tenant_id,
                                           einsora_api_request_get_param(request, 0), &error);
     if (machine != NULL)
-        node = machine_to_json(server, machine, &error);
-    if (node == NULL) {
+        counts = workload_counts(server, request, &error);
+    if (counts == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
+    node = machine_to_json(server, machine, counts);
     einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
 }

@@ -835,23 +835,26 @@ einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machi
     return service_now(self) - seen_us <= MACHINE_ONLINE_WINDOW_US;
 }
 
-gboolean
-einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
-                                        const char *machine_id, gint64 *count, GError **error)
+GHashTable *
+einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id, GError **error)
 {
     g_autoptr(GPtrArray) workloads =
         einsora_store_list_workloads(self->store, tenant_id, FALSE, error);
+    GHashTable *counts;
 
     if (workloads == NULL)
-        return FALSE;
-    *count = 0;
+        return NULL;
+    counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint i = 0; i < workloads->len; i++) {
         const EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
-        if (g_strcmp0(workload->machine_id, machine_id) == 0 &&
-            einsora_workload_state_holds_capacity(workload->state))
-            (*count)++;
+        if (workload->machine_id == NULL || !einsora_workload_state_holds_capacity(workload->state))
+            continue;
+        g_hash_table_insert(
+            counts, g_strdup(workload->machine_id),
+            GINT_TO_POINTER(GPOINTER_TO_INT(g_hash_table_lookup(counts, workload->machine_id)) +
+                            1));
     }
-    return TRUE;
+    return counts;
 }
 
 EinsoraIdempotencyRecord *

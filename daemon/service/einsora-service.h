@@ -68,10 +68,10 @@ EinsoraMachine *einsora_service_get_machine(EinsoraService *self, const char *te
                                             const char *machine_id, GError **error);
 /* Online when its agent was seen in the last three minutes. */
 gboolean einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine);
-/* How many of the tenant's workloads hold capacity on the machine. */
-gboolean einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
-                                                 const char *machine_id, gint64 *count,
-                                                 GError **error);
+/* How many of the tenant's workloads hold capacity on each machine:
+ * machine ID -> count (GINT_TO_POINTER), from one read of the workloads. */
+GHashTable *einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
+                                                    GError **error);
 
 /* Idempotency-Key records, kept for a day. */
 EinsoraIdempotencyRecord *einsora_service_get_idempotency_record(EinsoraService *self,
