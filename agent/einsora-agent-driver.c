@@ -113,3 +113,22 @@ einsora_agent_driver_list_workloads(EinsoraAgentDriver *self)
     g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(self), NULL);
     return EINSORA_AGENT_DRIVER_GET_IFACE(self)->list_workloads(self);
 }
+
+/* The way into a ready workload: the Unix socket it serves on and its own
+ * token, for the access proxy in this process only (never sent, stored
+ * or logged). FALSE when it isn't ready, or the driver serves nothing. */
+gboolean
+einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *workload_id, gint64 *attempt,
+                                gchar **socket_path, gchar **token)
+{
+    EinsoraAgentDriverInterface *iface;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(self), FALSE);
+    g_return_val_if_fail(workload_id != NULL && socket_path != NULL && token != NULL, FALSE);
+    iface = EINSORA_AGENT_DRIVER_GET_IFACE(self);
+    *socket_path = NULL;
+    *token = NULL;
+    if (iface->get_access == NULL)
+        return FALSE;
+    return iface->get_access(self, workload_id, attempt, socket_path, token);
+}

@@ -40,6 +40,9 @@ struct _EinsoraAgentDriverInterface {
     EinsoraStatusCode (*get_status)(EinsoraAgentDriver *self, const char *workload_id,
                                     gint64 *attempt);
     gchar **(*list_workloads)(EinsoraAgentDriver *self);
+    /* Optional: NULL for drivers that serve nothing to open. */
+    gboolean (*get_access)(EinsoraAgentDriver *self, const char *workload_id, gint64 *attempt,
+                           gchar **socket_path, gchar **token);
 };
 
 const char *einsora_agent_driver_get_name(EinsoraAgentDriver *self);
@@ -63,5 +66,7 @@ gboolean einsora_agent_driver_remove_finish(EinsoraAgentDriver *self, GAsyncResu
 EinsoraStatusCode einsora_agent_driver_get_status(EinsoraAgentDriver *self, const char *workload_id,
                                                   gint64 *attempt);
 gchar **einsora_agent_driver_list_workloads(EinsoraAgentDriver *self);
+gboolean einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *workload_id,
+                                         gint64 *attempt, gchar **socket_path, gchar **token);
 
 G_END_DECLS

@@ -1015,3 +1015,24 @@ einsora_agent_get_applied_generation(EinsoraAgent *self)
     g_return_val_if_fail(EINSORA_IS_AGENT(self), 0);
     return self->applied_generation;
 }
+
+gboolean
+einsora_agent_get_access(EinsoraAgent *self, const char *workload_id, gint64 *attempt,
+                         gchar **socket_path, gchar **token)
+{
+    const EinsoraDesiredWorkload *desired;
+    EinsoraAgentDriver *driver;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT(self), FALSE);
+    g_return_val_if_fail(socket_path != NULL && token != NULL, FALSE);
+    *socket_path = NULL;
+    *token = NULL;
+    /* Only what it is told to run, on the driver it is told to use. */
+    desired = self->desired_index != NULL ? desired_lookup(self, workload_id) : NULL;
+    if (desired == NULL || desired->mode != EINSORA_WORKLOAD_MODE_RUN)
+        return FALSE;
+    driver = find_driver(self, desired->driver);
+    if (driver == NULL)
+        return FALSE;
+    return einsora_agent_driver_get_access(driver, workload_id, attempt, socket_path, token);
+}

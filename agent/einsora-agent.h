@@ -33,5 +33,9 @@ void einsora_agent_set_inventory(EinsoraAgent *self, const EinsoraInventory *inv
 void einsora_agent_set_driver_timeout(EinsoraAgent *self, gint64 timeout_us);
 void einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us);
 gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
+/* The way into a ready workload (its driver's socket and token), for the
+ * access proxy in this process only; FALSE when it isn't ready here. */
+gboolean einsora_agent_get_access(EinsoraAgent *self, const char *workload_id, gint64 *attempt,
+                                  gchar **socket_path, gchar **token);
 
 G_END_DECLS

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "einsora-error.h"
@@ -44,27 +43,6 @@ einsora_local_machine_load_id(const char *state_dir, gint64 now_us, GError **err
     }
     close(fd);
     return g_steal_pointer(&id);
-}
-
-EinsoraInventory *
-einsora_local_machine_inventory(const char *const *drivers)
-{
-    EinsoraInventory *inventory = einsora_inventory_new();
-    struct utsname uts;
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page_size = sysconf(_SC_PAGE_SIZE);
-
-    g_free(inventory->os);
-    inventory->os = g_strdup("linux");
-    g_free(inventory->arch);
-    inventory->arch = g_strdup(uname(&uts) == 0 ? uts.machine : "unknown");
-    /* Honours CPU affinity; cgroup limits join with the real inventory. */
-    inventory->cpus = g_get_num_processors();
-    inventory->memory_mib =
-        pages > 0 && page_size > 0 ? (gint64)pages * page_size / (1024 * 1024) : 0;
-    g_strfreev(inventory->drivers);
-    inventory->drivers = g_strdupv((gchar **)drivers);
-    return inventory;
 }
 
 EinsoraMachine *

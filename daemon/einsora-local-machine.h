@@ -12,8 +12,6 @@ G_BEGIN_DECLS
 
 /* Reads <state_dir>/machine-id, or writes a new one (0600) on first use. */
 gchar *einsora_local_machine_load_id(const char *state_dir, gint64 now_us, GError **error);
-/* CPUs, memory, OS and architecture; the drivers are the caller's. */
-EinsoraInventory *einsora_local_machine_inventory(const char *const *drivers);
 /* Registers the machine if its row is missing; a registered machine's
  * owner and region never change. Returns the row. */
 EinsoraMachine *einsora_local_machine_register(EinsoraStore *store, const char *machine_id,

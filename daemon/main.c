@@ -19,7 +19,9 @@
 #include "einsora-controller.h"
 #include "einsora-host-lock.h"
 #include "einsora-hub.h"
+#include "einsora-linux-inventory.h"
 #include "einsora-local-machine.h"
+#include "einsora-native-driver.h"
 #include "einsora-sim-driver.h"
 #include "einsora-service.h"
 #include "einsora-sqlite-store.h"
@@ -40,8 +42,15 @@ typedef struct {
     gchar *machine_owner;
     gchar *drivers;
     gchar *agent_state_dir;
+    gchar *agent_run_dir;
+    gchar *notebook_network;
     gint64 controller_interval_us;
 } EinsoraDaemonSettings;
+
+/* The drivers EINSORA_DRIVERS may name; without it, the daemon uses the
+ * real ones that work here (sim only ever when asked). */
+static const char *const known_drivers[] = {"sim", EINSORA_NATIVE_DRIVER_NAME, NULL};
+#define PROBE_TIMEOUT_MS 30000
 
 static void
 settings_clear(EinsoraDaemonSettings *settings)
@@ -55,6 +64,8 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->machine_owner, g_free);
     g_clear_pointer(&settings->drivers, g_free);
     g_clear_pointer(&settings->agent_state_dir, g_free);
+    g_clear_pointer(&settings->agent_run_dir, g_free);
+    g_clear_pointer(&settings->notebook_network, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -128,6 +139,8 @@ static gboolean
 resolve_settings(EinsoraDaemonSettings *settings, GError **error)
 {
     g_autofree gchar *default_data_dir = g_build_filename(g_get_user_data_dir(), "einsora", NULL);
+    /* Short, for socket paths (macOS allows 104 bytes): ~/.einsora/run. */
+    g_autofree gchar *default_run_dir = g_build_filename(g_get_home_dir(), ".einsora", "run", NULL);
 
     if (!resolve_setting(&settings->data_dir, "EINSORA_DATA_DIR", "--data-dir", default_data_dir,
                          error) ||
@@ -142,8 +155,26 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
                          "local", error) ||
         !resolve_setting(&settings->agent_state_dir, "EINSORA_AGENT_STATE_DIR", "--agent-state-dir",
-                         NULL, error))
+                         NULL, error) ||
+        !resolve_setting(&settings->agent_run_dir, "EINSORA_AGENT_RUN_DIR", "--agent-run-dir",
+                         default_run_dir, error) ||
+        !resolve_setting(&settings->notebook_network, "EINSORA_NOTEBOOK_NETWORK",
+                         "--notebook-network", "none", error))
         return FALSE;
+    if (!g_str_equal(settings->notebook_network, "none") &&
+        !g_str_equal(settings->notebook_network, "outbound")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_NOTEBOOK_NETWORK (--notebook-network): \"%s\" is neither none nor "
+                    "outbound",
+                    settings->notebook_network);
+        return FALSE;
+    }
+    if (!g_path_is_absolute(settings->agent_run_dir)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_AGENT_RUN_DIR (--agent-run-dir): \"%s\" is not an absolute path",
+                    settings->agent_run_dir);
+        return FALSE;
+    }
     /* No drivers is a valid choice (the machine shows, workloads wait), so
      * an empty EINSORA_DRIVERS means none rather than a mistake. */
     if (settings->drivers == NULL)
@@ -151,11 +182,12 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
     if (settings->drivers != NULL) {
         g_auto(GStrv) names = g_strsplit(settings->drivers, ",", -1);
         for (guint i = 0; names[i] != NULL; i++) {
-            if (*names[i] != '\0' && g_strcmp0(names[i], "sim") != 0) {
+            if (*names[i] != '\0' &&
+                !g_strv_contains((const char *const *)known_drivers, names[i])) {
                 g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                             "EINSORA_DRIVERS (--drivers): \"%s\" is not a driver this "
-                            "einsora-daemon has (sim)",
-                            names[i]);
+                            "einsora-daemon has (sim, %s)",
+                            names[i], EINSORA_NATIVE_DRIVER_NAME);
                 return FALSE;
             }
         }
@@ -277,6 +309,88 @@ pretend_capacity(EinsoraInventory *inventory, GError **error)
 }
 
 static gboolean
+wants_driver(const EinsoraDaemonSettings *settings, const char *name)
+{
+    g_auto(GStrv) names = NULL;
+
+    if (settings->drivers == NULL)
+        return !g_str_equal(name, "sim"); /* the real ones, when they work */
+    names = g_strsplit(settings->drivers, ",", -1);
+    return g_strv_contains((const char *const *)names, name);
+}
+
+static void
+on_probed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GAsyncResult **out = user_data;
+
+    *out = g_object_ref(result);
+}
+
+/* Whether Jupyter in bubblewrap works here: asked once at start, before
+ * anything else runs, so waiting on it blocks nothing. */
+static gboolean
+probe_native(const EinsoraNativeDriverConfig *config, GError **error)
+{
+    g_autoptr(GAsyncResult) result = NULL;
+
+    einsora_native_driver_probe_async(config, PROBE_TIMEOUT_MS, NULL, on_probed, &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    return einsora_native_driver_probe_finish(result, error);
+}
+
+/* The drivers this machine's agent uses: those EINSORA_DRIVERS names
+ * (each must work), or without it the real ones that work here. */
+static gboolean
+make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBuilder *names,
+             GError **error)
+{
+    g_autofree gchar *notebooks = g_build_filename(settings->agent_state_dir, "notebooks", NULL);
+    EinsoraNativeDriverConfig native = {
+        .data_dir = notebooks,
+        .run_dir = settings->agent_run_dir,
+        .outbound_network = g_str_equal(settings->notebook_network, "outbound"),
+        .device_root = "/",
+    };
+    g_autoptr(GError) local_error = NULL;
+
+    if (wants_driver(settings, "sim")) {
+        EinsoraSimDriver *sim = einsora_sim_driver_new_from_env(error);
+        if (sim == NULL)
+            return FALSE;
+        g_ptr_array_add(drivers, sim);
+        g_strv_builder_add(names, "sim");
+        g_message("the sim driver is on: it runs nothing (development and tests only)");
+    }
+    if (wants_driver(settings, EINSORA_NATIVE_DRIVER_NAME)) {
+        EinsoraNativeDriver *driver = NULL;
+
+        if (probe_native(&native, &local_error))
+            driver = einsora_native_driver_new(&native, &local_error);
+        if (driver != NULL) {
+            g_ptr_array_add(drivers, driver);
+            g_strv_builder_add(names, EINSORA_NATIVE_DRIVER_NAME);
+            g_message("the %s driver works here: notebooks run in bubblewrap, serving on "
+                      "sockets in %s",
+                      EINSORA_NATIVE_DRIVER_NAME, settings->agent_run_dir);
+        } else if (settings->drivers != NULL) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                        "EINSORA_DRIVERS (--drivers): %s doesn't work here: %s",
+                        EINSORA_NATIVE_DRIVER_NAME, local_error->message);
+            return FALSE;
+        } else {
+            g_message("the %s driver doesn't work here: %s", EINSORA_NATIVE_DRIVER_NAME,
+                      local_error->message);
+        }
+    }
+    if (drivers->len == 0)
+        g_message("this machine has no driver that works: workloads placed here wait until it "
+                  "has one");
+    return TRUE;
+}
+
+static gboolean
 start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, EinsoraCatalog *catalog,
               EinsoraService *service, const char *region, LocalMachine *machine, GError **error)
 {
@@ -286,6 +400,7 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     g_autoptr(EinsoraInventory) inventory = NULL;
     g_autoptr(EinsoraMachine) registered = NULL;
     g_autofree gchar *machine_id = NULL;
+    EinsoraLinuxInventorySource source = {"/", NULL};
     gint64 now_us = einsora_now_real(NULL);
 
     machine->lock = einsora_host_lock_acquire(settings->agent_state_dir, error);
@@ -296,17 +411,17 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     machine_id = einsora_local_machine_load_id(settings->agent_state_dir, now_us, error);
     if (machine_id == NULL)
         return FALSE;
-    if (settings->drivers != NULL && strstr(settings->drivers, "sim") != NULL) {
-        EinsoraSimDriver *sim = einsora_sim_driver_new_from_env(error);
-        if (sim == NULL)
-            return FALSE;
-        g_ptr_array_add(drivers, sim);
-        g_strv_builder_add(names, "sim");
-        g_message("the sim driver is on: it runs nothing (development and tests only)");
-    }
+    if (!make_drivers(settings, drivers, names, error))
+        return FALSE;
     driver_names = g_strv_builder_end(names);
-    inventory = einsora_local_machine_inventory((const char *const *)driver_names);
-    if (drivers->len > 0 && !pretend_capacity(inventory, error))
+    inventory = einsora_linux_inventory_read(&source, error);
+    if (inventory == NULL) {
+        g_prefix_error(error, "reading what this machine has: ");
+        return FALSE;
+    }
+    g_strfreev(inventory->drivers);
+    inventory->drivers = g_strdupv(driver_names);
+    if (wants_driver(settings, "sim") && !pretend_capacity(inventory, error))
         return FALSE;
     registered = einsora_local_machine_register(store, machine_id, settings->machine_owner, region,
                                                 inventory, now_us, error);
@@ -530,9 +645,18 @@ main(int argc, char **argv)
         {"machine-owner", 0, 0, G_OPTION_ARG_STRING, &settings.machine_owner,
          "The tenant that owns this machine (EINSORA_MACHINE_OWNER, default local)", "TENANT"},
         {"drivers", 0, 0, G_OPTION_ARG_STRING, &settings.drivers,
-         "Drivers the in-process agent uses, comma-separated; sim runs nothing and is for "
-         "development and tests (EINSORA_DRIVERS, default none)",
+         "Drivers the in-process agent uses, comma-separated: linux-native, sim (runs nothing, "
+         "for development and tests); empty for none (EINSORA_DRIVERS, default the real ones "
+         "that work here)",
          "LIST"},
+        {"agent-run-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_run_dir,
+         "Where notebooks' sockets, state files and logs live (EINSORA_AGENT_RUN_DIR, default "
+         "~/.einsora/run)",
+         "DIR"},
+        {"notebook-network", 0, 0, G_OPTION_ARG_STRING, &settings.notebook_network,
+         "none, or outbound: notebooks reach out through pasta (EINSORA_NOTEBOOK_NETWORK, "
+         "default none)",
+         "MODE"},
         {"agent-state-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_state_dir,
          "Where the agent keeps this machine's ID and its lock (EINSORA_AGENT_STATE_DIR, "
          "default the data directory)",

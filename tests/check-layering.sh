@@ -27,6 +27,9 @@ declare -A allowed=(
   # agent never includes store or backend headers: it knows only what it is told.
   [agent]="agent agent/protocol daemon/domain"
   [drivers/sim]="drivers/sim agent agent/protocol daemon/domain"
+  [drivers/process]="drivers/process"
+  [drivers/inventory]="drivers/inventory agent/protocol daemon/domain"
+  [drivers/native]="drivers/native drivers/process drivers/inventory agent agent/protocol daemon/domain"
 )
 
 # Where each project header lives, by file name.

@@ -109,7 +109,7 @@ static const InvalidCase invalid_cases[] = {
     {"driver-unknown",
      WITH_DRIVERS("{'name': 'podman', 'kinds': ['notebook'],"
                   " 'accelerators': ['cpu']}"),
-     "drivers[0] 'podman': unknown driver 'podman'; this daemon has sim, native"},
+     "drivers[0] 'podman': unknown driver 'podman'; this daemon has sim, linux-native"},
     {"driver-name-invalid",
      WITH_DRIVERS("{'name': 'Docker', 'kinds': ['notebook'],"
                   " 'accelerators': ['cpu']}"),
@@ -281,11 +281,11 @@ static const InvalidCase invalid_cases[] = {
     {"runtime-driver-unknown",
      WITH_IMAGES(IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['podman']}")),
      "images[0] 'img': runtimes.cpu: driver 'podman' is not in the catalog"},
-    /* native is in the domain table, but this catalog does not offer it. */
+    /* linux-native is in the domain table, but this catalog does not offer it. */
     {"runtime-driver-not-in-catalog",
      WITH_IMAGES(
-         IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim', 'native']}")),
-     "images[0] 'img': runtimes.cpu: driver 'native' is not in the catalog"},
+         IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim', 'linux-native']}")),
+     "images[0] 'img': runtimes.cpu: driver 'linux-native' is not in the catalog"},
     {"runtime-driver-wrong-accelerator",
      WITH_IMAGES(IMAGE("'notebook'", "'apple': {'reference': 'r', 'driver_refs': ['docker']}")),
      "images[0] 'img': runtimes.apple: driver 'docker' does not run on apple"},

@@ -54,13 +54,13 @@ test_permits(void)
         const char *tenant;
         gboolean expected;
     } table[] = {
-        {"linux", "native", "owner", TRUE},        {"linux", "native", "guest", FALSE},
-        {"linux", "docker", "guest", FALSE},       {"linux", "sim", "guest", FALSE},
-        {"linux", "libvirt", "guest", TRUE},       {"linux", "libvirt", "owner", TRUE},
-        {"darwin", "macos-native", "owner", TRUE}, {"darwin", "macos-native", "guest", FALSE},
-        {"darwin", "macos-vz", "guest", TRUE},     {"darwin", "macos-container", "guest", TRUE},
+        {"linux", "linux-native", "owner", TRUE},   {"linux", "linux-native", "guest", FALSE},
+        {"linux", "docker", "guest", FALSE},        {"linux", "sim", "guest", FALSE},
+        {"linux", "libvirt", "guest", TRUE},        {"linux", "libvirt", "owner", TRUE},
+        {"darwin", "macos-native", "owner", TRUE},  {"darwin", "macos-native", "guest", FALSE},
+        {"darwin", "macos-vz", "guest", TRUE},      {"darwin", "macos-container", "guest", TRUE},
         {"linux", "macos-vz", "owner", FALSE}, /* a driver runs only on its own OS */
-        {"darwin", "native", "owner", FALSE},      {"linux", "sim", "owner", TRUE},
+        {"darwin", "linux-native", "owner", FALSE}, {"linux", "sim", "owner", TRUE},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
@@ -93,11 +93,11 @@ test_driver_table(void)
     g_assert_cmpint(vz->isolation, ==, EINSORA_ISOLATION_STRONG);
     g_assert_cmpint(einsora_driver_lookup("sim")->isolation, ==, EINSORA_ISOLATION_WEAK);
     g_assert_cmpint(einsora_driver_lookup("docker")->isolation, ==, EINSORA_ISOLATION_WEAK);
-    g_assert_true(einsora_driver_runs(einsora_driver_lookup("native"),
+    g_assert_true(einsora_driver_runs(einsora_driver_lookup("linux-native"),
                                       EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_CPU));
-    g_assert_false(einsora_driver_runs(einsora_driver_lookup("native"), EINSORA_WORKLOAD_KIND_VM,
-                                       EINSORA_ACCELERATOR_CPU));
-    g_assert_false(einsora_driver_runs(einsora_driver_lookup("native"),
+    g_assert_false(einsora_driver_runs(einsora_driver_lookup("linux-native"),
+                                       EINSORA_WORKLOAD_KIND_VM, EINSORA_ACCELERATOR_CPU));
+    g_assert_false(einsora_driver_runs(einsora_driver_lookup("linux-native"),
                                        EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_APPLE));
     g_assert_false(
         einsora_driver_runs(NULL, EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_CPU));

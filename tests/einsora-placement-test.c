@@ -14,7 +14,8 @@ static const char test_catalog[] =
     "{\"version\": 1,"
     " \"regions\": [{\"name\": \"local\"}, {\"name\": \"eu\"}],"
     " \"drivers\": ["
-    "  {\"name\": \"native\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\", \"nvidia\"]},"
+    "  {\"name\": \"linux-native\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\", "
+    "\"nvidia\"]},"
     "  {\"name\": \"libvirt\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\", \"nvidia\"]},"
     "  {\"name\": \"macos-vz\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\"]}],"
     " \"classes\": ["
@@ -26,8 +27,8 @@ static const char test_catalog[] =
     "   \"accelerator\": \"nvidia\"}],"
     " \"images\": ["
     "  {\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
-    "   \"cpu\": {\"reference\": \"j\", \"driver_refs\": [\"native\"]},"
-    "   \"nvidia\": {\"reference\": \"j\", \"driver_refs\": [\"native\"]}}},"
+    "   \"cpu\": {\"reference\": \"j\", \"driver_refs\": [\"linux-native\"]},"
+    "   \"nvidia\": {\"reference\": \"j\", \"driver_refs\": [\"linux-native\"]}}},"
     "  {\"name\": \"ubuntu\", \"kinds\": [\"vm\"], \"runtimes\": {"
     "   \"cpu\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\", \"macos-vz\"]},"
     "   \"nvidia\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\"]}}}]}";
@@ -87,7 +88,7 @@ typedef struct {
 
 static const PlacementCase cases[] = {
     {"owner-notebook-on-own-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
-     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "native", 1, 0},
+     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 0},
     {"guest-cannot-use-private-machine", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
      NULL, "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
     {"weak-driver-only-for-owner", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
@@ -95,25 +96,25 @@ static const PlacementCase cases[] = {
     {"strong-driver-for-others", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "pool",
      NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "libvirt", 1, 0},
     {"owner-prefers-nothing-but-fits", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
-     NULL, "ws,pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "native", 1, 0},
+     NULL, "ws,pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "linux-native", 1, 0},
     {"gpu-taken", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", "ws", 0,
      EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
     {"gpu-free", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", NULL, 0,
-     EINSORA_PLACEMENT_PLACED, WS, "native", 1, 1},
+     EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 1},
     {"two-gpus-on-a-one-gpu-machine", OWNER, "notebook", "l40s-x2", "jupyter", "local", NULL, NULL,
      "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 2, 0},
     {"not-enough-cpus", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL, "ws",
      NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
     {"other-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws,away", NULL,
-     0, EINSORA_PLACEMENT_PLACED, AWAY, "native", 1, 0},
+     0, EINSORA_PLACEMENT_PLACED, AWAY, "linux-native", 1, 0},
     {"no-machine-in-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws",
      NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
     {"offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL, "off", NULL,
      0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
-    {"disk-on-offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "native",
-     "off,pool", NULL, 0, EINSORA_PLACEMENT_WAITING_FOR_DISK, NULL, NULL, 1, 0},
-    {"disk-goes-back-home", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "native",
-     "away,pool,ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "native", 1, 0},
+    {"disk-on-offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS,
+     "linux-native", "off,pool", NULL, 0, EINSORA_PLACEMENT_WAITING_FOR_DISK, NULL, NULL, 1, 0},
+    {"disk-goes-back-home", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "linux-native",
+     "away,pool,ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 0},
     {"vm-per-machine-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL,
      2, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
     {"vm-under-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL, 1,
@@ -133,20 +134,22 @@ capacity_for(const char *which)
         EinsoraMachineCapacity *m = NULL;
         if (g_str_equal(n, "ws"))
             m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 1,
-                        "native,libvirt");
+                        "linux-native,libvirt");
         else if (g_str_equal(n, "pool"))
             m = machine(POOL, GUEST, "local", "linux", EINSORA_SHARING_COMMUNITY, TRUE, 8, 0,
-                        "native,libvirt");
+                        "linux-native,libvirt");
         else if (g_str_equal(n, "mac"))
             m = machine(MAC, OWNER, "local", "darwin", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
                         "macos-vz");
         else if (g_str_equal(n, "away"))
-            m = machine(AWAY, OWNER, "eu", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0, "native");
+            m = machine(AWAY, OWNER, "eu", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
+                        "linux-native");
         else if (g_str_equal(n, "off"))
             m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, FALSE, 8, 1,
-                        "native");
+                        "linux-native");
         else if (g_str_equal(n, "nodrv"))
-            m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0, "native");
+            m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
+                        "linux-native");
         g_assert_nonnull(m);
         g_ptr_array_add(capacity->machines, m);
     }
@@ -172,7 +175,7 @@ test_case(gconstpointer data)
         g_autoptr(EinsoraWorkload) other =
             workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
         other->machine_id = g_strdup(WS);
-        other->driver = g_strdup("native");
+        other->driver = g_strdup("linux-native");
         einsora_usage_add(usage, other, einsora_catalog_lookup_class(catalog, "l40s-48gb"));
     }
     for (guint i = 0; i < c->held_vms_on_mac; i++) {

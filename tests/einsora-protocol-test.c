@@ -20,13 +20,13 @@ static const char *const report_json =
     " \"inventory\": {\"os\": \"linux\", \"arch\": \"x86_64\", \"cpus\": 16,"
     "  \"memory_mib\": 65536,"
     "  \"gpus\": [{\"vendor\": \"nvidia\", \"model\": \"L40S\", \"memory_mib\": 46068}],"
-    "  \"drivers\": [\"native\", \"docker\", \"sim\"]}}";
+    "  \"drivers\": [\"linux-native\", \"docker\", \"sim\"]}}";
 
 static const char *const desired_json =
     "{\"machine_id\": \"" MACHINE_ID "\", \"generation\": 12,"
     " \"workloads\": ["
     "  {\"workload_id\": \"" WORKLOAD_1 "\", \"tenant_id\": \"" TENANT_ID "\","
-    "   \"mode\": \"run\", \"attempt\": 3, \"kind\": \"notebook\", \"driver\": \"native\","
+    "   \"mode\": \"run\", \"attempt\": 3, \"kind\": \"notebook\", \"driver\": \"linux-native\","
     "   \"placed_class\": \"cpu-4c-16g\", \"image\": \"jupyter-scipy\","
     "   \"runtime_reference\": \"debian:jupyter-notebook\", \"cpus\": 4,"
     "   \"memory_mib\": 16384, \"devices\": 0},"
@@ -255,7 +255,7 @@ test_desired_round_trip(void)
     g_assert_cmpint(run->mode, ==, EINSORA_WORKLOAD_MODE_RUN);
     g_assert_cmpint(run->attempt, ==, 3);
     g_assert_cmpint(run->kind, ==, EINSORA_WORKLOAD_KIND_NOTEBOOK);
-    g_assert_cmpstr(run->driver, ==, "native");
+    g_assert_cmpstr(run->driver, ==, "linux-native");
     g_assert_cmpstr(run->placed_class, ==, "cpu-4c-16g");
     g_assert_cmpstr(run->image, ==, "jupyter-scipy");
     g_assert_cmpstr(run->runtime_reference, ==, "debian:jupyter-notebook");
@@ -689,8 +689,9 @@ test_inventory_validation(void)
         const char *gpus;
         const char *message; /* NULL: accepted */
     } table[] = {
-        {"linux", "linux", "x86_64", "native,docker,libvirt,sim", "nvidia:L40S,amd:MI210", NULL},
-        {NULL, "linux", "aarch64", "native", "", NULL},
+        {"linux", "linux", "x86_64", "linux-native,docker,libvirt,sim", "nvidia:L40S,amd:MI210",
+         NULL},
+        {NULL, "linux", "aarch64", "linux-native", "", NULL},
         {"darwin", "darwin", "arm64", "macos-native,macos-vz,macos-container,sim", "apple:M2 Max",
          NULL},
         {"darwin", "darwin", "x86_64", "macos-vz", "amd:Radeon Pro 5500M", NULL},
@@ -700,7 +701,7 @@ test_inventory_validation(void)
          "\"drivers[1]\": the macos-native driver runs only on darwin"},
         {"linux", "linux", "x86_64", "kubernetes", "", "\"drivers[0]\": unknown driver"},
         {"linux", "linux", "x86_64", "sim,sim", "", "\"drivers[1]\": sim is listed twice"},
-        {"linux", "linux", "aarch64", "native", "apple:M2",
+        {"linux", "linux", "aarch64", "linux-native", "apple:M2",
          "\"gpus[0].vendor\": an Apple GPU is only in a Mac with Apple Silicon"},
         {"darwin", "darwin", "x86_64", "", "apple:M2",
          "\"gpus[0].vendor\": an Apple GPU is only in a Mac with Apple Silicon"},
@@ -739,7 +740,7 @@ test_inventory_validation(void)
 static void
 test_inventory_validation_bounds(void)
 {
-    g_autoptr(EinsoraInventory) inventory = inventory_new("linux", "x86_64", "native", "");
+    g_autoptr(EinsoraInventory) inventory = inventory_new("linux", "x86_64", "linux-native", "");
     g_autoptr(GError) error = NULL;
 
     inventory->cpus = EINSORA_PROTOCOL_MAX_CPUS + 1;

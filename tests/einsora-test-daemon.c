@@ -26,6 +26,12 @@ einsora_test_daemon_new(void)
     daemon->log_path = g_build_filename(daemon->dir, "daemon.log", NULL);
     daemon->session = soup_session_new_with_options("timeout", 30, NULL);
     daemon->env = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    /* No drivers unless a test asks (a NULL value unsets a variable, so
+     * the daemon picks the drivers that work here), and sockets in the
+     * test's own directory, never in the home directory. */
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "");
+    g_hash_table_insert(daemon->env, g_strdup("EINSORA_AGENT_RUN_DIR"),
+                        g_build_filename(daemon->dir, "run", NULL));
     return daemon;
 }
 
@@ -72,6 +78,7 @@ einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant
     return g_steal_pointer(&out);
 }
 
+/* @value NULL: the variable is unset for the daemon. */
 void
 einsora_test_daemon_setenv(EinsoraTestDaemon *daemon, const char *name, const char *value)
 {
@@ -107,8 +114,12 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
         GHashTableIter iter;
         gpointer name, value;
         g_hash_table_iter_init(&iter, daemon->env);
-        while (g_hash_table_iter_next(&iter, &name, &value))
-            g_subprocess_launcher_setenv(launcher, name, value, TRUE);
+        while (g_hash_table_iter_next(&iter, &name, &value)) {
+            if (value == NULL)
+                g_subprocess_launcher_unsetenv(launcher, name);
+            else
+                g_subprocess_launcher_setenv(launcher, name, value, TRUE);
+        }
     }
     g_subprocess_launcher_take_stdout_fd(launcher, dup(log_fd));
     g_subprocess_launcher_take_stderr_fd(launcher, log_fd);

@@ -10,7 +10,7 @@ static const EinsoraDriverInfo drivers[] = {
     {"sim", K(NOTEBOOK) | K(ENDPOINT) | K(VM), A(CPU) | A(APPLE) | A(NVIDIA) | A(AMD),
      EINSORA_ISOLATION_WEAK, 0, NULL},
     /* Jupyter as the owner's user in bubblewrap, on a Unix socket. */
-    {"native", K(NOTEBOOK), A(CPU) | A(NVIDIA) | A(AMD), EINSORA_ISOLATION_WEAK, 0, "linux"},
+    {"linux-native", K(NOTEBOOK), A(CPU) | A(NVIDIA), EINSORA_ISOLATION_WEAK, 0, "linux"},
     {"macos-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(APPLE), EINSORA_ISOLATION_WEAK, 0,
      "darwin"},
     /* A local rootful Docker Engine without a VM boundary. */

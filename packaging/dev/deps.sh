@@ -7,6 +7,9 @@ what=${1:-run}
 packages=(
   meson ninja-build pkg-config gcc gettext
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev libsqlite3-dev libssl-dev libargon2-dev
+  # The native driver's runtime: Jupyter in bubblewrap (passt's pasta
+  # gives a notebook outbound networking when a setting asks for it).
+  jupyter-notebook python3-ipykernel bubblewrap passt
 )
 if [ "$what" = test ]; then
   packages+=(clang-format python3)

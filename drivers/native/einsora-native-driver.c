@@ -1,0 +1,1215 @@
+#define G_LOG_DOMAIN "einsora-native"
+
+#include "einsora-native-driver.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "einsora-bwrap-args.h"
+#include "einsora-linux-inventory.h"
+#include "einsora-notebook-server.h"
+#include "einsora-process-supervisor.h"
+#include "einsora-uuid.h"
+
+#define READY_POLL_MS 250
+#define READY_CHECK_TIMEOUT_MS 2000
+#define RUNTIME_DIR_IN_SANDBOX "/tmp/jupyter-runtime"
+#define LABEL_ATTEMPT "attempt"
+#define LABEL_DEVICES "devices"
+
+typedef enum {
+    OP_NONE,
+    OP_STOP,
+    OP_REMOVE,
+} NativeOp;
+
+typedef struct {
+    EinsoraNativeDriver *driver; /* unowned: the driver owns its workloads */
+    gchar *workload_id;
+    EinsoraStatusCode code;
+    gint64 attempt;
+    gint64 devices;
+    /* Set while a server runs: its socket and token, in memory only. */
+    EinsoraNotebookServer *server;
+    GCancellable *ready_cancellable;
+    GSource *ready_timer;
+    gint64 ready_deadline_us;
+    /* The one stop or remove in flight. */
+    NativeOp op;
+    GTask *task;
+} NativeWorkload;
+
+struct _EinsoraNativeDriver {
+    GObject parent_instance;
+
+    GMainContext *context;
+    gchar *data_dir;
+    gchar *run_dir;
+    gchar *bwrap_path;
+    gchar *jupyter_path;
+    gchar *pasta_path; /* NULL unless outbound networking is on */
+    gchar *device_root;
+    guint ready_timeout_ms;
+    EinsoraProcessSupervisor *supervisor;
+    GHashTable *workloads; /* workload ID -> NativeWorkload */
+};
+
+static void einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraNativeDriver, einsora_native_driver, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_AGENT_DRIVER,
+                                                    einsora_native_driver_iface_init))
+
+static void
+clear_source(GSource **source)
+{
+    if (*source == NULL)
+        return;
+    g_source_destroy(*source);
+    g_clear_pointer(source, g_source_unref);
+}
+
+static void
+workload_stop_probing(NativeWorkload *workload)
+{
+    clear_source(&workload->ready_timer);
+    if (workload->ready_cancellable != NULL)
+        g_cancellable_cancel(workload->ready_cancellable);
+    g_clear_object(&workload->ready_cancellable);
+}
+
+static void
+workload_free(NativeWorkload *workload)
+{
+    g_warn_if_fail(workload->task == NULL);
+    workload_stop_probing(workload);
+    g_clear_object(&workload->server);
+    g_free(workload->workload_id);
+    g_free(workload);
+}
+
+static void
+log_workload(const NativeWorkload *workload, GLogLevelFlags level, const char *message)
+{
+    g_autofree gchar *attempt = g_strdup_printf("%" G_GINT64_FORMAT, workload->attempt);
+
+    g_log_structured(G_LOG_DOMAIN, level, "WORKLOAD_ID", workload->workload_id, "ATTEMPT", attempt,
+                     "MESSAGE", "notebook %s: %s", workload->workload_id, message);
+}
+
+static gboolean
+is_active(EinsoraStatusCode code)
+{
+    return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
+           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
+}
+
+static NativeWorkload *
+workload_ensure(EinsoraNativeDriver *self, const char *workload_id)
+{
+    NativeWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    if (workload != NULL)
+        return workload;
+    workload = g_new0(NativeWorkload, 1);
+    workload->driver = self;
+    workload->workload_id = g_strdup(workload_id);
+    workload->code = EINSORA_STATUS_CODE_UNKNOWN;
+    workload->attempt = EINSORA_AGENT_DRIVER_NO_ATTEMPT;
+    g_hash_table_insert(self->workloads, workload->workload_id, workload);
+    return workload;
+}
+
+/* Paths: data <data_dir>/<id>, run <run_dir>/<id>/notebook.sock. */
+
+static gchar *
+workload_data_dir(EinsoraNativeDriver *self, const char *workload_id)
+{
+    return g_build_filename(self->data_dir, workload_id, NULL);
+}
+
+static gchar *
+workload_run_dir(EinsoraNativeDriver *self, const char *workload_id)
+{
+    return g_build_filename(self->run_dir, workload_id, NULL);
+}
+
+static gchar *
+workload_socket(EinsoraNativeDriver *self, const char *workload_id)
+{
+    return g_build_filename(self->run_dir, workload_id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+}
+
+/* The sandbox */
+
+/* GLib 2.74 has no g_strv_builder_take(). */
+static void
+add_owned(GStrvBuilder *builder, gchar *value)
+{
+    g_strv_builder_add(builder, value);
+    explicit_bzero(value, strlen(value));
+    g_free(value);
+}
+
+/* What the system lends the sandbox, read-only: enough for Python,
+ * Jupyter and their data, and nothing of anyone's home or of /var. */
+static const char *const system_dirs[] = {"/usr", "/opt"};
+static const char *const merged_dirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+static const char *const etc_files[] = {
+    "/etc/alternatives", "/etc/ca-certificates", "/etc/fonts",     "/etc/group",
+    "/etc/host.conf",    "/etc/hosts",           "/etc/jupyter",   "/etc/ld.so.cache",
+    "/etc/ld.so.conf",   "/etc/ld.so.conf.d",    "/etc/localtime", "/etc/matplotlibrc",
+    "/etc/mime.types",   "/etc/nsswitch.conf",   "/etc/passwd",    "/etc/python3",
+    "/etc/python3.11",   "/etc/resolv.conf",     "/etc/ssl",       "/etc/timezone",
+};
+
+static void
+add_system(EinsoraBwrapArgs *args)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(system_dirs); i++)
+        einsora_bwrap_args_add_pair(args, "--ro-bind-try", system_dirs[i], system_dirs[i]);
+    /* Debian's /bin and /lib are links into /usr: the same links inside. */
+    for (guint i = 0; i < G_N_ELEMENTS(merged_dirs); i++) {
+        g_autofree gchar *target = g_file_read_link(merged_dirs[i], NULL);
+
+        if (target != NULL)
+            einsora_bwrap_args_add_pair(args, "--symlink", target, merged_dirs[i]);
+        else
+            einsora_bwrap_args_add_pair(args, "--ro-bind-try", merged_dirs[i], merged_dirs[i]);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(etc_files); i++)
+        einsora_bwrap_args_add_pair(args, "--ro-bind-try", etc_files[i], etc_files[i]);
+}
+
+static gchar **
+server_command(EinsoraNativeDriver *self, const char *data_dir, const char *socket_path)
+{
+    g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
+
+    g_strv_builder_add(argv, self->jupyter_path);
+    g_strv_builder_add(argv, "--no-browser");
+    if (geteuid() == 0)
+        g_strv_builder_add(argv, "--allow-root");
+    add_owned(argv, g_strdup_printf("--sock=%s", socket_path));
+    g_strv_builder_add(argv, "--sock-mode=0600");
+    g_strv_builder_add(argv, "--KernelManager.transport=ipc");
+    add_owned(argv, g_strdup_printf("--notebook-dir=%s", data_dir));
+    return g_strv_builder_end(argv);
+}
+
+/* The whole sandbox of one workload. Deterministic: the same workload
+ * on the same configuration gives the same fingerprint, which is how a
+ * restarted daemon knows the sandbox of a server it adopts. */
+static EinsoraBwrapArgs *
+build_sandbox(EinsoraNativeDriver *self, const char *workload_id, gint64 devices, GError **error)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(self->bwrap_path);
+    g_autofree gchar *data_dir = workload_data_dir(self, workload_id);
+    g_autofree gchar *run_dir = workload_run_dir(self, workload_id);
+    g_autofree gchar *socket_path = workload_socket(self, workload_id);
+    g_auto(GStrv) command = server_command(self, data_dir, socket_path);
+
+    add_system(args);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/run");
+    if (devices > 0) {
+        /* The driver table gives this driver CPU and NVIDIA only, so a
+         * workload with devices wants NVIDIA's nodes. */
+        g_auto(GStrv) nodes = einsora_linux_inventory_nvidia_device_nodes(self->device_root);
+        g_autofree gchar *prefix =
+            g_strcmp0(self->device_root, "/") == 0 ? g_strdup("") : g_strdup(self->device_root);
+
+        if (nodes == NULL || nodes[0] == NULL) {
+            g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                                "this machine has no /dev/nvidia* devices");
+            return NULL;
+        }
+        for (guint i = 0; nodes[i] != NULL; i++) {
+            const char *inside = nodes[i] + strlen(prefix);
+            einsora_bwrap_args_add_pair(args, "--dev-bind", nodes[i], inside);
+        }
+    }
+    einsora_bwrap_args_bind(args, data_dir, TRUE);
+    einsora_bwrap_args_bind(args, run_dir, TRUE);
+    /* The sandbox's own root (where /etc's few files hang) read-only
+     * too, once every mount point on it exists. */
+    einsora_bwrap_args_add_path(args, "--remount-ro", "/");
+    /* pasta gives the sandbox a network namespace of its own with only
+     * outbound traffic; without it there is only loopback. */
+    if (self->pasta_path == NULL)
+        einsora_bwrap_args_add_flag(args, "--unshare-net");
+    else {
+        const char *const prefix[] = {
+            self->pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none",
+            "--udp-ports",    "none",         "--tcp-ns", "none",        "--udp-ns",
+            "none",           "--",           NULL};
+        einsora_bwrap_args_set_prefix(args, prefix);
+    }
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    einsora_bwrap_args_add_flag(args, "--unshare-ipc");
+    einsora_bwrap_args_add_flag(args, "--unshare-uts");
+    einsora_bwrap_args_add_flag(args, "--unshare-cgroup-try");
+    einsora_bwrap_args_add_path(args, "--chdir", data_dir);
+    einsora_bwrap_args_set_command(args, (const char *const *)command);
+    if (!einsora_bwrap_args_check(args, error))
+        return NULL;
+    return g_steal_pointer(&args);
+}
+
+/* The environment is an allowlist: nothing of the daemon's passes. */
+static gchar **
+server_environment(const char *data_dir, const char *token)
+{
+    g_autoptr(GStrvBuilder) env = g_strv_builder_new();
+    const char *tz = g_getenv("TZ");
+
+    g_strv_builder_add(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    add_owned(env, g_strdup_printf("HOME=%s", data_dir));
+    add_owned(env, g_strdup_printf("USER=%s", g_get_user_name()));
+    add_owned(env, g_strdup_printf("LOGNAME=%s", g_get_user_name()));
+    g_strv_builder_add(env, "LANG=C.UTF-8");
+    g_strv_builder_add(env, "SHELL=/bin/bash");
+    g_strv_builder_add(env, "TERM=xterm-256color");
+    g_strv_builder_add(env, "PYTHONUNBUFFERED=1");
+    g_strv_builder_add(env, "JUPYTER_RUNTIME_DIR=" RUNTIME_DIR_IN_SANDBOX);
+    if (tz != NULL && strchr(tz, '\n') == NULL)
+        add_owned(env, g_strdup_printf("TZ=%s", tz));
+    add_owned(env, g_strdup_printf("JUPYTER_TOKEN=%s", token));
+    return g_strv_builder_end(env);
+}
+
+static void
+wipe_strv(gchar **strv)
+{
+    for (guint i = 0; strv != NULL && strv[i] != NULL; i++)
+        explicit_bzero(strv[i], strlen(strv[i]));
+    g_strfreev(strv);
+}
+
+/* A server this daemon didn't start (it was adopted) keeps its token in
+ * its own environment, which only this user can read: that is where a
+ * restarted daemon finds it again, so the token is never written down. */
+static gchar *
+token_from_environment(GPid pid)
+{
+    g_autofree gchar *path = g_strdup_printf("/proc/%d/environ", (int)pid);
+    g_autofree gchar *contents = NULL;
+    gsize length = 0;
+    gchar *token = NULL;
+
+    if (!g_file_get_contents(path, &contents, &length, NULL))
+        return NULL;
+    for (gsize at = 0; at < length; at += strlen(contents + at) + 1) {
+        if (g_str_has_prefix(contents + at, "JUPYTER_TOKEN=")) {
+            token = g_strdup(contents + at + strlen("JUPYTER_TOKEN="));
+            break;
+        }
+    }
+    explicit_bzero(contents, length);
+    return token;
+}
+
+/* Readiness */
+
+static void schedule_ready_check(NativeWorkload *workload, guint delay_ms);
+
+/* A stop nobody waits for (a server that failed, or whose sandbox
+ * changed): once it is done, its state file goes, so the failure stays
+ * what it was rather than read as stopped by itself after a restart. */
+static void
+on_background_stop(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autofree gchar *workload_id = user_data;
+    EinsoraProcessSupervisor *supervisor = EINSORA_PROCESS_SUPERVISOR(source);
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_process_supervisor_stop_finish(supervisor, result, &error) ||
+        !einsora_process_supervisor_clear_state(supervisor, workload_id, &error))
+        g_message("notebook %s: %s", workload_id, error->message);
+}
+
+static void
+stop_in_background(EinsoraNativeDriver *self, const char *workload_id)
+{
+    einsora_process_supervisor_stop_async(self->supervisor, workload_id, NULL, on_background_stop,
+                                          g_strdup(workload_id));
+}
+
+static void
+kill_unready(NativeWorkload *workload)
+{
+    EinsoraNativeDriver *self = workload->driver;
+
+    /* It failed; what runs of it is stopped, its data kept. The agent
+     * sees the code at once; the stop finishes on its own. */
+    workload->code = EINSORA_STATUS_CODE_FAILED_TO_START;
+    g_clear_object(&workload->server);
+    stop_in_background(self, workload->workload_id);
+}
+
+static void
+on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    NativeWorkload *workload = user_data;
+    g_autoptr(GError) error = NULL;
+    gboolean ready =
+        einsora_notebook_server_check_ready_finish(EINSORA_NOTEBOOK_SERVER(source), result, &error);
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return; /* stopped, or the driver is going away: workload may be freed */
+    g_clear_object(&workload->ready_cancellable);
+    if (workload->code != EINSORA_STATUS_CODE_STARTING)
+        return;
+    if (ready) {
+        workload->code = EINSORA_STATUS_CODE_RUNNING;
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server answers on its socket: running");
+        return;
+    }
+    if (g_get_monotonic_time() >= workload->ready_deadline_us) {
+        g_autofree gchar *message = g_strdup_printf(
+            "its server never answered on its socket (last: %s); stopping it. Its log is %s/%s.log",
+            error->message, workload->driver->run_dir, workload->workload_id);
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
+        kill_unready(workload);
+        return;
+    }
+    schedule_ready_check(workload, READY_POLL_MS);
+}
+
+static gboolean
+on_ready_timer(gpointer user_data)
+{
+    NativeWorkload *workload = user_data;
+
+    g_clear_pointer(&workload->ready_timer, g_source_unref);
+    if (workload->server == NULL || workload->code != EINSORA_STATUS_CODE_STARTING)
+        return G_SOURCE_REMOVE;
+    workload->ready_cancellable = g_cancellable_new();
+    einsora_notebook_server_check_ready_async(workload->server, READY_CHECK_TIMEOUT_MS,
+                                              workload->ready_cancellable, on_ready_checked,
+                                              workload);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+schedule_ready_check(NativeWorkload *workload, guint delay_ms)
+{
+    clear_source(&workload->ready_timer);
+    workload->ready_timer = g_timeout_source_new(delay_ms);
+    g_source_set_callback(workload->ready_timer, on_ready_timer, workload, NULL);
+    g_source_attach(workload->ready_timer, workload->driver->context);
+}
+
+static void
+begin_probing(NativeWorkload *workload, const char *token)
+{
+    EinsoraNativeDriver *self = workload->driver;
+    g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+
+    g_clear_object(&workload->server);
+    workload->server = einsora_notebook_server_new(socket_path, token);
+    workload->code = EINSORA_STATUS_CODE_STARTING;
+    workload->ready_deadline_us =
+        g_get_monotonic_time() + (gint64)self->ready_timeout_ms * G_TIME_SPAN_MILLISECOND;
+    schedule_ready_check(workload, READY_POLL_MS);
+}
+
+/* The supervisor says a server ended by itself (a stop's end is the
+ * stop's to handle). */
+static void
+on_process_changed(EinsoraProcessSupervisor *supervisor, const char *name, gpointer user_data)
+{
+    EinsoraNativeDriver *self = user_data;
+    NativeWorkload *workload = g_hash_table_lookup(self->workloads, name);
+    int exit_status = 0;
+    EinsoraProcessState state;
+
+    if (workload == NULL || workload->op != OP_NONE)
+        return;
+    state = einsora_process_supervisor_get_state(supervisor, name, &exit_status);
+    /* A stop this driver asked for is its caller's to report. */
+    if (state == EINSORA_PROCESS_RUNNING || state == EINSORA_PROCESS_STOPPED)
+        return;
+    workload_stop_probing(workload);
+    g_clear_object(&workload->server);
+    if (state == EINSORA_PROCESS_KILLED && exit_status == SIGKILL &&
+        (workload->code == EINSORA_STATUS_CODE_RUNNING ||
+         workload->code == EINSORA_STATUS_CODE_STARTING)) {
+        /* Nobody here sent it: the kernel's out-of-memory killer does. */
+        workload->code = EINSORA_STATUS_CODE_OUT_OF_MEMORY;
+        log_workload(workload, G_LOG_LEVEL_MESSAGE,
+                     "its server was killed (SIGKILL): out of "
+                     "memory");
+    } else if (workload->code == EINSORA_STATUS_CODE_STARTING) {
+        workload->code = EINSORA_STATUS_CODE_FAILED_TO_START;
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server ended before it was ready");
+    } else if (workload->code == EINSORA_STATUS_CODE_RUNNING) {
+        workload->code = EINSORA_STATUS_CODE_EXITED;
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server stopped by itself");
+    }
+}
+
+/* Starting */
+
+static gboolean
+make_private_dir(const char *path, GError **error)
+{
+    if (g_mkdir_with_parents(path, 0700) != 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't create %s: %s", path,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    if (g_chmod(path, 0700) != 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't make %s private: %s",
+                    path, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static EinsoraStatusCode
+launch(NativeWorkload *workload, GError **error)
+{
+    EinsoraNativeDriver *self = workload->driver;
+    const char *id = workload->workload_id;
+    g_autofree gchar *data_dir = workload_data_dir(self, id);
+    g_autofree gchar *run_dir = workload_run_dir(self, id);
+    g_autofree gchar *socket_path = workload_socket(self, id);
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *fingerprint = NULL;
+    g_autofree gchar *attempt_label = NULL;
+    g_autofree gchar *devices_label = NULL;
+    g_autoptr(EinsoraBwrapArgs) args = NULL;
+    g_auto(GStrv) argv = NULL;
+    gchar **envp = NULL;
+    gboolean started;
+
+    if (self->bwrap_path == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "bwrap isn't installed");
+        return EINSORA_STATUS_CODE_DRIVER_MISSING;
+    }
+    if (self->jupyter_path == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                            "jupyter-notebook isn't installed");
+        return EINSORA_STATUS_CODE_IMAGE_MISSING;
+    }
+    args = build_sandbox(self, id, workload->devices, error);
+    if (args == NULL)
+        return EINSORA_STATUS_CODE_DRIVER_MISSING;
+    if (!make_private_dir(data_dir, error) || !make_private_dir(run_dir, error))
+        return EINSORA_STATUS_CODE_FAILED_TO_START;
+    /* A socket left by an earlier run would answer for nobody. */
+    if (g_unlink(socket_path) != 0 && errno != ENOENT) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't remove %s: %s",
+                    socket_path, g_strerror(errno));
+        return EINSORA_STATUS_CODE_FAILED_TO_START;
+    }
+    token = einsora_notebook_server_new_token(error);
+    if (token == NULL)
+        return EINSORA_STATUS_CODE_FAILED_TO_START;
+    argv = einsora_bwrap_args_to_strv(args);
+    fingerprint = einsora_bwrap_args_fingerprint(args);
+    envp = server_environment(data_dir, token);
+    attempt_label = g_strdup_printf(LABEL_ATTEMPT "=%" G_GINT64_FORMAT, workload->attempt);
+    devices_label = g_strdup_printf(LABEL_DEVICES "=%" G_GINT64_FORMAT, workload->devices);
+    {
+        const char *const labels[] = {attempt_label, devices_label, NULL};
+        started = einsora_process_supervisor_start(self->supervisor, id, (const char *const *)argv,
+                                                   (const char *const *)envp, data_dir, fingerprint,
+                                                   labels, error);
+    }
+    wipe_strv(envp);
+    if (!started) {
+        if (g_error_matches(*error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT))
+            return EINSORA_STATUS_CODE_DRIVER_MISSING;
+        return EINSORA_STATUS_CODE_FAILED_TO_START;
+    }
+    begin_probing(workload, token);
+    explicit_bzero(token, strlen(token));
+    return EINSORA_STATUS_CODE_STARTING;
+}
+
+static void
+launch_for_task(GTask *task, NativeWorkload *workload)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraStatusCode code = launch(workload, &error);
+
+    if (code != EINSORA_STATUS_CODE_STARTING) {
+        g_autofree gchar *message = g_strdup_printf("can't start: %s", error->message);
+        workload->code = code;
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    log_workload(workload, G_LOG_LEVEL_MESSAGE, "started its server in its sandbox");
+    g_task_return_boolean(task, TRUE);
+}
+
+/* What is left of an earlier server (one whose sandbox changed, or that
+ * failed to get ready) is stopped before the new one starts. */
+static void
+on_leftover_stopped(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    NativeWorkload *workload = g_task_get_task_data(task);
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_process_supervisor_stop_finish(EINSORA_PROCESS_SUPERVISOR(source), result,
+                                                &error)) {
+        workload->code = EINSORA_STATUS_CODE_FAILED_TO_START;
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    launch_for_task(task, workload);
+}
+
+static void
+native_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *desired,
+                   GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    NativeWorkload *workload;
+
+    g_task_set_source_tag(task, native_start_async);
+    if (!einsora_uuid_is_valid(desired->workload_id) ||
+        desired->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                                "the native driver runs notebooks only");
+        return;
+    }
+    workload = workload_ensure(self, desired->workload_id);
+    if (workload->attempt == desired->attempt && workload->code != EINSORA_STATUS_CODE_UNKNOWN) {
+        g_task_return_boolean(task, TRUE); /* an attempt starts at most once */
+        return;
+    }
+    if (is_active(workload->code) || workload->task != NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_BUSY,
+                                "attempt %" G_GINT64_FORMAT " still runs; stop it first",
+                                workload->attempt);
+        return;
+    }
+    workload->attempt = desired->attempt;
+    workload->devices = desired->devices;
+    workload->code = EINSORA_STATUS_CODE_STARTING;
+    g_task_set_task_data(task, workload, NULL);
+    if (einsora_process_supervisor_get_pid(self->supervisor, workload->workload_id) != 0) {
+        einsora_process_supervisor_stop_async(self->supervisor, workload->workload_id, NULL,
+                                              on_leftover_stopped, g_steal_pointer(&task));
+        return;
+    }
+    launch_for_task(task, workload);
+}
+
+static gboolean
+native_start_finish(EinsoraAgentDriver *driver, GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* Stopping and removing */
+
+static gboolean remove_tree(const char *path, GError **error);
+
+static void
+finish_op(NativeWorkload *workload, GError *error)
+{
+    g_autoptr(GTask) task = g_steal_pointer(&workload->task);
+
+    workload->op = OP_NONE;
+    if (error != NULL)
+        g_task_return_error(task, error);
+    else
+        g_task_return_boolean(task, TRUE);
+}
+
+static void
+remove_in_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+    const char *const *paths = task_data;
+    GError *error = NULL;
+
+    for (guint i = 0; paths[i] != NULL; i++) {
+        if (!remove_tree(paths[i], &error)) {
+            g_task_return_error(task, error);
+            return;
+        }
+    }
+    g_task_return_boolean(task, TRUE);
+}
+
+static void
+on_removed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    NativeWorkload *workload = user_data;
+    EinsoraNativeDriver *self = workload->driver;
+    g_autoptr(GError) error = NULL;
+
+    if (!g_task_propagate_boolean(G_TASK(result), &error) ||
+        !einsora_process_supervisor_forget(self->supervisor, workload->workload_id, &error)) {
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, error->message);
+        workload->code = EINSORA_STATUS_CODE_STOPPED; /* data (partly) kept: try again */
+        finish_op(workload, g_steal_pointer(&error));
+        return;
+    }
+    workload->code = EINSORA_STATUS_CODE_REMOVED;
+    log_workload(workload, G_LOG_LEVEL_MESSAGE, "its data and run files are deleted");
+    finish_op(workload, NULL);
+}
+
+static void
+start_removal(NativeWorkload *workload)
+{
+    EinsoraNativeDriver *self = workload->driver;
+    g_autoptr(GTask) task = g_task_new(self, NULL, on_removed, workload);
+    gchar **paths = g_new0(gchar *, 3);
+
+    paths[0] = workload_data_dir(self, workload->workload_id);
+    paths[1] = workload_run_dir(self, workload->workload_id);
+    g_task_set_task_data(task, paths, (GDestroyNotify)g_strfreev);
+    /* A notebook's data can be large: deleting it mustn't block the loop. */
+    g_task_run_in_thread(task, remove_in_thread);
+}
+
+static void
+on_server_stopped(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    NativeWorkload *workload = user_data;
+    EinsoraNativeDriver *self = workload->driver;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+
+    if (!einsora_process_supervisor_stop_finish(EINSORA_PROCESS_SUPERVISOR(source), result,
+                                                &error)) {
+        /* Signals are sent; the supervisor's "changed" will tell the rest. */
+        finish_op(workload, g_steal_pointer(&error));
+        return;
+    }
+    g_unlink(socket_path);
+    /* Stopped on purpose: nothing is left for a restarted daemon to
+     * adopt, or to mistake for a server that stopped by itself. */
+    if (!einsora_process_supervisor_clear_state(self->supervisor, workload->workload_id, &error))
+        log_workload(workload, G_LOG_LEVEL_MESSAGE, error->message);
+    g_clear_error(&error);
+    if (workload->op == OP_REMOVE) {
+        start_removal(workload);
+        return;
+    }
+    if (workload->code == EINSORA_STATUS_CODE_STOPPING)
+        workload->code = EINSORA_STATUS_CODE_STOPPED;
+    log_workload(workload, G_LOG_LEVEL_MESSAGE, "stopped; its data is kept");
+    finish_op(workload, NULL);
+}
+
+static void
+begin_op(EinsoraNativeDriver *self, NativeOp op, const char *workload_id, GCancellable *cancellable,
+         GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag)
+{
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    NativeWorkload *workload;
+
+    g_task_set_source_tag(task, source_tag);
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                                "\"%s\" is not a workload ID", workload_id);
+        return;
+    }
+    workload = workload_ensure(self, workload_id);
+    if (workload->task != NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_PENDING,
+                                "another stop or removal is in progress");
+        return;
+    }
+    workload_stop_probing(workload);
+    g_clear_object(&workload->server);
+    workload->op = op;
+    workload->task = g_steal_pointer(&task);
+    if (op == OP_REMOVE)
+        workload->code = EINSORA_STATUS_CODE_REMOVING;
+    else if (einsora_process_supervisor_get_pid(self->supervisor, workload_id) != 0)
+        workload->code = EINSORA_STATUS_CODE_STOPPING;
+    else if (is_active(workload->code) || workload->code == EINSORA_STATUS_CODE_UNKNOWN)
+        workload->code = EINSORA_STATUS_CODE_STOPPED;
+    /* A failed or exited one keeps its code: that is what happened to it. */
+    einsora_process_supervisor_stop_async(self->supervisor, workload_id, cancellable,
+                                          on_server_stopped, workload);
+}
+
+static void
+native_stop_async(EinsoraAgentDriver *driver, const char *workload_id, GCancellable *cancellable,
+                  GAsyncReadyCallback callback, gpointer user_data)
+{
+    begin_op(EINSORA_NATIVE_DRIVER(driver), OP_STOP, workload_id, cancellable, callback, user_data,
+             native_stop_async);
+}
+
+static gboolean
+native_stop_finish(EinsoraAgentDriver *driver, GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+static void
+native_remove_async(EinsoraAgentDriver *driver, const char *workload_id, GCancellable *cancellable,
+                    GAsyncReadyCallback callback, gpointer user_data)
+{
+    begin_op(EINSORA_NATIVE_DRIVER(driver), OP_REMOVE, workload_id, cancellable, callback,
+             user_data, native_remove_async);
+}
+
+static gboolean
+native_remove_finish(EinsoraAgentDriver *driver, GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+/* What it sees */
+
+static EinsoraStatusCode
+native_get_status(EinsoraAgentDriver *driver, const char *workload_id, gint64 *attempt)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+    NativeWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+    g_autofree gchar *data_dir = NULL;
+
+    *attempt = EINSORA_AGENT_DRIVER_NO_ATTEMPT;
+    if (workload != NULL && workload->code != EINSORA_STATUS_CODE_UNKNOWN) {
+        *attempt = workload->attempt;
+        return workload->code;
+    }
+    /* Data from a run before this daemon started: stopped, data kept. */
+    if (!einsora_uuid_is_valid(workload_id))
+        return EINSORA_STATUS_CODE_UNKNOWN;
+    data_dir = workload_data_dir(self, workload_id);
+    if (g_file_test(data_dir, G_FILE_TEST_IS_DIR))
+        return EINSORA_STATUS_CODE_STOPPED;
+    return EINSORA_STATUS_CODE_UNKNOWN;
+}
+
+static gint
+compare_strings(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(const char *const *)a, *(const char *const *)b);
+}
+
+static gchar **
+native_list_workloads(EinsoraAgentDriver *driver)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+    g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GDir) dir = g_dir_open(self->data_dir, 0, NULL);
+    g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+    GHashTableIter iter;
+    gpointer key, value;
+    const char *name;
+
+    g_hash_table_iter_init(&iter, self->workloads);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        const NativeWorkload *workload = value;
+        if (workload->code != EINSORA_STATUS_CODE_UNKNOWN &&
+            workload->code != EINSORA_STATUS_CODE_REMOVED)
+            g_hash_table_add(ids, key);
+    }
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+        NativeWorkload *workload = g_hash_table_lookup(self->workloads, name);
+        if (einsora_uuid_is_valid(name) &&
+            (workload == NULL || workload->code != EINSORA_STATUS_CODE_REMOVED))
+            g_hash_table_add(ids, (gpointer)name);
+    }
+    g_hash_table_iter_init(&iter, ids);
+    while (g_hash_table_iter_next(&iter, &key, NULL))
+        g_ptr_array_add(sorted, g_strdup(key));
+    g_ptr_array_sort(sorted, compare_strings);
+    g_ptr_array_add(sorted, NULL);
+    return (gchar **)g_ptr_array_steal(sorted, NULL);
+}
+
+static gboolean
+native_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *attempt,
+                  gchar **socket_path, gchar **token)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+    NativeWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    if (workload == NULL || workload->code != EINSORA_STATUS_CODE_RUNNING ||
+        workload->server == NULL)
+        return FALSE;
+    if (attempt != NULL)
+        *attempt = workload->attempt;
+    *socket_path = g_strdup(einsora_notebook_server_get_socket_path(workload->server));
+    *token = g_strdup(einsora_notebook_server_get_token(workload->server));
+    return TRUE;
+}
+
+static const char *
+native_get_name(EinsoraAgentDriver *driver)
+{
+    return EINSORA_NATIVE_DRIVER_NAME;
+}
+
+static void
+einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface)
+{
+    iface->get_name = native_get_name;
+    iface->start_async = native_start_async;
+    iface->start_finish = native_start_finish;
+    iface->stop_async = native_stop_async;
+    iface->stop_finish = native_stop_finish;
+    iface->remove_async = native_remove_async;
+    iface->remove_finish = native_remove_finish;
+    iface->get_status = native_get_status;
+    iface->list_workloads = native_list_workloads;
+    iface->get_access = native_get_access;
+}
+
+/* Deleting a tree without following links: a notebook can make a link
+ * to anything, and only what is inside its own directories goes. */
+static gboolean
+remove_tree(const char *path, GError **error)
+{
+    struct stat st;
+    g_autoptr(GDir) dir = NULL;
+    const char *name;
+
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return TRUE;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't read %s: %s", path,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (g_unlink(path) != 0 && errno != ENOENT) {
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't delete %s: %s",
+                        path, g_strerror(errno));
+            return FALSE;
+        }
+        return TRUE;
+    }
+    /* A directory the notebook made unreadable is still ours to delete. */
+    if ((st.st_mode & 0700) != 0700)
+        g_chmod(path, (st.st_mode & 07777) | 0700);
+    dir = g_dir_open(path, 0, error);
+    if (dir == NULL)
+        return FALSE;
+    while ((name = g_dir_read_name(dir)) != NULL) {
+        g_autofree gchar *child = g_build_filename(path, name, NULL);
+        if (!remove_tree(child, error))
+            return FALSE;
+    }
+    if (g_rmdir(path) != 0 && errno != ENOENT) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't delete %s: %s", path,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Construction and adoption */
+
+static void
+einsora_native_driver_dispose(GObject *object)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(object);
+
+    if (self->supervisor != NULL)
+        g_signal_handlers_disconnect_by_data(self->supervisor, self);
+    G_OBJECT_CLASS(einsora_native_driver_parent_class)->dispose(object);
+}
+
+static void
+einsora_native_driver_finalize(GObject *object)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(object);
+
+    g_clear_pointer(&self->workloads, g_hash_table_unref);
+    g_clear_object(&self->supervisor);
+    g_free(self->data_dir);
+    g_free(self->run_dir);
+    g_free(self->bwrap_path);
+    g_free(self->jupyter_path);
+    g_free(self->pasta_path);
+    g_free(self->device_root);
+    g_clear_pointer(&self->context, g_main_context_unref);
+    G_OBJECT_CLASS(einsora_native_driver_parent_class)->finalize(object);
+}
+
+static void
+einsora_native_driver_class_init(EinsoraNativeDriverClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+
+    object_class->dispose = einsora_native_driver_dispose;
+    object_class->finalize = einsora_native_driver_finalize;
+}
+
+static void
+einsora_native_driver_init(EinsoraNativeDriver *self)
+{
+    self->context = g_main_context_ref_thread_default();
+    self->ready_timeout_ms = EINSORA_NATIVE_READY_TIMEOUT_MS_DEFAULT;
+    self->workloads =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)workload_free);
+}
+
+static gint64
+label_number(EinsoraProcessSupervisor *supervisor, const char *name, const char *key)
+{
+    g_autofree gchar *text = einsora_process_supervisor_read_label(supervisor, name, key);
+    gint64 value = -1;
+
+    if (text == NULL || !g_ascii_string_to_signed(text, 10, 0, G_MAXINT64, &value, NULL))
+        return -1;
+    return value;
+}
+
+/* The servers a previous daemon started: adopted when their sandbox is
+ * unchanged, stopped with sandbox-changed when it isn't, and reported
+ * as stopped by themselves when they are gone. */
+static void
+adopt_recorded(EinsoraNativeDriver *self)
+{
+    g_auto(GStrv) names = einsora_process_supervisor_list_recorded(self->supervisor);
+
+    for (guint i = 0; names[i] != NULL; i++) {
+        const char *id = names[i];
+        gint64 attempt = label_number(self->supervisor, id, LABEL_ATTEMPT);
+        gint64 devices = label_number(self->supervisor, id, LABEL_DEVICES);
+        g_autoptr(EinsoraBwrapArgs) args = NULL;
+        g_autofree gchar *fingerprint = NULL;
+        NativeWorkload *workload;
+        EinsoraProcessAdoption adoption;
+
+        if (!einsora_uuid_is_valid(id) || attempt < 0)
+            continue;
+        args = build_sandbox(self, id, MAX(devices, 0), NULL);
+        /* A sandbox that can't be built now has changed too. */
+        fingerprint = args != NULL ? einsora_bwrap_args_fingerprint(args) : g_strdup("");
+        adoption = einsora_process_supervisor_adopt(self->supervisor, id, fingerprint);
+        workload = workload_ensure(self, id);
+        workload->attempt = attempt;
+        workload->devices = MAX(devices, 0);
+        switch (adoption) {
+        case EINSORA_PROCESS_ADOPTED: {
+            GPid pid = einsora_process_supervisor_get_pid(self->supervisor, id);
+            g_autofree gchar *token = token_from_environment(pid);
+
+            if (token == NULL) {
+                log_workload(workload, G_LOG_LEVEL_MESSAGE,
+                             "its server runs but its token can't be read back; stopping it");
+                kill_unready(workload);
+                break;
+            }
+            log_workload(workload, G_LOG_LEVEL_MESSAGE, "adopted its running server");
+            begin_probing(workload, token);
+            explicit_bzero(token, strlen(token));
+            break;
+        }
+        case EINSORA_PROCESS_FINGERPRINT_CHANGED:
+            log_workload(workload, G_LOG_LEVEL_MESSAGE,
+                         "its sandbox changed since its server started; stopping that server");
+            workload->code = EINSORA_STATUS_CODE_SANDBOX_CHANGED;
+            stop_in_background(self, id);
+            break;
+        case EINSORA_PROCESS_GONE:
+        default:
+            log_workload(workload, G_LOG_LEVEL_MESSAGE,
+                         "its server stopped by itself while the daemon was away");
+            workload->code = EINSORA_STATUS_CODE_EXITED;
+            break;
+        }
+    }
+}
+
+static gchar *
+find_program(const char *configured, const char *name)
+{
+    if (configured != NULL)
+        return g_file_test(configured, G_FILE_TEST_IS_EXECUTABLE) ? g_strdup(configured) : NULL;
+    return g_find_program_in_path(name);
+}
+
+EinsoraNativeDriver *
+einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **error)
+{
+    g_autoptr(EinsoraNativeDriver) self = g_object_new(EINSORA_TYPE_NATIVE_DRIVER, NULL);
+    g_autofree gchar *longest = NULL;
+    struct sockaddr_un address;
+
+    if (config->data_dir == NULL || !g_path_is_absolute(config->data_dir) ||
+        config->run_dir == NULL || !g_path_is_absolute(config->run_dir)) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "the native driver's data and run directories must be absolute");
+        return NULL;
+    }
+    /* The longest socket path it will use must fit a socket address. */
+    longest = g_build_filename(config->run_dir, "00000000-0000-0000-0000-000000000000",
+                               EINSORA_NATIVE_SOCKET_NAME, NULL);
+    if (strlen(longest) >= sizeof address.sun_path) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG,
+                    "EINSORA_AGENT_RUN_DIR: \"%s\" is too long: a notebook's socket path there "
+                    "takes %zu bytes, and this system allows %zu; choose a directory of at most "
+                    "%zu bytes",
+                    config->run_dir, strlen(longest), sizeof address.sun_path - 1,
+                    sizeof address.sun_path - 1 - (strlen(longest) - strlen(config->run_dir)));
+        return NULL;
+    }
+    self->data_dir = g_strdup(config->data_dir);
+    self->run_dir = g_strdup(config->run_dir);
+    self->device_root = g_strdup(config->device_root != NULL ? config->device_root : "/");
+    self->bwrap_path = find_program(config->bwrap_path, "bwrap");
+    self->jupyter_path = find_program(config->jupyter_path, "jupyter-notebook");
+    if (config->outbound_network) {
+        self->pasta_path = find_program(config->pasta_path, "pasta");
+        if (self->pasta_path == NULL)
+            g_message("outbound networking for notebooks needs pasta (Debian's passt), which "
+                      "isn't installed: notebooks get no network");
+    }
+    if (!make_private_dir(self->data_dir, error) || !make_private_dir(self->run_dir, error))
+        return NULL;
+    self->supervisor = einsora_process_supervisor_new(self->run_dir, error);
+    if (self->supervisor == NULL)
+        return NULL;
+    g_signal_connect(self->supervisor, "changed", G_CALLBACK(on_process_changed), self);
+    adopt_recorded(self);
+    return g_steal_pointer(&self);
+}
+
+void
+einsora_native_driver_set_ready_timeout(EinsoraNativeDriver *self, guint timeout_ms)
+{
+    g_return_if_fail(EINSORA_IS_NATIVE_DRIVER(self));
+    self->ready_timeout_ms = timeout_ms;
+}
+
+void
+einsora_native_driver_set_stop_grace(EinsoraNativeDriver *self, guint grace_ms)
+{
+    g_return_if_fail(EINSORA_IS_NATIVE_DRIVER(self));
+    einsora_process_supervisor_set_stop_grace(self->supervisor, grace_ms);
+}
+
+/* The probe */
+
+typedef struct {
+    GSubprocess *process;
+    GSource *timeout;
+    gboolean timed_out;
+} Probe;
+
+static void
+probe_free(Probe *probe)
+{
+    clear_source(&probe->timeout);
+    g_clear_object(&probe->process);
+    g_free(probe);
+}
+
+static gboolean
+on_probe_timeout(gpointer user_data)
+{
+    Probe *probe = user_data;
+
+    /* Its pipe closes as it dies, which ends the wait below. */
+    g_clear_pointer(&probe->timeout, g_source_unref);
+    probe->timed_out = TRUE;
+    g_subprocess_force_exit(probe->process);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+on_probe_done(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    Probe *probe = g_task_get_task_data(task);
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *output = NULL;
+
+    clear_source(&probe->timeout);
+    if (!g_subprocess_communicate_utf8_finish(G_SUBPROCESS(source), result, &output, NULL,
+                                              &error)) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    if (probe->timed_out) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                                "Jupyter in bubblewrap didn't answer in time");
+        return;
+    }
+    if (!g_subprocess_get_successful(G_SUBPROCESS(source)) || output == NULL ||
+        !g_ascii_isdigit(*g_strstrip(output))) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
+                                "Jupyter in bubblewrap didn't run (can this user make "
+                                "namespaces?)");
+        return;
+    }
+    g_task_return_boolean(task, TRUE);
+}
+
+void
+einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint timeout_ms,
+                                  GCancellable *cancellable, GAsyncReadyCallback callback,
+                                  gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
+    g_autofree gchar *bwrap = find_program(config->bwrap_path, "bwrap");
+    g_autofree gchar *jupyter = find_program(config->jupyter_path, "jupyter-notebook");
+    g_autoptr(EinsoraBwrapArgs) args = NULL;
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", NULL};
+    Probe *probe;
+
+    g_task_set_source_tag(task, einsora_native_driver_probe_async);
+    if (bwrap == NULL || jupyter == NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s isn't installed",
+                                bwrap == NULL ? "bubblewrap (bwrap)" : "jupyter-notebook");
+        return;
+    }
+    args = einsora_bwrap_args_new(bwrap);
+    add_system(args);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    einsora_bwrap_args_add_flag(args, "--unshare-net");
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    {
+        const char *const command[] = {jupyter, "--version", NULL};
+        einsora_bwrap_args_set_command(args, command);
+    }
+    if (!einsora_bwrap_args_check(args, &error)) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    argv = einsora_bwrap_args_to_strv(args);
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_subprocess_launcher_set_environ(launcher, (gchar **)env);
+    probe = g_new0(Probe, 1);
+    g_task_set_task_data(task, probe, (GDestroyNotify)probe_free);
+    probe->process = g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv, &error);
+    if (probe->process == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    probe->timeout = g_timeout_source_new(timeout_ms);
+    g_source_set_callback(probe->timeout, on_probe_timeout, probe, NULL);
+    g_source_attach(probe->timeout, g_main_context_get_thread_default());
+    g_subprocess_communicate_utf8_async(probe->process, NULL, cancellable, on_probe_done,
+                                        g_steal_pointer(&task));
+}
+
+gboolean
+einsora_native_driver_probe_finish(GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_boolean(G_TASK(result), error);
+}

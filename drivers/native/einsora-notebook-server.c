@@ -1,0 +1,159 @@
+#define G_LOG_DOMAIN "einsora-native"
+
+#include "einsora-notebook-server.h"
+
+#include <errno.h>
+#include <libsoup/soup.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define TOKEN_BYTES 32
+
+struct _EinsoraNotebookServer {
+    GObject parent_instance;
+
+    gchar *socket_path;
+    gchar *token;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraNotebookServer, einsora_notebook_server, G_TYPE_OBJECT)
+
+static void
+einsora_notebook_server_finalize(GObject *object)
+{
+    EinsoraNotebookServer *self = EINSORA_NOTEBOOK_SERVER(object);
+
+    g_free(self->socket_path);
+    if (self->token != NULL)
+        explicit_bzero(self->token, strlen(self->token));
+    g_free(self->token);
+    G_OBJECT_CLASS(einsora_notebook_server_parent_class)->finalize(object);
+}
+
+static void
+einsora_notebook_server_class_init(EinsoraNotebookServerClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_notebook_server_finalize;
+}
+
+static void
+einsora_notebook_server_init(EinsoraNotebookServer *self)
+{
+}
+
+EinsoraNotebookServer *
+einsora_notebook_server_new(const char *socket_path, const char *token)
+{
+    EinsoraNotebookServer *self = g_object_new(EINSORA_TYPE_NOTEBOOK_SERVER, NULL);
+
+    self->socket_path = g_strdup(socket_path);
+    self->token = g_strdup(token);
+    return self;
+}
+
+gchar *
+einsora_notebook_server_new_token(GError **error)
+{
+    guchar bytes[TOKEN_BYTES];
+    gchar *token = g_malloc(TOKEN_BYTES * 2 + 1);
+    gsize filled = 0;
+
+    while (filled < sizeof bytes) {
+        ssize_t n = getrandom(bytes + filled, sizeof bytes - filled, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            g_free(token);
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved),
+                        "can't read random bytes for a notebook token: %s", g_strerror(saved));
+            return NULL;
+        }
+        filled += (gsize)n;
+    }
+    for (guint i = 0; i < TOKEN_BYTES; i++)
+        g_snprintf(token + 2 * i, 3, "%02x", bytes[i]);
+    explicit_bzero(bytes, sizeof bytes);
+    return token;
+}
+
+const char *
+einsora_notebook_server_get_socket_path(EinsoraNotebookServer *self)
+{
+    return self->socket_path;
+}
+
+const char *
+einsora_notebook_server_get_token(EinsoraNotebookServer *self)
+{
+    return self->token;
+}
+
+/* The session lives as long as its one request. */
+typedef struct {
+    SoupSession *session;
+    SoupMessage *message;
+} StatusCheck;
+
+static void
+status_check_free(StatusCheck *check)
+{
+    g_clear_object(&check->message);
+    g_clear_object(&check->session);
+    g_free(check);
+}
+
+static void
+on_status_read(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    StatusCheck *check = g_task_get_task_data(task);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) body =
+        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
+    guint status;
+
+    if (body == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    status = soup_message_get_status(check->message);
+    if (status != SOUP_STATUS_OK) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
+                                "the notebook server answered %u to its status", status);
+        return;
+    }
+    g_task_return_boolean(task, TRUE);
+}
+
+void
+einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint timeout_ms,
+                                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                                          gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(self->socket_path);
+    StatusCheck *check = g_new0(StatusCheck, 1);
+    g_autofree gchar *authorization = g_strdup_printf("token %s", self->token);
+
+    g_task_set_source_tag(task, einsora_notebook_server_check_ready_async);
+    /* A new session each time: nothing is reused across server runs. */
+    check->message = soup_message_new("GET", "http://localhost/api/status");
+    check->session =
+        soup_session_new_with_options("remote-connectable", address, "timeout",
+                                      MAX(1u, (timeout_ms + 999) / 1000), "idle-timeout", 1u, NULL);
+    soup_message_headers_replace(soup_message_get_request_headers(check->message), "Authorization",
+                                 authorization);
+    explicit_bzero(authorization, strlen(authorization));
+    g_task_set_task_data(task, check, (GDestroyNotify)status_check_free);
+    soup_session_send_and_read_async(check->session, check->message, G_PRIORITY_DEFAULT,
+                                     cancellable, on_status_read, g_steal_pointer(&task));
+}
+
+gboolean
+einsora_notebook_server_check_ready_finish(EinsoraNotebookServer *self, GAsyncResult *result,
+                                           GError **error)
+{
+    g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+    return g_task_propagate_boolean(G_TASK(result), error);
+}

@@ -1,0 +1,623 @@
+/* The native driver with real bubblewrap: its argument builder, its
+ * sandbox (seen from inside by a stand-in server script), the fixed codes
+ * for each way a start can fail, readiness against Debian's real Jupyter,
+ * stop/remove, and adoption by a new driver: the same process when the
+ * sandbox is unchanged, sandbox-changed when it isn't. */
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "einsora-bwrap-args.h"
+#include "einsora-native-driver.h"
+#include "einsora-test-dir.h"
+#include "einsora-uuid.h"
+
+#define WAIT_US (30 * G_USEC_PER_SEC)
+
+typedef struct {
+    gchar *dir;
+    gchar *data_dir;
+    gchar *run_dir;
+    gchar *id;
+    gchar *workload_dir;
+    EinsoraNativeDriverConfig config;
+    EinsoraNativeDriver *driver;
+} Fixture;
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    f->dir = einsora_test_dir_new();
+    f->data_dir = g_build_filename(f->dir, "notebooks", NULL);
+    f->run_dir = g_build_filename(f->dir, "run", NULL);
+    f->id = einsora_uuid_v7_new(g_get_real_time() / 1000);
+    f->workload_dir = g_build_filename(f->data_dir, f->id, NULL);
+    g_assert_cmpint(g_mkdir_with_parents(f->workload_dir, 0700), ==, 0);
+    f->config.data_dir = f->data_dir;
+    f->config.run_dir = f->run_dir;
+    f->config.device_root = "/";
+}
+
+/* Kills whatever a state file names: nothing outlives a test. */
+static void
+kill_recorded(Fixture *f)
+{
+    g_autoptr(GDir) dir = g_dir_open(f->run_dir, 0, NULL);
+    const char *name;
+
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+        g_autofree gchar *path = g_build_filename(f->run_dir, name, NULL);
+        g_autoptr(GKeyFile) state = g_key_file_new();
+        gint64 pid;
+
+        if (!g_str_has_suffix(name, ".state") || !g_key_file_load_from_file(state, path, 0, NULL))
+            continue;
+        pid = g_key_file_get_int64(state, "process", "pid", NULL);
+        if (pid > 1)
+            kill(-(pid_t)pid, SIGKILL);
+    }
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    g_clear_object(&f->driver);
+    kill_recorded(f);
+    einsora_test_dir_remove(f->dir);
+    g_free(f->dir);
+    g_free(f->data_dir);
+    g_free(f->run_dir);
+    g_free(f->id);
+    g_free(f->workload_dir);
+}
+
+/* A stand-in for jupyter-notebook, inside the workload's own data
+ * directory (the only place of the test's that the sandbox sees). */
+static gchar *
+write_server_script(Fixture *f, const char *name, const char *body)
+{
+    g_autofree gchar *path = g_build_filename(f->workload_dir, name, NULL);
+    g_autofree gchar *script = g_strdup_printf("#!/bin/sh\n%s\n", body);
+
+    g_assert_true(g_file_set_contents(path, script, -1, NULL));
+    g_assert_cmpint(g_chmod(path, 0700), ==, 0);
+    return g_steal_pointer(&path);
+}
+
+static void
+make_driver(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_clear_object(&f->driver);
+    f->driver = einsora_native_driver_new(&f->config, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(f->driver);
+}
+
+static EinsoraDesiredWorkload *
+desired(Fixture *f, gint64 attempt)
+{
+    EinsoraDesiredWorkload *workload = einsora_desired_workload_new();
+
+    workload->workload_id = g_strdup(f->id);
+    workload->tenant_id = g_uuid_string_random();
+    workload->mode = EINSORA_WORKLOAD_MODE_RUN;
+    workload->attempt = attempt;
+    workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
+    workload->driver = g_strdup(EINSORA_NATIVE_DRIVER_NAME);
+    workload->placed_class = g_strdup("cpu-1c-2g");
+    workload->image = g_strdup("jupyter-linux");
+    workload->cpus = 1;
+    workload->memory_mib = 2048;
+    return workload;
+}
+
+static void
+on_done(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    *(GAsyncResult **)user_data = g_object_ref(result);
+}
+
+static GAsyncResult *
+wait_result(GAsyncResult **slot)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    while (*slot == NULL) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    return *slot;
+}
+
+static gboolean
+start(Fixture *f, gint64 attempt, GError **error)
+{
+    g_autoptr(EinsoraDesiredWorkload) workload = desired(f, attempt);
+    g_autoptr(GAsyncResult) result = NULL;
+
+    einsora_agent_driver_start_async(EINSORA_AGENT_DRIVER(f->driver), workload, NULL, on_done,
+                                     &result);
+    wait_result(&result);
+    return einsora_agent_driver_start_finish(EINSORA_AGENT_DRIVER(f->driver), result, error);
+}
+
+static void
+stop(Fixture *f, gboolean remove)
+{
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GError) error = NULL;
+    EinsoraAgentDriver *driver = EINSORA_AGENT_DRIVER(f->driver);
+
+    if (remove)
+        einsora_agent_driver_remove_async(driver, f->id, NULL, on_done, &result);
+    else
+        einsora_agent_driver_stop_async(driver, f->id, NULL, on_done, &result);
+    wait_result(&result);
+    if (remove)
+        g_assert_true(einsora_agent_driver_remove_finish(driver, result, &error));
+    else
+        g_assert_true(einsora_agent_driver_stop_finish(driver, result, &error));
+    g_assert_no_error(error);
+}
+
+static EinsoraStatusCode
+status(Fixture *f, gint64 *attempt)
+{
+    return einsora_agent_driver_get_status(EINSORA_AGENT_DRIVER(f->driver), f->id, attempt);
+}
+
+static void
+wait_for_status(Fixture *f, EinsoraStatusCode code)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    while (status(f, NULL) != code) {
+        if (g_get_monotonic_time() > deadline)
+            g_error("status is %s, not %s", einsora_status_code_to_string(status(f, NULL)),
+                    einsora_status_code_to_string(code));
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(10 * 1000);
+    }
+}
+
+static gint64
+recorded_pid(Fixture *f)
+{
+    g_autofree gchar *path = g_strdup_printf("%s/%s.state", f->run_dir, f->id);
+    g_autoptr(GKeyFile) state = g_key_file_new();
+
+    if (!g_key_file_load_from_file(state, path, 0, NULL))
+        return 0;
+    return g_key_file_get_int64(state, "process", "pid", NULL);
+}
+
+static gboolean
+alive(gint64 pid)
+{
+    g_autofree gchar *path = g_strdup_printf("/proc/%" G_GINT64_FORMAT "/stat", pid);
+    g_autofree gchar *contents = NULL;
+    const char *after;
+
+    if (pid <= 0 || !g_file_get_contents(path, &contents, NULL, NULL))
+        return FALSE;
+    after = strrchr(contents, ')');
+    return after != NULL && after[2] != 'Z';
+}
+
+static void
+wait_gone(gint64 pid)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    while (alive(pid)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(10 * 1000);
+    }
+}
+
+/* The argument builder */
+
+static void
+test_args_layout(void)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new("/usr/bin/bwrap");
+    const char *const command[] = {"/usr/bin/jupyter-notebook", "--no-browser", NULL};
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *const expected[] = {
+        "/usr/bin/bwrap", "--ro-bind", "/usr", "/usr",
+        "--symlink",      "usr/bin",   "/bin", "--unshare-net",
+        "--chdir",        "/data dir", "--",   "/usr/bin/jupyter-notebook",
+        "--no-browser",   NULL};
+
+    einsora_bwrap_args_bind(args, "/usr", FALSE);
+    einsora_bwrap_args_add_pair(args, "--symlink", "usr/bin", "/bin");
+    einsora_bwrap_args_add_flag(args, "--unshare-net");
+    /* A space stays inside its argument. */
+    einsora_bwrap_args_add_path(args, "--chdir", "/data dir");
+    g_assert_true(einsora_bwrap_args_set_command(args, command));
+    g_assert_true(einsora_bwrap_args_check(args, &error));
+    g_assert_no_error(error);
+    argv = einsora_bwrap_args_to_strv(args);
+    g_assert_cmpstrv(argv, expected);
+}
+
+static void
+test_args_refuse_mistakes(void)
+{
+    const struct {
+        const char *option;
+        const char *source;
+        const char *dest;
+        const char *message;
+    } cases[] = {
+        {"--bind", "relative", "/x", "needs an absolute path"},
+        {"--bind", "/x", "relative", "needs an absolute path"},
+        {"--ro-bind", "/x", "", "needs an absolute path"},
+        {"--share-net", "/x", "/y", "is not a bubblewrap option"},
+        {"--chdir", "/x", "/y", "is not a bubblewrap option taking 2"},
+        {"--symlink", "target", "relative", "needs an absolute path"},
+    };
+    const char *const command[] = {"/bin/true", NULL};
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new("/usr/bin/bwrap");
+        g_autoptr(GError) error = NULL;
+
+        einsora_bwrap_args_set_command(args, command);
+        einsora_bwrap_args_add_pair(args, cases[i].option, cases[i].source, cases[i].dest);
+        g_assert_false(einsora_bwrap_args_check(args, &error));
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+        g_assert_nonnull(strstr(error->message, cases[i].message));
+    }
+    {
+        g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new("/usr/bin/bwrap");
+        g_autoptr(GError) error = NULL;
+        const char *const relative[] = {"jupyter", NULL};
+
+        g_assert_false(einsora_bwrap_args_check(args, &error)); /* no command */
+        g_clear_error(&error);
+        g_assert_false(einsora_bwrap_args_set_command(args, relative));
+        g_assert_false(einsora_bwrap_args_check(args, &error));
+    }
+    {
+        g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new("bwrap");
+        g_autoptr(GError) error = NULL;
+
+        einsora_bwrap_args_set_command(args, command);
+        g_assert_false(einsora_bwrap_args_check(args, &error));
+    }
+}
+
+static void
+test_args_fingerprint(void)
+{
+    const char *const command[] = {"/usr/bin/jupyter-notebook", NULL};
+    const char *const pasta[] = {"/usr/bin/pasta", "--config-net", "--", NULL};
+    g_autoptr(EinsoraBwrapArgs) a = einsora_bwrap_args_new("/usr/bin/bwrap");
+    g_autoptr(EinsoraBwrapArgs) b = einsora_bwrap_args_new("/usr/bin/bwrap");
+    g_autoptr(EinsoraBwrapArgs) c = einsora_bwrap_args_new("/usr/bin/bwrap");
+    g_autofree gchar *fa = NULL, *fb = NULL, *fc = NULL, *fd = NULL;
+    g_auto(GStrv) argv = NULL;
+
+    einsora_bwrap_args_bind(a, "/data/a b", TRUE);
+    einsora_bwrap_args_set_command(a, command);
+    einsora_bwrap_args_bind(b, "/data/a b", TRUE);
+    einsora_bwrap_args_set_command(b, command);
+    /* The same words split differently are another sandbox. */
+    einsora_bwrap_args_bind(c, "/data/a", TRUE);
+    einsora_bwrap_args_set_command(c, command);
+    fa = einsora_bwrap_args_fingerprint(a);
+    fb = einsora_bwrap_args_fingerprint(b);
+    fc = einsora_bwrap_args_fingerprint(c);
+    g_assert_cmpuint(strlen(fa), ==, 64);
+    g_assert_cmpstr(fa, ==, fb);
+    g_assert_cmpstr(fa, !=, fc);
+    einsora_bwrap_args_set_prefix(b, pasta);
+    fd = einsora_bwrap_args_fingerprint(b);
+    g_assert_cmpstr(fa, !=, fd);
+    argv = einsora_bwrap_args_to_strv(b);
+    g_assert_cmpstr(argv[0], ==, "/usr/bin/pasta");
+    g_assert_cmpstr(argv[3], ==, "/usr/bin/bwrap");
+}
+
+/* The driver */
+
+static void
+test_run_dir_too_long(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *filler = g_strnfill(80, 'r');
+    g_autofree gchar *long_dir = g_build_filename(f->dir, filler, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraNativeDriver) driver = NULL;
+
+    f->config.run_dir = long_dir;
+    driver = einsora_native_driver_new(&f->config, &error);
+    g_assert_null(driver);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG);
+    g_assert_nonnull(strstr(error->message, "EINSORA_AGENT_RUN_DIR"));
+    g_assert_false(g_file_test(long_dir, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_missing_binaries(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 attempt = 0;
+
+    f->config.bwrap_path = "/nonexistent/bwrap";
+    make_driver(f);
+    g_assert_false(start(f, 1, &error));
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_DRIVER_MISSING);
+    g_assert_cmpint(attempt, ==, 1);
+    g_clear_error(&error);
+
+    f->config.bwrap_path = NULL;
+    f->config.jupyter_path = "/nonexistent/jupyter-notebook";
+    make_driver(f);
+    g_assert_false(start(f, 2, &error));
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_IMAGE_MISSING);
+    g_assert_cmpint(attempt, ==, 2);
+}
+
+/* What the server sees from inside: the allowlisted environment with its
+ * token, its data writable, the system read-only, its own /tmp, and
+ * nothing of the host's home or network. */
+static void
+test_sandbox_from_inside(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *host_tmp = g_strdup_printf("/tmp/einsora-host-only-%d", getpid());
+    g_autofree gchar *script = write_server_script(
+        f, "look",
+        "env | sort > \"$HOME/env.txt\"\n"
+        "touch /usr/einsora-write-test 2>/dev/null && echo usr-writable >> \"$HOME/seen.txt\"\n"
+        "touch /etc/einsora-write-test 2>/dev/null && echo etc-writable >> \"$HOME/seen.txt\"\n"
+        "ls /tmp/einsora-host-only-* 2>/dev/null && echo host-tmp >> \"$HOME/seen.txt\"\n"
+        "[ -e /root/.bashrc ] || [ -e /home ] && echo home >> \"$HOME/seen.txt\"\n"
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' > \"$HOME/net.txt\"\n"
+        "echo $$ > \"$HOME/pid.txt\"\n"
+        "touch \"$HOME/written\" && echo done >> \"$HOME/seen.txt\"\n"
+        "exec sleep 600");
+    g_autofree gchar *env_path = g_build_filename(f->workload_dir, "env.txt", NULL);
+    g_autofree gchar *seen_path = g_build_filename(f->workload_dir, "seen.txt", NULL);
+    g_autofree gchar *net_path = g_build_filename(f->workload_dir, "net.txt", NULL);
+    g_autofree gchar *pid_path = g_build_filename(f->workload_dir, "pid.txt", NULL);
+    g_autofree gchar *env = NULL, *seen = NULL, *net = NULL, *pid = NULL;
+    g_autoptr(GError) error = NULL;
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+    g_auto(GStrv) lines = NULL;
+
+    g_assert_true(g_file_set_contents(host_tmp, "", 0, NULL));
+    g_setenv("EINSORA_TEST_DAEMON_SECRET", "must-not-pass", TRUE);
+    f->config.jupyter_path = script;
+    make_driver(f);
+    g_assert_true(start(f, 1, &error));
+    g_assert_no_error(error);
+    while (!g_file_get_contents(seen_path, &seen, NULL, NULL) || strstr(seen, "done") == NULL) {
+        g_clear_pointer(&seen, g_free);
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(20 * 1000);
+    }
+    g_unlink(host_tmp);
+    g_unsetenv("EINSORA_TEST_DAEMON_SECRET");
+    g_assert_cmpstr(seen, ==, "done\n");
+    g_assert_true(g_file_get_contents(env_path, &env, NULL, NULL));
+    g_assert_null(strstr(env, "EINSORA_TEST_DAEMON_SECRET"));
+    g_assert_nonnull(strstr(env, "JUPYTER_TOKEN="));
+    g_assert_nonnull(strstr(env, "JUPYTER_RUNTIME_DIR=/tmp/"));
+    lines = g_strsplit(env, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && *lines[i] != '\0'; i++) {
+        static const char *const allowed[] = {"HOME=",
+                                              "JUPYTER_RUNTIME_DIR=",
+                                              "JUPYTER_TOKEN=",
+                                              "LANG=",
+                                              "LOGNAME=",
+                                              "PATH=",
+                                              "PWD=",
+                                              "PYTHONUNBUFFERED=",
+                                              "SHELL=",
+                                              "SHLVL=",
+                                              "TERM=",
+                                              "TZ=",
+                                              "USER=",
+                                              "_=",
+                                              NULL};
+        gboolean ok = FALSE;
+        for (guint j = 0; allowed[j] != NULL; j++)
+            ok = ok || g_str_has_prefix(lines[i], allowed[j]);
+        if (!ok)
+            g_error("%s is in the sandbox's environment", lines[i]);
+    }
+    /* Its own network namespace: loopback only. */
+    g_assert_true(g_file_get_contents(net_path, &net, NULL, NULL));
+    g_assert_cmpstr(g_strstrip(net), ==, "lo");
+    /* Its own PID namespace: the script is a low PID there. */
+    g_assert_true(g_file_get_contents(pid_path, &pid, NULL, NULL));
+    g_assert_cmpint(atoi(pid), <, 10);
+}
+
+static void
+test_never_ready(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *script = write_server_script(f, "silent", "exec sleep 600");
+    g_autoptr(GError) error = NULL;
+    gint64 attempt = 0, pid;
+
+    f->config.jupyter_path = script;
+    make_driver(f);
+    einsora_native_driver_set_ready_timeout(f->driver, 1500);
+    g_assert_true(start(f, 1, &error));
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STARTING);
+    pid = recorded_pid(f);
+    g_assert_true(alive(pid));
+    wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
+    wait_gone(pid);
+    /* Its data is kept: only a removal deletes it. */
+    g_assert_true(g_file_test(f->workload_dir, G_FILE_TEST_IS_DIR));
+}
+
+static void
+test_ends_before_ready(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *script = write_server_script(f, "crash", "exit 3");
+    g_autoptr(GError) error = NULL;
+
+    f->config.jupyter_path = script;
+    make_driver(f);
+    g_assert_true(start(f, 1, &error));
+    wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
+}
+
+/* Debian's real Jupyter: ready over its socket, the way in only while
+ * it runs, and each way it can end. */
+static void
+test_real_server(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *expected_socket =
+        g_build_filename(f->run_dir, f->id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+    EinsoraAgentDriver *driver;
+    gint64 attempt = 0, pid;
+
+    make_driver(f);
+    driver = EINSORA_AGENT_DRIVER(f->driver);
+    g_assert_true(start(f, 1, &error));
+    g_assert_false(einsora_agent_driver_get_access(driver, f->id, NULL, &socket_path, &token));
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    g_assert_true(einsora_agent_driver_get_access(driver, f->id, &attempt, &socket_path, &token));
+    g_assert_cmpstr(socket_path, ==, expected_socket);
+    g_assert_cmpuint(strlen(token), ==, 64);
+    g_assert_cmpint(attempt, ==, 1);
+    /* Starting the attempt again starts nothing. */
+    pid = recorded_pid(f);
+    g_assert_true(start(f, 1, &error));
+    g_assert_cmpint(recorded_pid(f), ==, pid);
+
+    /* Killed by SIGKILL from nobody here: the out-of-memory killer. */
+    kill(-(pid_t)pid, SIGKILL);
+    wait_for_status(f, EINSORA_STATUS_CODE_OUT_OF_MEMORY);
+    g_clear_pointer(&socket_path, g_free);
+    g_clear_pointer(&token, g_free);
+    g_assert_false(einsora_agent_driver_get_access(driver, f->id, NULL, &socket_path, &token));
+
+    /* A new attempt; then it shuts down by itself (SIGTERM to the
+     * server inside): it stopped by itself. */
+    g_assert_true(start(f, 2, &error));
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    pid = recorded_pid(f);
+    kill((pid_t)pid, SIGTERM);
+    wait_for_status(f, EINSORA_STATUS_CODE_EXITED);
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_EXITED);
+    g_assert_cmpint(attempt, ==, 2);
+}
+
+static void
+test_stop_and_remove(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *script = write_server_script(f, "server", "exec sleep 600");
+    g_autofree gchar *outside = g_build_filename(f->dir, "outside.txt", NULL);
+    g_autofree gchar *link = g_build_filename(f->workload_dir, "link-to-outside", NULL);
+    g_autofree gchar *run = g_build_filename(f->run_dir, f->id, NULL);
+    g_autofree gchar *state = g_strdup_printf("%s/%s.state", f->run_dir, f->id);
+    g_autoptr(GError) error = NULL;
+    g_auto(GStrv) listed = NULL;
+    gint64 attempt = 0, pid;
+
+    f->config.jupyter_path = script;
+    g_assert_true(g_file_set_contents(outside, "not the notebook's", -1, NULL));
+    g_assert_cmpint(symlink(outside, link), ==, 0);
+    make_driver(f);
+    g_assert_true(start(f, 1, &error));
+    pid = recorded_pid(f);
+    stop(f, FALSE);
+    g_assert_false(alive(pid));
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STOPPED);
+    g_assert_cmpint(attempt, ==, 1);
+    g_assert_true(g_file_test(script, G_FILE_TEST_EXISTS));
+    listed = einsora_agent_driver_list_workloads(EINSORA_AGENT_DRIVER(f->driver));
+    g_assert_true(g_strv_contains((const char *const *)listed, f->id));
+
+    /* A new driver (a restarted daemon) sees its data: stopped. */
+    make_driver(f);
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STOPPED);
+
+    stop(f, TRUE);
+    g_assert_cmpint(status(f, NULL), ==, EINSORA_STATUS_CODE_REMOVED);
+    g_assert_false(g_file_test(f->workload_dir, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(run, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(state, G_FILE_TEST_EXISTS));
+    /* The link went, not what it pointed to. */
+    g_assert_true(g_file_test(outside, G_FILE_TEST_IS_REGULAR));
+    g_clear_pointer(&listed, g_strfreev);
+    listed = einsora_agent_driver_list_workloads(EINSORA_AGENT_DRIVER(f->driver));
+    g_assert_false(g_strv_contains((const char *const *)listed, f->id));
+}
+
+/* A new driver adopts the same process when the sandbox is the same, and
+ * stops it with sandbox-changed when it isn't; one that ended meanwhile
+ * stopped by itself. */
+static void
+test_adoption(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *script = write_server_script(f, "server", "exec sleep 600");
+    g_autofree gchar *other = write_server_script(f, "server-2", "exec sleep 600");
+    g_autoptr(GError) error = NULL;
+    gint64 attempt = 0, pid;
+
+    f->config.jupyter_path = script;
+    make_driver(f);
+    g_assert_true(start(f, 3, &error));
+    pid = recorded_pid(f);
+
+    make_driver(f);
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STARTING);
+    g_assert_cmpint(attempt, ==, 3);
+    g_assert_cmpint(recorded_pid(f), ==, pid);
+    g_assert_true(alive(pid));
+
+    /* Another server binary is another sandbox. */
+    f->config.jupyter_path = other;
+    make_driver(f);
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_SANDBOX_CHANGED);
+    g_assert_cmpint(attempt, ==, 3);
+    wait_gone(pid);
+
+    /* Started again under the new sandbox, then gone while no driver
+     * watched: it stopped by itself. */
+    g_assert_true(start(f, 4, &error));
+    pid = recorded_pid(f);
+    g_clear_object(&f->driver);
+    kill(-(pid_t)pid, SIGKILL);
+    wait_gone(pid);
+    make_driver(f);
+    g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_EXITED);
+    g_assert_cmpint(attempt, ==, 4);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/native/args/layout", test_args_layout);
+    g_test_add_func("/native/args/refuse-mistakes", test_args_refuse_mistakes);
+    g_test_add_func("/native/args/fingerprint", test_args_fingerprint);
+#define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+    ADD("/native/run-dir-too-long", test_run_dir_too_long);
+    ADD("/native/missing-binaries", test_missing_binaries);
+    ADD("/native/sandbox-from-inside", test_sandbox_from_inside);
+    ADD("/native/never-ready", test_never_ready);
+    ADD("/native/ends-before-ready", test_ends_before_ready);
+    ADD("/native/real-server", test_real_server);
+    ADD("/native/stop-and-remove", test_stop_and_remove);
+    ADD("/native/adoption", test_adoption);
+#undef ADD
+    return g_test_run();
+}

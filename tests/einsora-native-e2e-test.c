@@ -1,0 +1,389 @@
+/* Real notebooks end to end: the real einsora-daemon with the drivers it
+ * finds working here (linux-native: Debian's Jupyter in bubblewrap), a
+ * CPU notebook launched through /v1, then reached over its Unix socket
+ * with its own token as the access proxy will: a kernel runs print(6*7)
+ * over its WebSocket channel. Stop ends every process of it and keeps its
+ * data; start runs a new server (new token) on the same data; delete
+ * removes data and run files. A listener inside can't be reached from the
+ * host, and a kill -9 of the daemon leaves the server running, adopted by
+ * the next daemon with no new attempt. */
+#include <errno.h>
+#include <gio/gio.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-test-daemon.h"
+#include "einsora-test-jupyter.h"
+
+#define JSON "application/json"
+#define CLASS "cpu-1c-2g"
+#define IMAGE "jupyter-linux"
+
+typedef struct {
+    EinsoraTestDaemon *daemon;
+    gchar *run_dir;
+    gchar *notebooks_dir;
+} Fixture;
+
+static EinsoraTestResponse *
+call(Fixture *f, const char *method, const char *path, const char *body)
+{
+    return einsora_test_request(f->daemon, method, path, f->daemon->owner_token, JSON, body, NULL);
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    f->daemon = einsora_test_daemon_new();
+    /* No EINSORA_DRIVERS: the daemon uses the real drivers that work. */
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_DRIVERS", NULL);
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    f->run_dir = g_build_filename(f->daemon->dir, "run", NULL);
+    f->notebooks_dir = g_build_filename(f->daemon->data_dir, "notebooks", NULL);
+    einsora_test_daemon_start(f->daemon);
+}
+
+/* Whatever a failed test left running is stopped: every process group
+ * a state file names. */
+static void
+kill_leftovers(Fixture *f)
+{
+    g_autoptr(GDir) dir = g_dir_open(f->run_dir, 0, NULL);
+    const char *name;
+
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+        g_autofree gchar *path = g_build_filename(f->run_dir, name, NULL);
+        g_autoptr(GKeyFile) state = g_key_file_new();
+        gint64 pid;
+
+        if (!g_str_has_suffix(name, ".state") || !g_key_file_load_from_file(state, path, 0, NULL))
+            continue;
+        pid = g_key_file_get_int64(state, "process", "pid", NULL);
+        if (pid > 1)
+            kill(-(pid_t)pid, SIGKILL);
+    }
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    einsora_test_daemon_stop(f->daemon);
+    kill_leftovers(f);
+    einsora_test_daemon_free(f->daemon);
+    g_free(f->run_dir);
+    g_free(f->notebooks_dir);
+}
+
+static JsonObject *
+workload_of(EinsoraTestResponse *response)
+{
+    g_assert_nonnull(response->json);
+    return json_node_get_object(response->json);
+}
+
+static gchar *
+launch(Fixture *f, const char *name)
+{
+    g_autofree gchar *body = g_strdup_printf("{\"kind\": \"notebook\", \"gpu_class\": \"" CLASS
+                                             "\", \"image\": \"" IMAGE "\", "
+                                             "\"name\": \"%s\"}",
+                                             name);
+    g_autoptr(EinsoraTestResponse) response = call(f, "POST", "/v1/workloads", body);
+
+    g_assert_cmpuint(response->status, ==, 201);
+    return g_strdup(einsora_test_response_string(response, "id"));
+}
+
+static void
+wait_for_state(Fixture *f, const char *id, const char *state)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s?include_deleted=true", id);
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+        const char *now = einsora_test_response_string(response, "state");
+
+        if (g_strcmp0(now, state) == 0)
+            return;
+        if (g_get_monotonic_time() > deadline) {
+            g_autofree gchar *log = einsora_test_daemon_read_log(f->daemon);
+            g_error("workload %s is %s, not %s, after 60 s; daemon log:\n%s", id, now, state, log);
+        }
+        g_usleep(100 * 1000);
+    }
+}
+
+static void
+act(Fixture *f, const char *id, const char *action)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/%s", id, action);
+    g_autoptr(EinsoraTestResponse) response = call(f, "POST", path, NULL);
+
+    g_assert_cmpuint(response->status, ==, 202);
+}
+
+static guint
+count_events(Fixture *f, const char *id)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/events", id);
+    g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+
+    return json_array_get_length(
+        json_object_get_array_member(json_node_get_object(response->json), "events"));
+}
+
+/* The server's process as its state file records it. */
+static int
+server_pid(Fixture *f, const char *id, guint64 *start_time)
+{
+    g_autofree gchar *path = g_strdup_printf("%s/%s.state", f->run_dir, id);
+    g_autoptr(GKeyFile) state = g_key_file_new();
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(g_key_file_load_from_file(state, path, 0, &error));
+    g_assert_no_error(error);
+    if (start_time != NULL)
+        *start_time = (guint64)g_key_file_get_uint64(state, "process", "start_time", NULL);
+    return (int)g_key_file_get_int64(state, "process", "pid", NULL);
+}
+
+static gchar *
+socket_of(Fixture *f, const char *id)
+{
+    return g_build_filename(f->run_dir, id, "notebook.sock", NULL);
+}
+
+static void
+test_lifecycle(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "e2e");
+    g_autofree gchar *socket_path = socket_of(f, id);
+    g_autofree gchar *data_dir = g_build_filename(f->notebooks_dir, id, NULL);
+    g_autofree gchar *file = g_build_filename(data_dir, "hello.txt", NULL);
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *second_token = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autofree gchar *contents = NULL;
+    g_autofree gchar *log = NULL;
+    g_autoptr(GArray) tree = NULL;
+    struct stat st;
+    int pid;
+
+    wait_for_state(f, id, "running");
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+        g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+        g_assert_cmpstr(json_object_get_string_member(workload_of(response), "driver"), ==,
+                        "linux-native");
+    }
+    /* The socket is this user's only. */
+    g_assert_cmpint(stat(socket_path, &st), ==, 0);
+    g_assert_true(S_ISSOCK(st.st_mode));
+    g_assert_cmpint(st.st_mode & 0777, ==, 0600);
+
+    pid = server_pid(f, id, NULL);
+    token = einsora_test_jupyter_token_of(pid);
+    g_assert_nonnull(token);
+    g_assert_cmpuint(strlen(token), ==, 64);
+    g_assert_cmpuint(
+        einsora_test_jupyter_request(socket_path, token, "GET", "/api/status", NULL, NULL), ==,
+        200);
+    g_assert_cmpuint(
+        einsora_test_jupyter_request(socket_path, "wrong", "GET", "/api/status", NULL, NULL), ==,
+        403);
+
+    kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+    printed = einsora_test_jupyter_execute(socket_path, token, kernel, "print(6*7)");
+    g_assert_cmpstr(printed, ==, "42\n");
+
+    /* A file written through the notebook lands in its data directory. */
+    g_assert_cmpuint(einsora_test_jupyter_request(
+                         socket_path, token, "PUT", "/api/contents/hello.txt",
+                         "{\"type\": \"file\", \"format\": \"text\", \"content\": \"kept\"}", NULL),
+                     ==, 201);
+    g_assert_true(g_file_get_contents(file, &contents, NULL, NULL));
+    g_assert_cmpstr(contents, ==, "kept");
+
+    /* Stop: every process of it is gone, the kernel included. */
+    tree = einsora_test_process_tree(pid);
+    g_assert_cmpuint(tree->len, >=, 4); /* bwrap, its init, the server, the kernel */
+    act(f, id, "stop");
+    wait_for_state(f, id, "stopped");
+    for (guint i = 0; i < tree->len; i++) {
+        gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+        while (einsora_test_process_alive(g_array_index(tree, int, i)))
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+    }
+    g_assert_false(g_file_test(socket_path, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(file, G_FILE_TEST_IS_REGULAR));
+
+    /* Start: a new server with a new token on the same data. */
+    act(f, id, "start");
+    wait_for_state(f, id, "running");
+    g_assert_cmpint(server_pid(f, id, NULL), !=, pid);
+    second_token = einsora_test_jupyter_token_of(server_pid(f, id, NULL));
+    g_assert_nonnull(second_token);
+    g_assert_cmpstr(second_token, !=, token);
+    g_assert_cmpuint(
+        einsora_test_jupyter_request(socket_path, token, "GET", "/api/status", NULL, NULL), ==,
+        403);
+    g_clear_pointer(&contents, g_free);
+    g_assert_cmpuint(einsora_test_jupyter_request(socket_path, second_token, "GET",
+                                                  "/api/contents/hello.txt", NULL, &contents),
+                     ==, 200);
+    g_assert_nonnull(strstr(contents, "\"kept\""));
+
+    /* Delete: its data and its run files go. */
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+        g_autoptr(EinsoraTestResponse) response = call(f, "DELETE", path, NULL);
+        g_assert_cmpuint(response->status, ==, 202);
+    }
+    wait_for_state(f, id, "deleted");
+    {
+        g_autofree gchar *run = g_build_filename(f->run_dir, id, NULL);
+        g_autofree gchar *state = g_strdup_printf("%s/%s.state", f->run_dir, id);
+        g_autofree gchar *server_log = g_strdup_printf("%s/%s.log", f->run_dir, id);
+        g_assert_false(g_file_test(data_dir, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(run, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(state, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(server_log, G_FILE_TEST_EXISTS));
+    }
+    /* No token ever reached the daemon's log. */
+    log = einsora_test_daemon_read_log(f->daemon);
+    g_assert_null(strstr(log, token));
+    g_assert_null(strstr(log, second_token));
+}
+
+static gboolean
+can_connect(int port)
+{
+    struct sockaddr_in address = {0};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    gboolean connected;
+
+    address.sin_family = AF_INET;
+    address.sin_port = htons((uint16_t)port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
+    close(fd);
+    return connected;
+}
+
+/* A listener a kernel opens, on any address, is reachable inside its
+ * sandbox and nowhere else. */
+static void
+test_listener_unreachable(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "listener");
+    g_autofree gchar *socket_path = socket_of(f, id);
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autofree gchar *printed = NULL;
+    g_auto(GStrv) lines = NULL;
+    int port;
+
+    wait_for_state(f, id, "running");
+    token = einsora_test_jupyter_token_of(server_pid(f, id, NULL));
+    kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+    printed = einsora_test_jupyter_execute(
+        socket_path, token, kernel,
+        "import socket\n"
+        "listener = socket.socket()\n"
+        "listener.bind(('0.0.0.0', 0))\n"
+        "listener.listen()\n"
+        "port = listener.getsockname()[1]\n"
+        "print(port)\n"
+        "inside = socket.create_connection(('127.0.0.1', port), timeout=5)\n"
+        "print('reachable inside')\n");
+    lines = g_strsplit(printed, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), >=, 2);
+    port = atoi(lines[0]);
+    g_assert_cmpint(port, >, 0);
+    g_assert_cmpstr(lines[1], ==, "reachable inside");
+    g_assert_false(can_connect(port));
+}
+
+/* kill -9 of the daemon: the server keeps running, and the next daemon
+ * adopts that same process (same PID, same start time) with no new
+ * attempt; the workload stays running throughout. */
+static void
+test_adopted_after_kill(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "adopted");
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *log = NULL;
+    guint64 start_time = 0, after_start_time = 0;
+    guint events;
+    int pid;
+
+    wait_for_state(f, id, "running");
+    pid = server_pid(f, id, &start_time);
+    events = count_events(f, id);
+
+    einsora_test_daemon_kill(f->daemon);
+    g_assert_true(einsora_test_process_alive(pid));
+    einsora_test_daemon_start(f->daemon);
+
+    /* The agent reports it running again once the server answers. */
+    {
+        gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        for (;;) {
+            g_clear_pointer(&log, g_free);
+            log = einsora_test_daemon_read_log(f->daemon);
+            if (strstr(log, "adopted its running server") != NULL)
+                break;
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(100 * 1000);
+        }
+    }
+    g_usleep(2 * G_USEC_PER_SEC); /* a few controller passes */
+    g_assert_cmpint(server_pid(f, id, &after_start_time), ==, pid);
+    g_assert_cmpuint(after_start_time, ==, start_time);
+    g_assert_cmpuint(einsora_test_process_start_time(pid), ==, start_time);
+    g_assert_true(einsora_test_process_alive(pid));
+    path = g_strdup_printf("/v1/workloads/%s", id);
+    {
+        g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+        g_assert_cmpstr(einsora_test_response_string(response, "state"), ==, "running");
+        g_assert_cmpint(json_object_get_int_member(workload_of(response), "attempt"), ==, 1);
+    }
+    g_assert_cmpuint(count_events(f, id), ==, events);
+    {
+        g_autofree gchar *socket_path = socket_of(f, id);
+        g_autofree gchar *token = einsora_test_jupyter_token_of(pid);
+        g_assert_cmpuint(
+            einsora_test_jupyter_request(socket_path, token, "GET", "/api/status", NULL, NULL), ==,
+            200);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) response = call(f, "DELETE", path, NULL);
+        g_assert_cmpuint(response->status, ==, 202);
+    }
+    wait_for_state(f, id, "deleted");
+    g_assert_false(einsora_test_process_alive(pid));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    if (g_find_program_in_path("bwrap") == NULL ||
+        g_find_program_in_path("jupyter-notebook") == NULL) {
+        /* packaging/dev/deps.sh installs both; CI always has them. */
+        g_printerr("bwrap and jupyter-notebook are needed: bash packaging/dev/deps.sh test\n");
+        return 1;
+    }
+    g_test_add("/native/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
+               fixture_tear_down);
+    g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
+               test_listener_unreachable, fixture_tear_down);
+    g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
+               fixture_tear_down);
+    return g_test_run();
+}
