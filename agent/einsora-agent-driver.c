@@ -7,6 +7,11 @@ G_DEFINE_INTERFACE(EinsoraAgentDriver, einsora_agent_driver, G_TYPE_OBJECT)
 static void
 einsora_agent_driver_default_init(EinsoraAgentDriverInterface *iface)
 {
+    /* A workload's status changed by itself (ready, ended, failed), not
+     * as the end of a call: the agent reports it at once rather than at
+     * its next check. Drivers that never emit it are checked anyway. */
+    g_signal_new("status-changed", G_TYPE_FROM_INTERFACE(iface), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                 NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 /* The driver's name in the driver table (einsora_driver_lookup()). */

@@ -844,9 +844,20 @@ restart_check(EinsoraAgent *self)
 /* GObject */
 
 static void
+on_driver_status_changed(EinsoraAgentDriver *driver, const char *workload_id, gpointer user_data)
+{
+    on_change(EINSORA_AGENT(user_data));
+}
+
+static void
 einsora_agent_dispose(GObject *object)
 {
-    einsora_agent_stop(EINSORA_AGENT(object));
+    EinsoraAgent *self = EINSORA_AGENT(object);
+
+    for (guint i = 0; self->drivers != NULL && i < self->drivers->len; i++)
+        g_signal_handlers_disconnect_by_func(g_ptr_array_index(self->drivers, i),
+                                             on_driver_status_changed, self);
+    einsora_agent_stop(self);
     G_OBJECT_CLASS(einsora_agent_parent_class)->dispose(object);
 }
 
@@ -919,6 +930,8 @@ einsora_agent_new(EinsoraSyncTransport *transport, const char *machine_id,
     for (guint i = 0; drivers != NULL && i < drivers->len; i++) {
         g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(g_ptr_array_index(drivers, i)), self);
         g_ptr_array_add(self->drivers, g_object_ref(g_ptr_array_index(drivers, i)));
+        g_signal_connect(g_ptr_array_index(drivers, i), "status-changed",
+                         G_CALLBACK(on_driver_status_changed), self);
     }
     return self;
 }

@@ -203,6 +203,12 @@ counting_driver_init(CountingDriver *self)
 {
 }
 
+static void
+forward_status_changed(CountingDriver *self, const char *workload_id)
+{
+    g_signal_emit_by_name(self, "status-changed", workload_id);
+}
+
 static CountingDriver *
 counting_driver_new(const char *name)
 {
@@ -210,6 +216,8 @@ counting_driver_new(const char *name)
 
     self->sim = einsora_sim_driver_new();
     self->name = g_strdup(name);
+    /* What the sim driver announces, this one announces. */
+    g_signal_connect_swapped(self->sim, "status-changed", G_CALLBACK(forward_status_changed), self);
     return self;
 }
 
@@ -736,6 +744,22 @@ test_status_change_cuts_sync_short(Fixture *f, gconstpointer data)
     g_assert_cmpuint(f->driver->n_start, ==, 1);
 }
 
+/* A change the driver announces is reported at once, without waiting
+ * for the agent's next check. */
+static void
+test_announced_change_reported_at_once(Fixture *f, gconstpointer data)
+{
+    gint64 began;
+
+    einsora_sim_driver_script_exit_after(f->driver->sim, WORKLOAD_1, 300);
+    run_workload_1(f);
+    einsora_agent_set_check_interval(f->agent, G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC);
+    WAIT_FOR(f->transport->pending != NULL);
+    began = g_get_monotonic_time();
+    WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_EXITED, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
+    g_assert_cmpint(g_get_monotonic_time() - began, <, 2 * G_USEC_PER_SEC);
+}
+
 static void
 test_start_timeout(Fixture *f, gconstpointer data)
 {
@@ -828,6 +852,7 @@ main(int argc, char **argv)
     ADD("/agent/refuse/move", test_move_refused);
     ADD("/agent/refuse/gpu-busy-until-free", test_gpu_busy);
     ADD("/agent/sync/status-change-cuts-sync-short", test_status_change_cuts_sync_short);
+    ADD("/agent/sync/announced-change-reported-at-once", test_announced_change_reported_at_once);
     ADD("/agent/sync/transport-error-backs-off", test_transport_error_backs_off);
     ADD("/agent/sync/inventory-change-reported", test_inventory_change_reported);
     ADD("/agent/driver/start-timeout-failed-to-start", test_start_timeout);

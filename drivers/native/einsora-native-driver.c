@@ -316,6 +316,12 @@ token_from_environment(GPid pid)
     return token;
 }
 
+static void
+announce(NativeWorkload *workload)
+{
+    g_signal_emit_by_name(workload->driver, "status-changed", workload->workload_id);
+}
+
 /* Readiness */
 
 static void schedule_ready_check(NativeWorkload *workload, guint delay_ms);
@@ -370,6 +376,7 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
     if (ready) {
         workload->code = EINSORA_STATUS_CODE_RUNNING;
         log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server answers on its socket: running");
+        announce(workload);
         return;
     }
     if (g_get_monotonic_time() >= workload->ready_deadline_us) {
@@ -378,6 +385,7 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
             error->message, workload->driver->run_dir, workload->workload_id);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
         kill_unready(workload);
+        announce(workload);
         return;
     }
     schedule_ready_check(workload, READY_POLL_MS);
@@ -454,6 +462,7 @@ on_process_changed(EinsoraProcessSupervisor *supervisor, const char *name, gpoin
         workload->code = EINSORA_STATUS_CODE_EXITED;
         log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server stopped by itself");
     }
+    announce(workload);
 }
 
 /* Starting */

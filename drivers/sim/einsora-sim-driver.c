@@ -214,6 +214,7 @@ on_exit_timer(gpointer user_data)
     if (workload->code == EINSORA_STATUS_CODE_RUNNING) {
         workload->code = EINSORA_STATUS_CODE_EXITED;
         log_status(workload, "stopped by itself");
+        g_signal_emit_by_name(workload->driver, "status-changed", workload->workload_id);
     }
     return G_SOURCE_REMOVE;
 }
