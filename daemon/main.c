@@ -17,6 +17,7 @@
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
+#include "einsora-docker-probe.h"
 #include "einsora-host-lock.h"
 #include "einsora-hub.h"
 #include "einsora-linux-inventory.h"
@@ -340,6 +341,21 @@ probe_native(const EinsoraNativeDriverConfig *config, GError **error)
     return einsora_native_driver_probe_finish(result, error);
 }
 
+/* Docker answering is worth saying, and no more: this daemon has no
+ * docker driver yet, so nothing claims to run on it. */
+static void
+on_docker_probed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (einsora_docker_probe_finish(result, &error))
+        g_message("Docker answers on %s, but this einsora-daemon has no docker driver yet: it "
+                  "isn't offered",
+                  EINSORA_DOCKER_SOCKET);
+    else
+        g_debug("no Docker here: %s", error->message);
+}
+
 /* The drivers this machine's agent uses: those EINSORA_DRIVERS names
  * (each must work), or without it the real ones that work here. */
 static gboolean
@@ -384,6 +400,7 @@ make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBui
                       local_error->message);
         }
     }
+    einsora_docker_probe_async(NULL, 2000, NULL, on_docker_probed, NULL);
     if (drivers->len == 0)
         g_message("this machine has no driver that works: workloads placed here wait until it "
                   "has one");

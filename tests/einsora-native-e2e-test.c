@@ -369,6 +369,45 @@ test_adopted_after_kill(Fixture *f, gconstpointer data)
     g_assert_false(einsora_test_process_alive(pid));
 }
 
+/* A machine whose drivers don't work (here: bubblewrap that can't be
+ * found) says so in its log, offers no driver, and a notebook waits with
+ * the seeds' reason. */
+static void
+test_no_working_driver(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    Fixture f = {daemon, NULL, NULL};
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *log = NULL;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", NULL);
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    /* Nothing on PATH: no bwrap, no jupyter-notebook. */
+    einsora_test_daemon_setenv(daemon, "PATH", "/nonexistent");
+    einsora_test_daemon_start(daemon);
+    id = launch(&f, "waits");
+    path = g_strdup_printf("/v1/workloads/%s/events", id);
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) response = call(&f, "GET", path, NULL);
+        if (strstr(response->body,
+                   "waiting for a machine with a driver that runs notebooks on " CLASS
+                   ": none here has one yet") != NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+    {
+        g_autofree gchar *workload = g_strdup_printf("/v1/workloads/%s", id);
+        g_autoptr(EinsoraTestResponse) response = call(&f, "GET", workload, NULL);
+        g_assert_cmpstr(einsora_test_response_string(response, "state"), ==, "queued");
+    }
+    log = einsora_test_daemon_read_log(daemon);
+    g_assert_nonnull(strstr(log, "the linux-native driver doesn't work here"));
+    g_assert_nonnull(strstr(log, "this machine has no driver that works"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -383,6 +422,7 @@ main(int argc, char **argv)
                fixture_tear_down);
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
+    g_test_add_func("/native/no-working-driver", test_no_working_driver);
     g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
                fixture_tear_down);
     return g_test_run();

@@ -24,7 +24,8 @@ meson test -C build --print-errorlogs || status=1
 
 setup build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+# Full stacks on malloc, so tests/lsan.supp can match frames inside GLib.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:fast_unwind_on_malloc=0 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --suite unit --print-errorlogs || status=1
 
