@@ -198,6 +198,30 @@ test_machine_is_online(void)
                     ==, "online");
 }
 
+/* One agent per machine: a second daemon on the same state directory
+ * refuses to start, saying why, and the first keeps serving. */
+static void
+test_second_daemon_refused(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autoptr(GSubprocess) second = NULL;
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_DRIVERS", "sim", TRUE);
+    second = g_subprocess_launcher_spawn(launcher, &error, einsora_test_daemon_path(), "--data-dir",
+                                         server->data_dir, "--listen", "127.0.0.1:0", NULL);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate_utf8(second, NULL, NULL, &out, &err, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(second));
+    g_assert_cmpint(g_subprocess_get_exit_status(second), ==, 1);
+    g_assert_nonnull(strstr(err, "another Einsora agent already runs on this machine"));
+    test_machine_is_online();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -216,6 +240,7 @@ main(int argc, char **argv)
     g_test_add_func("/solo/machine/online", test_machine_is_online);
     g_test_add_func("/solo/notebook/launch-stop-start-delete", test_notebook_lifecycle);
     g_test_add_func("/solo/restart/kill-9-changes-nothing", test_restart_after_kill);
+    g_test_add_func("/solo/host-lock/second-daemon-refused", test_second_daemon_refused);
     status = g_test_run();
     einsora_test_daemon_stop(server);
     einsora_test_daemon_free(server);
