@@ -417,7 +417,9 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     g_autoptr(EinsoraInventory) inventory = NULL;
     g_autoptr(EinsoraMachine) registered = NULL;
     g_autofree gchar *machine_id = NULL;
-    EinsoraLinuxInventorySource source = {"/", NULL};
+    /* Where NVML is, when the NVIDIA driver installs it off the loader's
+     * path; by default the loader finds libnvidia-ml.so.1. */
+    EinsoraLinuxInventorySource source = {"/", g_getenv("EINSORA_NVML_LIBRARY")};
     gint64 now_us = einsora_now_real(NULL);
 
     machine->lock = einsora_host_lock_acquire(settings->agent_state_dir, error);

@@ -222,6 +222,44 @@ test_second_daemon_refused(void)
     test_machine_is_online();
 }
 
+/* What this machine has reaches GET /v1/machines: GPUs from NVML (a
+ * stand-in library, loaded the way the real one is), each with the class
+ * the catalog maps its model to, and the drivers that work. */
+static void
+test_inventory_in_the_api(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    g_autoptr(EinsoraTestResponse) response = NULL;
+    JsonObject *machine;
+    JsonArray *gpus, *drivers;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "sim");
+    einsora_test_daemon_setenv(daemon, "EINSORA_NVML_LIBRARY", g_getenv("EINSORA_FAKE_NVML"));
+    einsora_test_daemon_setenv(daemon, "FAKE_NVML_GPUS", "NVIDIA H200:143771,NVIDIA Quadro X:8000");
+    einsora_test_daemon_start(daemon);
+    response =
+        einsora_test_request(daemon, "GET", "/v1/machines", daemon->owner_token, NULL, NULL, NULL);
+    g_assert_cmpuint(response->status, ==, 200);
+    machine = json_array_get_object_element(
+        json_object_get_array_member(json_node_get_object(response->json), "machines"), 0);
+    gpus = json_object_get_array_member(machine, "gpus");
+    g_assert_cmpuint(json_array_get_length(gpus), ==, 2);
+    g_assert_cmpstr(json_object_get_string_member(json_array_get_object_element(gpus, 0), "model"),
+                    ==, "NVIDIA H200");
+    g_assert_cmpstr(
+        json_object_get_string_member(json_array_get_object_element(gpus, 0), "gpu_class"), ==,
+        "h200-141gb");
+    g_assert_cmpint(
+        json_object_get_int_member(json_array_get_object_element(gpus, 0), "memory_mib"), ==,
+        143771);
+    /* A model no class of this installation lists serves none. */
+    g_assert_true(json_object_get_null_member(json_array_get_object_element(gpus, 1), "gpu_class"));
+    drivers = json_object_get_array_member(machine, "drivers");
+    g_assert_cmpuint(json_array_get_length(drivers), ==, 1);
+    g_assert_cmpstr(json_array_get_string_element(drivers, 0), ==, "sim");
+    einsora_test_daemon_stop(daemon);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -241,6 +279,7 @@ main(int argc, char **argv)
     g_test_add_func("/solo/notebook/launch-stop-start-delete", test_notebook_lifecycle);
     g_test_add_func("/solo/restart/kill-9-changes-nothing", test_restart_after_kill);
     g_test_add_func("/solo/host-lock/second-daemon-refused", test_second_daemon_refused);
+    g_test_add_func("/solo/machine/inventory-in-the-api", test_inventory_in_the_api);
     status = g_test_run();
     einsora_test_daemon_stop(server);
     einsora_test_daemon_free(server);

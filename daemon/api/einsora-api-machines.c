@@ -23,6 +23,36 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
     json_builder_add_int_value(builder, machine->cpus);
     json_builder_set_member_name(builder, "memory_mib");
     json_builder_add_int_value(builder, machine->memory_mib);
+    json_builder_set_member_name(builder, "gpus");
+    json_builder_begin_array(builder);
+    {
+        g_autoptr(GPtrArray) gpus = einsora_service_machine_gpus(service, machine);
+        for (guint i = 0; i < gpus->len; i++) {
+            const EinsoraMachineGpu *gpu = g_ptr_array_index(gpus, i);
+            json_builder_begin_object(builder);
+            json_builder_set_member_name(builder, "vendor");
+            json_builder_add_string_value(builder, gpu->vendor);
+            json_builder_set_member_name(builder, "model");
+            json_builder_add_string_value(builder, gpu->model);
+            json_builder_set_member_name(builder, "memory_mib");
+            json_builder_add_int_value(builder, gpu->memory_mib);
+            json_builder_set_member_name(builder, "gpu_class");
+            if (gpu->gpu_class != NULL)
+                json_builder_add_string_value(builder, gpu->gpu_class);
+            else
+                json_builder_add_null_value(builder);
+            json_builder_end_object(builder);
+        }
+    }
+    json_builder_end_array(builder);
+    json_builder_set_member_name(builder, "drivers");
+    json_builder_begin_array(builder);
+    {
+        g_auto(GStrv) drivers = einsora_service_machine_drivers(service, machine);
+        for (guint i = 0; drivers[i] != NULL; i++)
+            json_builder_add_string_value(builder, drivers[i]);
+    }
+    json_builder_end_array(builder);
     json_builder_set_member_name(builder, "sharing");
     json_builder_add_string_value(builder, einsora_sharing_to_string(machine->sharing));
     json_builder_set_member_name(builder, "status");

@@ -957,3 +957,25 @@ einsora_catalog_class_for_gpu_model(EinsoraCatalog *self, EinsoraAccelerator ven
     }
     return NULL;
 }
+
+const char *
+einsora_catalog_class_for_gpu(EinsoraCatalog *self, const char *region, EinsoraAccelerator vendor,
+                              const char *model, gint64 machine_memory_mib)
+{
+    const EinsoraComputeClass *best = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_CATALOG(self), NULL);
+    if (vendor != EINSORA_ACCELERATOR_APPLE)
+        return einsora_catalog_class_for_gpu_model(self, vendor, model);
+    for (guint i = 0; i < self->classes->len; i++) {
+        const EinsoraComputeClass *klass = g_ptr_array_index(self->classes, i);
+
+        if (klass->accelerator != EINSORA_ACCELERATOR_APPLE ||
+            klass->memory_mib > machine_memory_mib ||
+            !einsora_catalog_class_offered_in(klass, region))
+            continue;
+        if (best == NULL || klass->memory_mib > best->memory_mib)
+            best = klass;
+    }
+    return best != NULL ? best->name : NULL;
+}

@@ -98,5 +98,11 @@ gboolean einsora_image_supports_kind(const EinsoraImage *image, EinsoraWorkloadK
 /* The class a GPU model serves, or NULL when the catalog does not list it. */
 const char *einsora_catalog_class_for_gpu_model(EinsoraCatalog *self, EinsoraAccelerator vendor,
                                                 const char *model);
+/* The class one GPU of a machine serves in @region: NVIDIA and AMD by the
+ * catalog's models; a Mac's GPU, the largest Apple class its unified
+ * memory (@machine_memory_mib) holds. NULL: none offered. */
+const char *einsora_catalog_class_for_gpu(EinsoraCatalog *self, const char *region,
+                                          EinsoraAccelerator vendor, const char *model,
+                                          gint64 machine_memory_mib);
 
 G_END_DECLS

@@ -835,6 +835,69 @@ einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machi
     return service_now(self) - seen_us <= MACHINE_ONLINE_WINDOW_US;
 }
 
+static JsonObject *
+stored_inventory(const EinsoraMachine *machine, JsonNode **node)
+{
+    if (machine->inventory == NULL)
+        return NULL;
+    *node = json_from_string(machine->inventory, NULL);
+    if (*node == NULL || !JSON_NODE_HOLDS_OBJECT(*node))
+        return NULL;
+    return json_node_get_object(*node);
+}
+
+GPtrArray *
+einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine)
+{
+    GPtrArray *gpus = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_machine_gpu_free);
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *inventory = stored_inventory(machine, &node);
+    JsonArray *reported;
+
+    if (inventory == NULL || !json_object_has_member(inventory, "gpus") ||
+        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(inventory, "gpus")))
+        return gpus;
+    reported = json_object_get_array_member(inventory, "gpus");
+    for (guint i = 0; i < json_array_get_length(reported); i++) {
+        JsonNode *element = json_array_get_element(reported, i);
+        g_autoptr(EinsoraMachineGpu) gpu = einsora_machine_gpu_new();
+        EinsoraAccelerator vendor;
+        JsonObject *object;
+
+        if (!JSON_NODE_HOLDS_OBJECT(element))
+            continue;
+        object = json_node_get_object(element);
+        gpu->vendor = g_strdup(json_object_get_string_member_with_default(object, "vendor", ""));
+        gpu->model = g_strdup(json_object_get_string_member_with_default(object, "model", ""));
+        gpu->memory_mib = json_object_get_int_member_with_default(object, "memory_mib", 0);
+        if (einsora_accelerator_from_string(gpu->vendor, &vendor))
+            gpu->gpu_class = g_strdup(einsora_catalog_class_for_gpu(
+                self->catalog, machine->region, vendor, gpu->model,
+                json_object_get_int_member_with_default(inventory, "memory_mib", 0)));
+        g_ptr_array_add(gpus, g_steal_pointer(&gpu));
+    }
+    return gpus;
+}
+
+gchar **
+einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine)
+{
+    g_autoptr(GStrvBuilder) drivers = g_strv_builder_new();
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *inventory = stored_inventory(machine, &node);
+
+    if (inventory != NULL && json_object_has_member(inventory, "drivers") &&
+        JSON_NODE_HOLDS_ARRAY(json_object_get_member(inventory, "drivers"))) {
+        JsonArray *reported = json_object_get_array_member(inventory, "drivers");
+        for (guint i = 0; i < json_array_get_length(reported); i++) {
+            const char *name = json_array_get_string_element(reported, i);
+            if (name != NULL)
+                g_strv_builder_add(drivers, name);
+        }
+    }
+    return g_strv_builder_end(drivers);
+}
+
 GHashTable *
 einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id, GError **error)
 {

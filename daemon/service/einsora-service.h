@@ -10,6 +10,7 @@
 #include "einsora-actor.h"
 #include "einsora-catalog.h"
 #include "einsora-idempotency-record.h"
+#include "einsora-machine-gpu.h"
 #include "einsora-machine.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
@@ -68,6 +69,12 @@ EinsoraMachine *einsora_service_get_machine(EinsoraService *self, const char *te
                                             const char *machine_id, GError **error);
 /* Online when its agent was seen in the last three minutes. */
 gboolean einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine);
+/* What the machine's agent last reported, as the store keeps it (the hub
+ * checked it fits the machine): its GPUs (EinsoraMachineGpu, each with
+ * the class it serves in the machine's region) and its drivers. Empty
+ * when it hasn't reported yet. */
+GPtrArray *einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine);
+gchar **einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine);
 /* How many of the tenant's workloads hold capacity on each machine:
  * machine ID -> count (GINT_TO_POINTER), from one read of the workloads. */
 GHashTable *einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,

@@ -554,26 +554,6 @@ einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface)
     iface->sync_finish = einsora_hub_sync_finish;
 }
 
-/* The Apple class a Mac's GPU serves: the largest whose memory its
- * unified memory holds. */
-static const char *
-apple_class_for(EinsoraHub *self, const char *region, gint64 memory_mib)
-{
-    GPtrArray *classes = einsora_catalog_get_classes(self->catalog);
-    const EinsoraComputeClass *best = NULL;
-
-    for (guint i = 0; i < classes->len; i++) {
-        const EinsoraComputeClass *klass = g_ptr_array_index(classes, i);
-
-        if (klass->accelerator != EINSORA_ACCELERATOR_APPLE || klass->memory_mib > memory_mib ||
-            !einsora_catalog_class_offered_in(klass, region))
-            continue;
-        if (best == NULL || klass->memory_mib > best->memory_mib)
-            best = klass;
-    }
-    return best != NULL ? best->name : NULL;
-}
-
 static void
 add_device(GHashTable *devices, const char *gpu_class)
 {
@@ -625,10 +605,8 @@ machine_capacity(EinsoraHub *self, const EinsoraMachine *machine, MachineState *
 
         if (!einsora_accelerator_from_string(gpu->vendor, &vendor))
             continue;
-        if (vendor == EINSORA_ACCELERATOR_APPLE)
-            gpu_class = apple_class_for(self, machine->region, inventory->memory_mib);
-        else
-            gpu_class = einsora_catalog_class_for_gpu_model(self->catalog, vendor, gpu->model);
+        gpu_class = einsora_catalog_class_for_gpu(self->catalog, machine->region, vendor,
+                                                  gpu->model, inventory->memory_mib);
         if (gpu_class != NULL)
             add_device(capacity->devices, gpu_class);
     }
