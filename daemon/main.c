@@ -263,6 +263,7 @@ open_store(const EinsoraDaemonSettings *settings, GError **error)
  * drivers EINSORA_DRIVERS names. */
 typedef struct {
     EinsoraHostLock *lock;
+    EinsoraHostLock *run_lock; /* the run directory's, while linux-native runs */
     EinsoraHub *hub;
     EinsoraController *controller;
     EinsoraAgent *agent;
@@ -274,6 +275,7 @@ local_machine_clear(LocalMachine *machine)
     g_clear_object(&machine->agent);
     g_clear_object(&machine->controller);
     g_clear_object(&machine->hub);
+    g_clear_object(&machine->run_lock);
     g_clear_object(&machine->lock);
 }
 
@@ -360,7 +362,7 @@ on_docker_probed(GObject *source, GAsyncResult *result, gpointer user_data)
  * (each must work), or without it the real ones that work here. */
 static gboolean
 make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBuilder *names,
-             GError **error)
+             EinsoraHostLock **run_lock, GError **error)
 {
     g_autofree gchar *notebooks = g_build_filename(settings->agent_state_dir, "notebooks", NULL);
     EinsoraNativeDriverConfig native = {
@@ -382,14 +384,28 @@ make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBui
     if (wants_driver(settings, EINSORA_NATIVE_DRIVER_NAME)) {
         EinsoraNativeDriver *driver = NULL;
 
-        if (probe_native(&native, &local_error))
+        /* Another daemon's agent (another data directory) may use the same
+         * run directory: its notebooks are its own, never adopted here. */
+        *run_lock = einsora_host_lock_acquire(settings->agent_run_dir, &local_error);
+        if (*run_lock == NULL)
+            g_prefix_error(&local_error, "EINSORA_AGENT_RUN_DIR (--agent-run-dir): ");
+        else if (probe_native(&native, &local_error))
             driver = einsora_native_driver_new(&native, &local_error);
+        if (driver == NULL)
+            g_clear_object(run_lock);
         if (driver != NULL) {
             g_ptr_array_add(drivers, driver);
             g_strv_builder_add(names, EINSORA_NATIVE_DRIVER_NAME);
             g_message("the %s driver works here: notebooks run in bubblewrap, serving on "
                       "sockets in %s",
                       EINSORA_NATIVE_DRIVER_NAME, settings->agent_run_dir);
+        } else if (native.outbound_network &&
+                   !g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_BUSY)) {
+            /* Asked for by name: a setting that can't work stops the start. */
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                        "EINSORA_NOTEBOOK_NETWORK (--notebook-network) is outbound, but %s",
+                        local_error->message);
+            return FALSE;
         } else if (settings->drivers != NULL) {
             g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
                         "EINSORA_DRIVERS (--drivers): %s doesn't work here: %s",
@@ -430,7 +446,7 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     machine_id = einsora_local_machine_load_id(settings->agent_state_dir, now_us, error);
     if (machine_id == NULL)
         return FALSE;
-    if (!make_drivers(settings, drivers, names, error))
+    if (!make_drivers(settings, drivers, names, &machine->run_lock, error))
         return FALSE;
     driver_names = g_strv_builder_end(names);
     inventory = einsora_linux_inventory_read(&source, error);

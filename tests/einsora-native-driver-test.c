@@ -4,7 +4,10 @@
  * stop/remove, and adoption by a new driver: the same process when the
  * sandbox is unchanged, sandbox-changed when it isn't. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "einsora-bwrap-args.h"
 #include "einsora-native-driver.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-jupyter.h"
 #include "einsora-uuid.h"
 
 #define WAIT_US (30 * G_USEC_PER_SEC)
@@ -462,6 +466,37 @@ test_never_ready(Fixture *f, gconstpointer data)
     g_assert_true(g_file_test(f->workload_dir, G_FILE_TEST_IS_DIR));
 }
 
+/* A notebook can write the directory its socket is in: a link there to
+ * another socket is never followed, so no token goes anywhere else. */
+static void
+test_socket_link_not_followed(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *decoy_path = g_build_filename(f->dir, "decoy.sock", NULL);
+    g_autofree gchar *socket_path =
+        g_build_filename(f->run_dir, f->id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+    g_autofree gchar *body =
+        g_strdup_printf("ln -s '%s' '%s'\nexec sleep 600", decoy_path, socket_path);
+    g_autofree gchar *script = write_server_script(f, "link", body);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(decoy_path);
+    g_autoptr(GSocket) decoy =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL);
+    g_autoptr(GSocket) accepted = NULL;
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(g_socket_bind(decoy, address, TRUE, NULL));
+    g_assert_true(g_socket_listen(decoy, NULL));
+    g_socket_set_blocking(decoy, FALSE);
+    f->config.jupyter_path = script;
+    make_driver(f);
+    einsora_native_driver_set_ready_timeout(f->driver, 1500);
+    g_assert_true(start(f, 1, &error));
+    wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
+    g_assert_true(g_file_test(socket_path, G_FILE_TEST_IS_SYMLINK));
+    accepted = g_socket_accept(decoy, NULL, &error);
+    g_assert_null(accepted);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
+}
+
 static void
 test_ends_before_ready(Fixture *f, gconstpointer data)
 {
@@ -474,6 +509,34 @@ test_ends_before_ready(Fixture *f, gconstpointer data)
     wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
 }
 
+/* The notebook server itself inside the sandbox (python3 running
+ * jupyter-notebook), not the bwrap processes around it. */
+static int
+jupyter_in(gint64 leader)
+{
+    g_autoptr(GArray) tree = einsora_test_process_tree((int)leader);
+
+    for (guint i = 0; i < tree->len; i++) {
+        int pid = g_array_index(tree, int, i);
+        g_autofree gchar *path = g_strdup_printf("/proc/%d/cmdline", pid);
+        g_autofree gchar *cmdline = NULL;
+        gsize length = 0;
+
+        if (g_file_get_contents(path, &cmdline, &length, NULL) && length > 0 &&
+            g_str_has_suffix(cmdline, "python3") &&
+            strstr(cmdline + strlen(cmdline) + 1, "jupyter"))
+            return pid;
+    }
+    return 0;
+}
+
+static void
+wait_tree_gone(GArray *tree)
+{
+    for (guint i = 0; i < tree->len; i++)
+        wait_gone(g_array_index(tree, int, i));
+}
+
 /* Debian's real Jupyter: ready over its socket, the way in only while
  * it runs, and each way it can end. */
 static void
@@ -484,8 +547,10 @@ test_real_server(Fixture *f, gconstpointer data)
     g_autofree gchar *token = NULL;
     g_autofree gchar *expected_socket =
         g_build_filename(f->run_dir, f->id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+    g_autoptr(GArray) tree = NULL;
     EinsoraAgentDriver *driver;
     gint64 attempt = 0, pid;
+    int server;
 
     make_driver(f);
     driver = EINSORA_AGENT_DRIVER(f->driver);
@@ -501,22 +566,41 @@ test_real_server(Fixture *f, gconstpointer data)
     g_assert_true(start(f, 1, &error));
     g_assert_cmpint(recorded_pid(f), ==, pid);
 
-    /* Killed by SIGKILL from nobody here: the out-of-memory killer. */
-    kill(-(pid_t)pid, SIGKILL);
+    /* The server killed by SIGKILL from nobody here: the out-of-memory
+     * killer. bwrap passes it on as exit code 137. */
+    tree = einsora_test_process_tree((int)pid);
+    server = jupyter_in(pid);
+    g_assert_cmpint(server, >, 0);
+    kill(server, SIGKILL);
     wait_for_status(f, EINSORA_STATUS_CODE_OUT_OF_MEMORY);
+    wait_tree_gone(tree);
     g_clear_pointer(&socket_path, g_free);
     g_clear_pointer(&token, g_free);
     g_assert_false(einsora_agent_driver_get_access(driver, f->id, NULL, &socket_path, &token));
 
-    /* A new attempt; then it shuts down by itself (SIGTERM to the
-     * server inside): it stopped by itself. */
+    /* A new attempt that shuts down by itself (SIGTERM to the server
+     * inside): it stopped by itself. */
     g_assert_true(start(f, 2, &error));
     wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
     pid = recorded_pid(f);
-    kill((pid_t)pid, SIGTERM);
+    g_clear_pointer(&tree, g_array_unref);
+    tree = einsora_test_process_tree((int)pid);
+    kill(jupyter_in(pid), SIGTERM);
     wait_for_status(f, EINSORA_STATUS_CODE_EXITED);
     g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_EXITED);
     g_assert_cmpint(attempt, ==, 2);
+    wait_tree_gone(tree);
+
+    /* Only the outer bwrap killed: nothing of the sandbox outlives it. */
+    g_assert_true(start(f, 3, &error));
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    pid = recorded_pid(f);
+    g_clear_pointer(&tree, g_array_unref);
+    tree = einsora_test_process_tree((int)pid);
+    g_assert_cmpuint(tree->len, >=, 3);
+    kill((pid_t)pid, SIGTERM);
+    wait_for_status(f, EINSORA_STATUS_CODE_EXITED);
+    wait_tree_gone(tree);
 }
 
 static void
@@ -534,6 +618,30 @@ test_stop_and_remove(Fixture *f, gconstpointer data)
     f->config.jupyter_path = script;
     g_assert_true(g_file_set_contents(outside, "not the notebook's", -1, NULL));
     g_assert_cmpint(symlink(outside, link), ==, 0);
+    /* What a notebook can leave behind: a tree deeper than any path can
+     * name, an unreadable directory, a name like the ones removal uses. */
+    {
+        g_autofree gchar *locked = g_build_filename(f->workload_dir, "locked", NULL);
+        g_autofree gchar *lookalike =
+            g_build_filename(f->workload_dir, ".einsora-deleting-0", NULL);
+        g_autofree gchar *inside = g_build_filename(locked, "file", NULL);
+        int dir = open(f->workload_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        for (guint level = 0; level < 2100; level++) {
+            int next;
+            g_assert_cmpint(mkdirat(dir, "aa", 0700), ==, 0);
+            next = openat(dir, "aa", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            g_assert_cmpint(next, >=, 0);
+            close(dir);
+            dir = next;
+        }
+        g_assert_cmpint(symlinkat(outside, dir, "deep-link"), ==, 0);
+        close(dir);
+        g_assert_cmpint(g_mkdir(locked, 0700), ==, 0);
+        g_assert_true(g_file_set_contents(inside, "x", -1, NULL));
+        g_assert_cmpint(g_chmod(locked, 0), ==, 0);
+        g_assert_cmpint(g_mkdir(lookalike, 0700), ==, 0);
+    }
     make_driver(f);
     g_assert_true(start(f, 1, &error));
     pid = recorded_pid(f);
@@ -615,6 +723,7 @@ main(int argc, char **argv)
     ADD("/native/sandbox-from-inside", test_sandbox_from_inside);
     ADD("/native/never-ready", test_never_ready);
     ADD("/native/ends-before-ready", test_ends_before_ready);
+    ADD("/native/socket-link-not-followed", test_socket_link_not_followed);
     ADD("/native/real-server", test_real_server);
     ADD("/native/stop-and-remove", test_stop_and_remove);
     ADD("/native/adoption", test_adoption);

@@ -369,6 +369,32 @@ test_adopted_after_kill(Fixture *f, gconstpointer data)
     g_assert_false(einsora_test_process_alive(pid));
 }
 
+/* A second daemon (another data directory) pointed at the same run
+ * directory leaves the first one's notebooks alone: it doesn't use the
+ * linux-native driver, and says why. */
+static void
+test_run_dir_shared(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "kept");
+    g_autoptr(EinsoraTestDaemon) other = einsora_test_daemon_new();
+    g_autofree gchar *log = NULL;
+    int pid;
+
+    wait_for_state(f, id, "running");
+    pid = server_pid(f, id, NULL);
+    einsora_test_daemon_setenv(other, "EINSORA_DRIVERS", NULL);
+    einsora_test_daemon_setenv(other, "EINSORA_AGENT_RUN_DIR", f->run_dir);
+    einsora_test_daemon_start(other);
+    g_usleep(G_USEC_PER_SEC);
+    log = einsora_test_daemon_read_log(other);
+    g_assert_nonnull(strstr(log, "the linux-native driver doesn't work here: "
+                                 "EINSORA_AGENT_RUN_DIR (--agent-run-dir): another Einsora agent"));
+    einsora_test_daemon_stop(other);
+    g_assert_true(einsora_test_process_alive(pid));
+    g_assert_cmpint(server_pid(f, id, NULL), ==, pid);
+    wait_for_state(f, id, "running");
+}
+
 /* A machine whose drivers don't work (here: bubblewrap that can't be
  * found) says so in its log, offers no driver, and a notebook waits with
  * the seeds' reason. */
@@ -423,6 +449,8 @@ main(int argc, char **argv)
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);
+    g_test_add("/native/run-dir-shared", Fixture, NULL, fixture_set_up, test_run_dir_shared,
+               fixture_tear_down);
     g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
                fixture_tear_down);
     return g_test_run();

@@ -508,6 +508,54 @@ test_adopt_vanishes(Fixture *fx, gconstpointer data)
     g_assert_cmpint(einsora_process_supervisor_get_pid(fx->supervisor, "w1"), ==, 0);
 }
 
+/* The rest of a group whose leader died goes too, whether the leader
+ * died under watch or while no supervisor was there. */
+static GPid
+start_with_member(Fixture *fx, const char *name, GPid *member)
+{
+    g_autofree gchar *member_file = path_for(fx, "member.pid");
+    g_autofree gchar *script =
+        g_strdup_printf("sleep 100 & echo $! > '%s'; exec sleep 100", member_file);
+    g_autofree gchar *text = NULL;
+    GPid pid = start_sh(fx, name, script);
+
+    WAIT_UNTIL(g_file_get_contents(member_file, &text, NULL, NULL) && strchr(text, '\n'), WAIT_MS);
+    *member = atoi(text);
+    g_assert_true(pid_alive(*member));
+    g_unlink(member_file);
+    return pid;
+}
+
+static void
+test_leader_dies_watched(Fixture *fx, gconstpointer data)
+{
+    GPid member = 0;
+    GPid pid = start_with_member(fx, "w1", &member);
+
+    g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+    WAIT_UNTIL(was_changed(fx, "w1"), WAIT_MS);
+    g_assert_cmpint(state_of(fx, "w1", NULL), ==, EINSORA_PROCESS_KILLED);
+    WAIT_UNTIL(!pid_alive(member), WAIT_MS);
+}
+
+static void
+test_leader_dies_unwatched(Fixture *fx, gconstpointer data)
+{
+    GPid member = 0;
+    GPid pid = start_with_member(fx, "w1", &member);
+
+    /* The daemon is away: nobody watches when the leader dies (it stays
+     * a zombie of this process, which doesn't reap it yet). */
+    g_clear_object(&fx->supervisor);
+    g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+    WAIT_UNTIL(!pid_alive(pid), WAIT_MS);
+    g_assert_true(pid_alive(member));
+    fixture_new_supervisor(fx);
+    g_assert_cmpint(einsora_process_supervisor_adopt(fx->supervisor, "w1", "fp-1"), ==,
+                    EINSORA_PROCESS_GONE);
+    WAIT_UNTIL(!pid_alive(member), WAIT_MS);
+}
+
 static void
 test_exit_with_code(Fixture *fx, gconstpointer data)
 {
@@ -820,6 +868,8 @@ main(int argc, char **argv)
     ADD("/process/adopt/fingerprint-changed", test_adopt_fingerprint_changed);
     ADD("/process/adopt/nothing-recorded", test_adopt_nothing_recorded);
     ADD("/process/adopt/vanishes", test_adopt_vanishes);
+    ADD("/process/adopt/leader-dies-unwatched", test_leader_dies_unwatched);
+    ADD("/process/exit/leader-dies-watched", test_leader_dies_watched);
     ADD("/process/exit/with-code", test_exit_with_code);
     ADD("/process/exit/killed", test_exit_killed);
     ADD("/process/stop/whole-group", test_stop_whole_group);

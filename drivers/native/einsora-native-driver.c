@@ -2,9 +2,12 @@
 
 #include "einsora-native-driver.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -200,6 +203,22 @@ server_command(EinsoraNativeDriver *self, const char *data_dir, const char *sock
     g_strv_builder_add(argv, "--KernelManager.transport=ipc");
     add_owned(argv, g_strdup_printf("--notebook-dir=%s", data_dir));
     return g_strv_builder_end(argv);
+}
+
+/* pasta gives the sandbox a network namespace of its own with outbound
+ * traffic only (every port forward off, both ways); without it there is
+ * only loopback. */
+static void
+add_network(EinsoraBwrapArgs *args, const char *pasta_path)
+{
+    const char *const prefix[] = {
+        pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none", "--udp-ports", "none",
+        "--tcp-ns", "none",         "--udp-ns", "none",        "--",   NULL};
+
+    if (pasta_path == NULL)
+        einsora_bwrap_args_add_flag(args, "--unshare-net");
+    else
+        einsora_bwrap_args_set_prefix(args, prefix);
 }
 
 /* The whole sandbox of one workload. Deterministic: the same workload
@@ -447,7 +466,9 @@ on_process_changed(EinsoraProcessSupervisor *supervisor, const char *name, gpoin
         return;
     workload_stop_probing(workload);
     g_clear_object(&workload->server);
-    if (state == EINSORA_PROCESS_KILLED && exit_status == SIGKILL &&
+    /* bwrap passes on a signal death of its command as 128 + signal. */
+    if (((state == EINSORA_PROCESS_KILLED && exit_status == SIGKILL) ||
+         (state == EINSORA_PROCESS_EXITED && exit_status == 128 + SIGKILL)) &&
         (workload->code == EINSORA_STATUS_CODE_RUNNING ||
          workload->code == EINSORA_STATUS_CODE_STARTING)) {
         /* Nobody here sent it: the kernel's out-of-memory killer does. */
@@ -880,46 +901,127 @@ einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface)
 }
 
 /* Deleting a tree without following links: a notebook can make a link
- * to anything, and only what is inside its own directories goes. */
+ * to anything, and only what is inside its own directories goes. Every
+ * step works relative to an open directory (openat, unlinkat), so a
+ * name swapped for a link mid-way is never followed, and a path too
+ * long to name never stops it: directories deeper than MAX_DEPTH are
+ * moved up to the top and deleted from there. */
+#define MAX_DEPTH 32
+
+static gboolean
+io_error(GError **error, const char *what, const char *name)
+{
+    int saved = errno;
+
+    g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't %s %s: %s", what, name,
+                g_strerror(saved));
+    return FALSE;
+}
+
+typedef struct {
+    int top_fd;
+    guint64 serial; /* names for what moves up, never reused */
+    guint moved_up; /* this pass */
+} Removal;
+
+/* Empties the directory @dir_fd; what lies deeper than MAX_DEPTH moves
+ * up to the top, to be emptied on another pass. */
+static gboolean
+empty_directory(Removal *removal, int dir_fd, guint depth, GError **error)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    /* A description of its own: a dup would share (and exhaust) the
+     * directory's read position for the next pass. */
+    int list_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = list_fd >= 0 ? fdopendir(list_fd) : NULL;
+    struct dirent *entry;
+
+    if (dir == NULL) {
+        if (list_fd >= 0)
+            close(list_fd);
+        return io_error(error, "read", "a directory");
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        if (!g_str_equal(entry->d_name, ".") && !g_str_equal(entry->d_name, ".."))
+            g_ptr_array_add(names, g_strdup(entry->d_name));
+    }
+    closedir(dir);
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = g_ptr_array_index(names, i);
+        struct stat st;
+        int child;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT)
+                continue;
+            return io_error(error, "read", name);
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            if (unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT)
+                return io_error(error, "delete", name);
+            continue;
+        }
+        if (depth >= MAX_DEPTH) {
+            int moved;
+            do {
+                g_autofree gchar *up =
+                    g_strdup_printf(".einsora-deleting-%" G_GUINT64_FORMAT, removal->serial++);
+                moved = renameat2(dir_fd, name, removal->top_fd, up, RENAME_NOREPLACE);
+            } while (moved != 0 && errno == EEXIST);
+            if (moved != 0)
+                return io_error(error, "move", name);
+            removal->moved_up++;
+            continue;
+        }
+        /* A directory the notebook made unreadable is still ours. */
+        if ((st.st_mode & 0700) != 0700)
+            fchmodat(dir_fd, name, (st.st_mode & 07777) | 0700, 0);
+        child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (child < 0)
+            return io_error(error, "open", name);
+        if (!empty_directory(removal, child, depth + 1, error)) {
+            close(child);
+            return FALSE;
+        }
+        close(child);
+        if (unlinkat(dir_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+            return io_error(error, "delete", name);
+    }
+    return TRUE;
+}
+
 static gboolean
 remove_tree(const char *path, GError **error)
 {
     struct stat st;
-    g_autoptr(GDir) dir = NULL;
-    const char *name;
+    int top;
+    Removal removal = {-1, 0, 0};
+    gboolean ok = TRUE;
 
-    if (lstat(path, &st) != 0) {
+    /* The notebook may have made its own directory unreadable. */
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0700) != 0700)
+        g_chmod(path, (st.st_mode & 07777) | 0700);
+    top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    removal.top_fd = top;
+
+    if (top < 0) {
         if (errno == ENOENT)
             return TRUE;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't read %s: %s", path,
-                    g_strerror(errno));
-        return FALSE;
+        /* Not a directory (or a link): just that name goes. */
+        if ((errno == ENOTDIR || errno == ELOOP) && (g_unlink(path) == 0 || errno == ENOENT))
+            return TRUE;
+        return io_error(error, "delete", path);
     }
-    if (!S_ISDIR(st.st_mode)) {
-        if (g_unlink(path) != 0 && errno != ENOENT) {
-            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't delete %s: %s",
-                        path, g_strerror(errno));
-            return FALSE;
-        }
-        return TRUE;
-    }
-    /* A directory the notebook made unreadable is still ours to delete. */
-    if ((st.st_mode & 0700) != 0700)
-        g_chmod(path, (st.st_mode & 07777) | 0700);
-    dir = g_dir_open(path, 0, error);
-    if (dir == NULL)
-        return FALSE;
-    while ((name = g_dir_read_name(dir)) != NULL) {
-        g_autofree gchar *child = g_build_filename(path, name, NULL);
-        if (!remove_tree(child, error))
-            return FALSE;
-    }
-    if (g_rmdir(path) != 0 && errno != ENOENT) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't delete %s: %s", path,
-                    g_strerror(errno));
-        return FALSE;
-    }
-    return TRUE;
+    /* Each pass empties what is within reach and moves deeper parts up;
+     * a tree n levels deep takes about n / MAX_DEPTH passes. */
+    do {
+        removal.moved_up = 0;
+        ok = empty_directory(&removal, top, 0, error);
+    } while (ok && removal.moved_up > 0);
+    close(top);
+    if (ok && g_rmdir(path) != 0 && errno != ENOENT)
+        return io_error(error, "delete", path);
+    return ok;
 }
 
 /* Construction and adoption */
@@ -1111,7 +1213,9 @@ einsora_native_driver_set_stop_grace(EinsoraNativeDriver *self, guint grace_ms)
 typedef struct {
     GSubprocess *process;
     GSource *timeout;
+    GCancellable *cancellable; /* the wait, cut short at the time limit */
     gboolean timed_out;
+    gboolean through_pasta;
 } Probe;
 
 static void
@@ -1119,7 +1223,15 @@ probe_free(Probe *probe)
 {
     clear_source(&probe->timeout);
     g_clear_object(&probe->process);
+    g_clear_object(&probe->cancellable);
     g_free(probe);
+}
+
+/* Its own group, so the time limit can end all of it. */
+static void
+probe_child_setup(gpointer user_data)
+{
+    setsid();
 }
 
 static gboolean
@@ -1127,10 +1239,15 @@ on_probe_timeout(gpointer user_data)
 {
     Probe *probe = user_data;
 
-    /* Its pipe closes as it dies, which ends the wait below. */
+    const char *pid = g_subprocess_get_identifier(probe->process);
+
+    /* Everything it started goes (it has a group of its own), and the
+     * wait ends now even if something still holds its pipe. */
     g_clear_pointer(&probe->timeout, g_source_unref);
     probe->timed_out = TRUE;
-    g_subprocess_force_exit(probe->process);
+    if (pid != NULL)
+        kill(-(pid_t)atoi(pid), SIGKILL);
+    g_cancellable_cancel(probe->cancellable);
     return G_SOURCE_REMOVE;
 }
 
@@ -1144,20 +1261,26 @@ on_probe_done(GObject *source, GAsyncResult *result, gpointer user_data)
 
     clear_source(&probe->timeout);
     if (!g_subprocess_communicate_utf8_finish(G_SUBPROCESS(source), result, &output, NULL,
-                                              &error)) {
+                                              &error) &&
+        !probe->timed_out) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     if (probe->timed_out) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                                "Jupyter in bubblewrap didn't answer in time");
+                                probe->through_pasta
+                                    ? "Jupyter in bubblewrap through pasta didn't answer in time"
+                                    : "Jupyter in bubblewrap didn't answer in time");
         return;
     }
     if (!g_subprocess_get_successful(G_SUBPROCESS(source)) || output == NULL ||
         !g_ascii_isdigit(*g_strstrip(output))) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
-                                "Jupyter in bubblewrap didn't run (can this user make "
-                                "namespaces?)");
+                                probe->through_pasta
+                                    ? "Jupyter in bubblewrap didn't run through pasta (can "
+                                      "pasta make its namespace here?)"
+                                    : "Jupyter in bubblewrap didn't run (can this user make "
+                                      "namespaces?)");
         return;
     }
     g_task_return_boolean(task, TRUE);
@@ -1171,6 +1294,8 @@ einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint
     g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
     g_autofree gchar *bwrap = find_program(config->bwrap_path, "bwrap");
     g_autofree gchar *jupyter = find_program(config->jupyter_path, "jupyter-notebook");
+    g_autofree gchar *pasta =
+        config->outbound_network ? find_program(config->pasta_path, "pasta") : NULL;
     g_autoptr(EinsoraBwrapArgs) args = NULL;
     g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_auto(GStrv) argv = NULL;
@@ -1189,7 +1314,8 @@ einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint
     einsora_bwrap_args_add_path(args, "--proc", "/proc");
     einsora_bwrap_args_add_path(args, "--dev", "/dev");
     einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
-    einsora_bwrap_args_add_flag(args, "--unshare-net");
+    /* Outbound networking is tried as it will run: through pasta. */
+    add_network(args, pasta);
     einsora_bwrap_args_add_flag(args, "--unshare-pid");
     {
         const char *const command[] = {jupyter, "--version", NULL};
@@ -1203,7 +1329,13 @@ einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint
     launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                          G_SUBPROCESS_FLAGS_STDERR_SILENCE);
     g_subprocess_launcher_set_environ(launcher, (gchar **)env);
+    g_subprocess_launcher_set_child_setup(launcher, probe_child_setup, NULL, NULL);
     probe = g_new0(Probe, 1);
+    probe->through_pasta = pasta != NULL;
+    probe->cancellable = g_cancellable_new();
+    if (cancellable != NULL)
+        g_signal_connect_object(cancellable, "cancelled", G_CALLBACK(g_cancellable_cancel),
+                                probe->cancellable, G_CONNECT_SWAPPED);
     g_task_set_task_data(task, probe, (GDestroyNotify)probe_free);
     probe->process = g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv, &error);
     if (probe->process == NULL) {
@@ -1213,7 +1345,7 @@ einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint
     probe->timeout = g_timeout_source_new(timeout_ms);
     g_source_set_callback(probe->timeout, on_probe_timeout, probe, NULL);
     g_source_attach(probe->timeout, g_main_context_get_thread_default());
-    g_subprocess_communicate_utf8_async(probe->process, NULL, cancellable, on_probe_done,
+    g_subprocess_communicate_utf8_async(probe->process, NULL, probe->cancellable, on_probe_done,
                                         g_steal_pointer(&task));
 }
 

@@ -3,6 +3,10 @@
 #include "einsora-notebook-server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixsocketaddress.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <libsoup/soup.h>
 #include <string.h>
 #include <sys/random.h>
@@ -89,10 +93,36 @@ einsora_notebook_server_get_token(EinsoraNotebookServer *self)
     return self->token;
 }
 
-/* The session lives as long as its one request. */
+GSocketAddress *
+einsora_notebook_server_open_address(EinsoraNotebookServer *self, int *fd, GError **error)
+{
+    g_autofree gchar *path = NULL;
+    struct stat st;
+
+    *fd = open(self->socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0) {
+        int saved = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't open %s: %s",
+                    self->socket_path, g_strerror(saved));
+        return NULL;
+    }
+    if (fstat(*fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+        close(*fd);
+        *fd = -1;
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE, "%s is not this user's socket",
+                    self->socket_path);
+        return NULL;
+    }
+    path = g_strdup_printf("/proc/self/fd/%d", *fd);
+    return g_unix_socket_address_new(path);
+}
+
+/* The session lives as long as its one request, and the socket's O_PATH
+ * descriptor as long as the session may connect. */
 typedef struct {
     SoupSession *session;
     SoupMessage *message;
+    int fd;
 } StatusCheck;
 
 static void
@@ -100,6 +130,8 @@ status_check_free(StatusCheck *check)
 {
     g_clear_object(&check->message);
     g_clear_object(&check->session);
+    if (check->fd >= 0)
+        close(check->fd);
     g_free(check);
 }
 
@@ -132,11 +164,19 @@ einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint tim
                                           gpointer user_data)
 {
     g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
-    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(self->socket_path);
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GError) error = NULL;
     StatusCheck *check = g_new0(StatusCheck, 1);
-    g_autofree gchar *authorization = g_strdup_printf("token %s", self->token);
+    g_autofree gchar *authorization = NULL;
 
     g_task_set_source_tag(task, einsora_notebook_server_check_ready_async);
+    g_task_set_task_data(task, check, (GDestroyNotify)status_check_free);
+    address = einsora_notebook_server_open_address(self, &check->fd, &error);
+    if (address == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    authorization = g_strdup_printf("token %s", self->token);
     /* A new session each time: nothing is reused across server runs. */
     check->message = soup_message_new("GET", "http://localhost/api/status");
     check->session =
@@ -145,7 +185,6 @@ einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint tim
     soup_message_headers_replace(soup_message_get_request_headers(check->message), "Authorization",
                                  authorization);
     explicit_bzero(authorization, strlen(authorization));
-    g_task_set_task_data(task, check, (GDestroyNotify)status_check_free);
     soup_session_send_and_read_async(check->session, check->message, G_PRIORITY_DEFAULT,
                                      cancellable, on_status_read, g_steal_pointer(&task));
 }

@@ -21,6 +21,15 @@ gchar *einsora_notebook_server_new_token(GError **error);
 const char *einsora_notebook_server_get_socket_path(EinsoraNotebookServer *self);
 const char *einsora_notebook_server_get_token(EinsoraNotebookServer *self);
 
+/* The socket as an address to connect to, safely: the notebook can write
+ * the directory its socket is in, so it could put a link to some other
+ * socket there. The path is opened without following links, must be a
+ * socket of this user, and the address names that very file through
+ * /proc/self/fd; @fd (O_PATH) must stay open until connected, then be
+ * closed by the caller. */
+GSocketAddress *einsora_notebook_server_open_address(EinsoraNotebookServer *self, int *fd,
+                                                     GError **error);
+
 /* TRUE once it answers GET /api/status with 200 within @timeout_ms; a
  * fresh connection each time (never reused). */
 void einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint timeout_ms,

@@ -308,6 +308,15 @@ process_set_ended(Process *process, EinsoraProcessState state, int exit_status)
 
     process->state = state;
     process->exit_status = exit_status;
+    /* Its leader ended without being asked: whatever else of its group
+     * still runs (a sandbox's init and server, when only the outer bwrap
+     * died) goes too, so nothing of it outlives what is reported. The
+     * group's ID can't be reused while any member lives. */
+    if (state != EINSORA_PROCESS_STOPPED && process->pid > 1 &&
+        einsora_process_group_alive(PROC_ROOT, process->pid)) {
+        g_message("%s: killing what is left of process group %d", name, (int)process->pid);
+        kill(-process->pid, SIGKILL);
+    }
     switch (state) {
     case EINSORA_PROCESS_EXITED:
         g_message("%s: PID %d exited with code %d", name, (int)process->pid, exit_status);
@@ -684,6 +693,17 @@ einsora_process_supervisor_start(EinsoraProcessSupervisor *self, const char *nam
     return TRUE;
 }
 
+/* Whether @pid names a live process, whatever its start time (a zombie
+ * is dead, though its ID stays taken until it is reaped). */
+static gboolean
+process_lives(GPid pid)
+{
+    guint64 start_time = 0;
+    gboolean zombie = FALSE;
+
+    return einsora_process_read_start_time(PROC_ROOT, pid, &start_time, &zombie) && !zombie;
+}
+
 EinsoraProcessAdoption
 einsora_process_supervisor_adopt(EinsoraProcessSupervisor *self, const char *name,
                                  const char *fingerprint)
@@ -730,6 +750,15 @@ einsora_process_supervisor_adopt(EinsoraProcessSupervisor *self, const char *nam
     /* Only the same PID with the same start time is the same process. */
     if (!process_is_alive(process->pid, process->start_time)) {
         g_message("%s: recorded PID %d is gone", name, (int)process->pid);
+        /* Its leader died while nobody watched, but members of its group
+         * may live on. The group's ID can't have been reused while they
+         * do, so a group under that ID with no process of that ID is
+         * what is left of it. */
+        if (process->pid > 1 && !process_lives(process->pid) &&
+            einsora_process_group_alive(PROC_ROOT, process->pid)) {
+            g_message("%s: killing what is left of process group %d", name, (int)process->pid);
+            kill(-process->pid, SIGKILL);
+        }
         return EINSORA_PROCESS_GONE;
     }
     process->state = EINSORA_PROCESS_RUNNING;
