@@ -77,7 +77,11 @@ struct _EinsoraAgent {
     GHashTable *needs; /* workload ID -> EinsoraDesiredWorkload, as last told */
 };
 
-G_DEFINE_FINAL_TYPE(EinsoraAgent, einsora_agent, G_TYPE_OBJECT)
+static void einsora_agent_access_iface_init(EinsoraAccessSourceInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraAgent, einsora_agent, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_ACCESS_SOURCE,
+                                                    einsora_agent_access_iface_init))
 
 static void send_report(EinsoraAgent *self);
 static void on_change(EinsoraAgent *self);
@@ -1048,4 +1052,18 @@ einsora_agent_get_access(EinsoraAgent *self, const char *workload_id, gint64 *at
     if (driver == NULL)
         return FALSE;
     return einsora_agent_driver_get_access(driver, workload_id, attempt, socket_path, token);
+}
+
+static gboolean
+agent_lookup_access(EinsoraAccessSource *source, const char *workload_id, gint64 *attempt,
+                    gchar **socket_path, gchar **token)
+{
+    return einsora_agent_get_access(EINSORA_AGENT(source), workload_id, attempt, socket_path,
+                                    token);
+}
+
+static void
+einsora_agent_access_iface_init(EinsoraAccessSourceInterface *iface)
+{
+    iface->lookup = agent_lookup_access;
 }

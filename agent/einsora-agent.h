@@ -10,6 +10,7 @@
 
 #include <gio/gio.h>
 
+#include "einsora-access-source.h"
 #include "einsora-agent-driver.h"
 #include "einsora-inventory.h"
 #include "einsora-sync-transport.h"
@@ -34,7 +35,8 @@ void einsora_agent_set_driver_timeout(EinsoraAgent *self, gint64 timeout_us);
 void einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us);
 gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
 /* The way into a ready workload (its driver's socket and token), for the
- * access proxy in this process only; FALSE when it isn't ready here. */
+ * access proxy in this process only; FALSE when it isn't ready here. The
+ * agent is the hub's EinsoraAccessSource through this. */
 gboolean einsora_agent_get_access(EinsoraAgent *self, const char *workload_id, gint64 *attempt,
                                   gchar **socket_path, gchar **token);
 

@@ -471,6 +471,9 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     einsora_controller_set_lease_holder(machine->controller, registered->id);
     machine->agent = einsora_agent_new(EINSORA_SYNC_TRANSPORT(machine->hub), registered->id,
                                        registered->tenant_id, inventory, drivers);
+    /* Sockets and tokens reach the hub from this agent only, in-process. */
+    einsora_hub_set_access_source(machine->hub, registered->id,
+                                  EINSORA_ACCESS_SOURCE(machine->agent));
     einsora_agent_start(machine->agent);
     einsora_controller_start(machine->controller, settings->controller_interval_us);
     return TRUE;

@@ -324,6 +324,26 @@ counting_list_workloads(EinsoraAgentDriver *driver)
     return einsora_agent_driver_list_workloads(inner(TEST_COUNTING_DRIVER(driver)));
 }
 
+#define TEST_TOKEN "a-workload-token-never-reported"
+
+/* A ready workload's way in, as a real driver would hand it over. */
+static gboolean
+counting_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *attempt,
+                    gchar **socket_path, gchar **token)
+{
+    EinsoraAgentDriver *sim = EINSORA_AGENT_DRIVER(TEST_COUNTING_DRIVER(driver)->sim);
+    gint64 running_attempt = 0;
+
+    if (einsora_agent_driver_get_status(sim, workload_id, &running_attempt) !=
+        EINSORA_STATUS_CODE_RUNNING)
+        return FALSE;
+    if (attempt != NULL)
+        *attempt = running_attempt;
+    *socket_path = g_strdup("/run/test.sock");
+    *token = g_strdup(TEST_TOKEN);
+    return TRUE;
+}
+
 static void
 counting_driver_iface_init(EinsoraAgentDriverInterface *iface)
 {
@@ -336,6 +356,7 @@ counting_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->remove_finish = counting_finish;
     iface->get_status = counting_get_status;
     iface->list_workloads = counting_list_workloads;
+    iface->get_access = counting_get_access;
 }
 
 static EinsoraStatusCode
@@ -760,6 +781,40 @@ test_announced_change_reported_at_once(Fixture *f, gconstpointer data)
     g_assert_cmpint(g_get_monotonic_time() - began, <, 2 * G_USEC_PER_SEC);
 }
 
+/* The way into a running workload goes to the hub through the agent in
+ * this process only, for what it is told to run; never in a report. */
+static void
+test_access_in_process_only(Fixture *f, gconstpointer data)
+{
+    EinsoraAccessSource *source;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+    gint64 attempt = 0;
+
+    run_workload_1(f);
+    source = EINSORA_ACCESS_SOURCE(f->agent);
+    g_assert_true(einsora_access_source_lookup(source, WORKLOAD_1, &attempt, &socket_path, &token));
+    g_assert_cmpstr(token, ==, TEST_TOKEN);
+    g_assert_cmpint(attempt, ==, 1);
+    g_clear_pointer(&socket_path, g_free);
+    g_clear_pointer(&token, g_free);
+    g_assert_false(
+        einsora_access_source_lookup(source, WORKLOAD_2, &attempt, &socket_path, &token));
+    for (guint i = 0; i < f->transport->reports->len; i++) {
+        g_autoptr(JsonNode) node =
+            einsora_sync_report_to_json(g_ptr_array_index(f->transport->reports, i));
+        g_autofree gchar *json = json_to_string(node, FALSE);
+        g_assert_null(strstr(json, TEST_TOKEN));
+        g_assert_null(strstr(json, "/run/test.sock"));
+    }
+    /* Parked: no way in, even while the driver still says running. */
+    fake_answer(f->transport,
+                state_new(2, workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_PARK, 1), NULL));
+    WAIT_FOR(einsora_agent_get_applied_generation(f->agent) == 2);
+    g_assert_false(
+        einsora_access_source_lookup(source, WORKLOAD_1, &attempt, &socket_path, &token));
+}
+
 static void
 test_start_timeout(Fixture *f, gconstpointer data)
 {
@@ -853,6 +908,7 @@ main(int argc, char **argv)
     ADD("/agent/refuse/gpu-busy-until-free", test_gpu_busy);
     ADD("/agent/sync/status-change-cuts-sync-short", test_status_change_cuts_sync_short);
     ADD("/agent/sync/announced-change-reported-at-once", test_announced_change_reported_at_once);
+    ADD("/agent/access/in-process-only", test_access_in_process_only);
     ADD("/agent/sync/transport-error-backs-off", test_transport_error_backs_off);
     ADD("/agent/sync/inventory-change-reported", test_inventory_change_reported);
     ADD("/agent/driver/start-timeout-failed-to-start", test_start_timeout);

@@ -401,6 +401,117 @@ spec_of(Fixture *f, const char *id)
     return spec;
 }
 
+/* An agent's side of the handover: what a driver says about the way
+ * into a workload, for one attempt. */
+#define TEST_TYPE_ACCESS (test_access_get_type())
+G_DECLARE_FINAL_TYPE(TestAccess, test_access, TEST, ACCESS, GObject)
+
+struct _TestAccess {
+    GObject parent_instance;
+    gchar *workload_id;
+    gint64 attempt;
+};
+
+static void test_access_iface_init(EinsoraAccessSourceInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(TestAccess, test_access, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_ACCESS_SOURCE,
+                                                    test_access_iface_init))
+
+static void
+test_access_finalize(GObject *object)
+{
+    g_free(TEST_ACCESS(object)->workload_id);
+    G_OBJECT_CLASS(test_access_parent_class)->finalize(object);
+}
+
+static void
+test_access_class_init(TestAccessClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = test_access_finalize;
+}
+
+static void
+test_access_init(TestAccess *self)
+{
+}
+
+static gboolean
+test_access_lookup(EinsoraAccessSource *source, const char *workload_id, gint64 *attempt,
+                   gchar **socket_path, gchar **token)
+{
+    TestAccess *self = TEST_ACCESS(source);
+
+    if (g_strcmp0(workload_id, self->workload_id) != 0)
+        return FALSE;
+    *attempt = self->attempt;
+    *socket_path = g_strdup("/run/test/notebook.sock");
+    *token = g_strdup("the-workload-token");
+    return TRUE;
+}
+
+static void
+test_access_iface_init(EinsoraAccessSourceInterface *iface)
+{
+    iface->lookup = test_access_lookup;
+}
+
+static void
+assert_no_access(Fixture *f, const char *tenant_id, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+
+    g_assert_false(einsora_hub_lookup_access(f->hub, tenant_id, id, &socket_path, &token, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(socket_path);
+    g_assert_null(token);
+}
+
+/* The way into a workload comes from the agent in this process, and only
+ * while the store has it running there, for the agent's attempt, for its
+ * own tenant. */
+static void
+test_access_handover(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(TestAccess) agent = g_object_new(TEST_TYPE_ACCESS, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+
+    agent->workload_id = g_strdup(id);
+    agent->attempt = 1;
+    assert_no_access(f, TENANT_A, id); /* no agent here yet */
+    einsora_hub_set_access_source(f->hub, f->box_id, EINSORA_ACCESS_SOURCE(agent));
+    assert_no_access(f, TENANT_A, id); /* pending */
+    place(f, id, f->box_id, "sim");
+    assert_no_access(f, TENANT_A, id); /* provisioning */
+    move_to(f, id, EINSORA_WORKLOAD_STATE_RUNNING);
+    g_assert_true(einsora_hub_lookup_access(f->hub, TENANT_A, id, &socket_path, &token, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(socket_path, ==, "/run/test/notebook.sock");
+    g_assert_cmpstr(token, ==, "the-workload-token");
+    /* Another tenant's is a 404. */
+    assert_no_access(f, "0190b5d2-7c4e-7abc-8def-00000000000b", id);
+    /* The agent still runs an older attempt: nothing. */
+    agent->attempt = 0;
+    assert_no_access(f, TENANT_A, id);
+    agent->attempt = 1;
+    /* Another machine's agent can't speak for it. */
+    einsora_hub_set_access_source(f->hub, f->studio_id, EINSORA_ACCESS_SOURCE(agent));
+    assert_no_access(f, TENANT_A, id);
+    einsora_hub_set_access_source(f->hub, f->box_id, EINSORA_ACCESS_SOURCE(agent));
+    move_to(f, id, EINSORA_WORKLOAD_STATE_STOPPING);
+    assert_no_access(f, TENANT_A, id);
+    move_to(f, id, EINSORA_WORKLOAD_STATE_STOPPED);
+    assert_no_access(f, TENANT_A, id);
+    /* Held weakly: a gone agent hands over nothing. */
+    g_clear_object(&agent);
+    assert_no_access(f, TENANT_A, id);
+}
+
 static EinsoraObservation
 observe(Fixture *f, EinsoraHub *hub, const char *id)
 {
@@ -1257,6 +1368,7 @@ main(int argc, char **argv)
     ADD("/hub/observe/stale-attempts-and-generations", test_observe_stale);
     ADD("/hub/restart/changes-no-desired-state", test_restart_changes_nothing);
     ADD("/hub/end-to-end/provisioning-to-running", test_end_to_end);
+    ADD("/hub/access/handover", test_access_handover);
 #undef ADD
 
     return g_test_run();

@@ -56,6 +56,8 @@ struct _EinsoraHub {
     GHashTable *machines; /* machine ID -> MachineState */
     GHashTable *wakes;    /* machine IDs whose waiting sync wakes on idle */
     GSource *wake_source;
+    gchar *access_machine_id; /* the machine whose agent runs in this process */
+    GWeakRef access_source;
 };
 
 static void einsora_hub_backend_iface_init(EinsoraBackendInterface *iface);
@@ -127,6 +129,8 @@ einsora_hub_finalize(GObject *object)
     }
     g_hash_table_unref(self->wakes);
     g_hash_table_unref(self->machines);
+    g_weak_ref_clear(&self->access_source);
+    g_free(self->access_machine_id);
     g_clear_object(&self->store);
     g_clear_object(&self->catalog);
     g_free(self->region);
@@ -148,6 +152,7 @@ einsora_hub_init(EinsoraHub *self)
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)machine_state_free);
     self->wakes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     self->long_poll_us = EINSORA_SYNC_LONG_POLL_US;
+    g_weak_ref_init(&self->access_source, NULL);
     self->away_reason =
         einsora_reason_machine_away_too_long(EINSORA_HUB_AWAY_TOO_LONG_US / G_USEC_PER_SEC);
     self->context = g_main_context_ref_thread_default();
@@ -804,4 +809,47 @@ einsora_hub_backend_iface_init(EinsoraBackendInterface *iface)
     iface->park = einsora_hub_park;
     iface->observe = einsora_hub_observe;
     iface->remove = einsora_hub_remove;
+}
+
+void
+einsora_hub_set_access_source(EinsoraHub *self, const char *machine_id, EinsoraAccessSource *source)
+{
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    g_return_if_fail(source == NULL || EINSORA_IS_ACCESS_SOURCE(source));
+    g_free(self->access_machine_id);
+    self->access_machine_id = g_strdup(machine_id);
+    g_weak_ref_set(&self->access_source, source);
+}
+
+gboolean
+einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, const char *workload_id,
+                          gchar **socket_path, gchar **token, GError **error)
+{
+    g_autoptr(EinsoraAccessSource) source = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    gint64 attempt = -1;
+
+    g_return_val_if_fail(EINSORA_IS_HUB(self), FALSE);
+    g_return_val_if_fail(socket_path != NULL && token != NULL, FALSE);
+    *socket_path = NULL;
+    *token = NULL;
+    workload = einsora_store_get_workload(self->store, tenant_id, workload_id, error);
+    if (workload == NULL)
+        return FALSE;
+    source = g_weak_ref_get(&self->access_source);
+    /* Running here, by the store's word and by the agent's, for the same
+     * attempt: a stopped or restarted workload's old way in is gone. */
+    if (source == NULL || workload->state != EINSORA_WORKLOAD_STATE_RUNNING ||
+        g_strcmp0(workload->machine_id, self->access_machine_id) != 0 ||
+        !einsora_access_source_lookup(source, workload_id, &attempt, socket_path, token) ||
+        attempt != workload->attempt) {
+        if (*token != NULL)
+            explicit_bzero(*token, strlen(*token));
+        g_clear_pointer(token, g_free);
+        g_clear_pointer(socket_path, g_free);
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                    "workload %s isn't running on this machine", workload_id);
+        return FALSE;
+    }
+    return TRUE;
 }

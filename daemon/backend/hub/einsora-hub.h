@@ -15,6 +15,7 @@
 #include "einsora-backend.h"
 #include "einsora-catalog.h"
 #include "einsora-store.h"
+#include "einsora-access-source.h"
 #include "einsora-sync-transport.h"
 #include "einsora-timestamp.h"
 
@@ -40,5 +41,16 @@ EinsoraHub *einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const 
  * main-loop timer, not the injected clock, and applies to syncs held
  * from now on. */
 void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
+
+/* The agent in this process, for its machine: the only way the hub gets
+ * a workload's socket and token (held weakly; never over a Sync). */
+void einsora_hub_set_access_source(EinsoraHub *self, const char *machine_id,
+                                   EinsoraAccessSource *source);
+/* The way into @tenant_id's workload: its Unix socket and its own token,
+ * only while the store has it running on the machine whose agent is in
+ * this process, for the attempt that agent runs. EINSORA_ERROR_NOT_FOUND
+ * otherwise (another tenant's included). The caller wipes @token. */
+gboolean einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, const char *workload_id,
+                                   gchar **socket_path, gchar **token, GError **error);
 
 G_END_DECLS

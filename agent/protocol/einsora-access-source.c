@@ -1,0 +1,23 @@
+#define G_LOG_DOMAIN "einsora-agent"
+
+#include "einsora-access-source.h"
+
+G_DEFINE_INTERFACE(EinsoraAccessSource, einsora_access_source, G_TYPE_OBJECT)
+
+static void
+einsora_access_source_default_init(EinsoraAccessSourceInterface *iface)
+{
+}
+
+gboolean
+einsora_access_source_lookup(EinsoraAccessSource *self, const char *workload_id, gint64 *attempt,
+                             gchar **socket_path, gchar **token)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_SOURCE(self), FALSE);
+    g_return_val_if_fail(workload_id != NULL && attempt != NULL, FALSE);
+    g_return_val_if_fail(socket_path != NULL && token != NULL, FALSE);
+    *socket_path = NULL;
+    *token = NULL;
+    return EINSORA_ACCESS_SOURCE_GET_IFACE(self)->lookup(self, workload_id, attempt, socket_path,
+                                                         token);
+}
