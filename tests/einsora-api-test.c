@@ -674,7 +674,7 @@ test_cross_tenant(void)
         {"GET", ""},        {"GET", "?include_deleted=true"},
         {"POST", "/start"}, {"POST", "/stop"},
         {"DELETE", ""},     {"GET", "/events"},
-        {"GET", "/export"},
+        {"GET", "/export"}, {"POST", "/access"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
@@ -731,6 +731,242 @@ test_internal_error(void)
     g_assert_nonnull(strstr(log, "no such table: idempotency_keys"));
 }
 
+/* POST /v1/workloads/{id}/access refuses what isn't a running notebook,
+ * and input the way every route does. The daemon here runs nothing, so
+ * its workloads stay pending. */
+static void
+test_access_refused(void)
+{
+    g_autofree gchar *id = create_workload(server_daemon->owner_token, "not yet");
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/access", id);
+    g_autofree gchar *with_query = g_strdup_printf("%s?ticket=x", path);
+    g_autofree gchar *events = g_strdup_printf("/v1/workloads/%s/events", id);
+    const char *key[] = {"Idempotency-Key", "open-1", NULL};
+
+    {
+        g_autoptr(EinsoraTestResponse) pending =
+            call("POST", path, server_daemon->owner_token, NULL);
+        JsonObject *error;
+        assert_error(pending, 409, "conflict");
+        error = json_object_get_object_member(json_node_get_object(pending->json), "error");
+        g_assert_nonnull(strstr(json_object_get_string_member(error, "message"),
+                                "is pending; only a running notebook can be opened"));
+        g_assert_null(strstr(pending->body, "url"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) anonymous = call("POST", path, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) body = call("POST", path, server_daemon->owner_token, "{}");
+        g_autoptr(EinsoraTestResponse) query =
+            call("POST", with_query, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) keyed = einsora_test_request(
+            server_daemon, "POST", path, server_daemon->owner_token, NULL, NULL, key);
+        g_autoptr(EinsoraTestResponse) get = call("GET", path, server_daemon->owner_token, NULL);
+        g_autoptr(EinsoraTestResponse) unknown =
+            call("POST", "/v1/workloads/0190b5d2-7c4e-7abc-8def-0123456789ab/access",
+                 server_daemon->owner_token, NULL);
+        assert_error(anonymous, 401, "unauthenticated");
+        assert_error(body, 400, "invalid_request");
+        g_assert_nonnull(strstr(body->body, "takes no body"));
+        assert_error(query, 400, "invalid_request");
+        g_assert_nonnull(strstr(query->body, "ticket"));
+        /* Its answer holds a secret: no replay can keep it. */
+        assert_error(keyed, 400, "invalid_request");
+        g_assert_nonnull(strstr(keyed->body, "not accepted here"));
+        assert_error(get, 405, "invalid_request");
+        assert_error(unknown, 404, "not_found");
+    }
+    {
+        /* Nothing was noted. */
+        g_autoptr(EinsoraTestResponse) timeline =
+            call("GET", events, server_daemon->owner_token, NULL);
+        g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                             json_node_get_object(timeline->json), "events")),
+                         ==, 1);
+    }
+}
+
+static void
+wait_for_state(EinsoraTestDaemon *daemon, const char *token, const char *id, const char *state)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) response =
+            einsora_test_request(daemon, "GET", path, token, NULL, NULL, NULL);
+        const char *now = einsora_test_response_string(response, "state");
+        if (g_strcmp0(now, state) == 0)
+            return;
+        if (g_get_monotonic_time() > deadline)
+            g_error("workload %s is %s, not %s, after 30 s", id, now, state);
+        g_usleep(50 * 1000);
+    }
+}
+
+/* Whether @needle is anywhere in the file at @path (a missing file holds
+ * nothing). */
+static gboolean
+file_holds(const char *path, const char *needle)
+{
+    g_autofree gchar *contents = NULL;
+    gsize length = 0;
+
+    if (!g_file_get_contents(path, &contents, &length, NULL))
+        return FALSE;
+    return memmem(contents, length, needle, strlen(needle)) != NULL;
+}
+
+/* A running notebook (the sim driver runs nothing, but the workload is
+ * running on this machine as far as the API knows) gets a one-time link
+ * at its own host on the access proxy's port. The secret is in the
+ * answer only: the store has its SHA-256, the log neither. */
+static void
+test_access_link(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    g_autofree gchar *other_token = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *secret = NULL;
+    g_autofree gchar *second_secret = NULL;
+    g_autofree gchar *db = NULL;
+    g_autofree gchar *log = NULL;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "sim");
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    einsora_test_daemon_start(daemon);
+    einsora_test_daemon_stop(daemon);
+    other_token =
+        einsora_test_daemon_create_account(daemon, "initech", "peter@initech.example", NULL);
+    einsora_test_daemon_start(daemon);
+    {
+        g_autoptr(EinsoraTestResponse) created = einsora_test_request(
+            daemon, "POST", "/v1/workloads", daemon->owner_token, JSON,
+            "{\"kind\":\"notebook\",\"name\":\"open me\",\"gpu_class\":\"cpu-1c-2g\","
+            "\"image\":\"jupyter-linux\"}",
+            NULL);
+        g_assert_cmpuint(created->status, ==, 201);
+        id = g_strdup(einsora_test_response_string(created, "id"));
+    }
+    path = g_strdup_printf("/v1/workloads/%s/access", id);
+    wait_for_state(daemon, daemon->owner_token, id, "running");
+
+    {
+        g_autoptr(EinsoraTestResponse) link =
+            einsora_test_request(daemon, "POST", path, daemon->owner_token, NULL, NULL, NULL);
+        g_autoptr(GUri) uri = NULL;
+        g_autoptr(GHashTable) params = NULL;
+        g_autoptr(GDateTime) expires = NULL;
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+        g_autofree gchar *host = g_strdup_printf("w-%s.localhost", id);
+        const char *url;
+        GTimeSpan left;
+
+        g_assert_cmpuint(link->status, ==, 201);
+        g_assert_cmpstr(soup_message_headers_get_one(link->headers, "Cache-Control"), ==,
+                        "no-store");
+        url = einsora_test_response_string(link, "url");
+        g_test_message("url: http://%s:%u/_einsora/open?ticket=...", host, daemon->access_port);
+        uri = g_uri_parse(url, G_URI_FLAGS_ENCODED_QUERY, NULL);
+        g_assert_nonnull(uri);
+        g_assert_cmpstr(g_uri_get_scheme(uri), ==, "http");
+        g_assert_cmpstr(g_uri_get_host(uri), ==, host);
+        g_assert_cmpint(g_uri_get_port(uri), ==,
+                        daemon->access_port != 0 ? (gint)daemon->access_port : 8090);
+        g_assert_cmpstr(g_uri_get_path(uri), ==, "/_einsora/open");
+        params = g_uri_parse_params(g_uri_get_query(uri), -1, "&", G_URI_PARAMS_NONE, NULL);
+        g_assert_cmpuint(g_hash_table_size(params), ==, 1);
+        secret = g_strdup(g_hash_table_lookup(params, "ticket"));
+        g_assert_nonnull(secret);
+        g_assert_true(g_str_has_prefix(secret, "tkt_"));
+        g_assert_cmpuint(strlen(secret), ==, strlen("tkt_") + 43);
+        /* Valid for a minute. */
+        expires =
+            g_date_time_new_from_iso8601(einsora_test_response_string(link, "expires_at"), NULL);
+        g_assert_nonnull(expires);
+        left = g_date_time_difference(expires, now);
+        g_assert_cmpint(left, >, 50 * G_TIME_SPAN_SECOND);
+        g_assert_cmpint(left, <=, 61 * G_TIME_SPAN_SECOND);
+    }
+    {
+        /* Each call is a new ticket. */
+        g_autoptr(EinsoraTestResponse) again =
+            einsora_test_request(daemon, "POST", path, daemon->owner_token, NULL, NULL, NULL);
+        g_assert_cmpuint(again->status, ==, 201);
+        second_secret = g_strdup(strstr(einsora_test_response_string(again, "url"), "tkt_"));
+        g_assert_cmpstr(second_secret, !=, secret);
+    }
+    {
+        /* The timeline says who asked. */
+        g_autofree gchar *events = g_strdup_printf("/v1/workloads/%s/events", id);
+        g_autoptr(EinsoraTestResponse) timeline =
+            einsora_test_request(daemon, "GET", events, daemon->owner_token, NULL, NULL, NULL);
+        JsonArray *rows =
+            json_object_get_array_member(json_node_get_object(timeline->json), "events");
+        JsonObject *last = json_array_get_object_element(rows, json_array_get_length(rows) - 1);
+        g_assert_true(json_object_get_boolean_member(last, "note"));
+        g_assert_cmpstr(json_object_get_string_member(last, "to_state"), ==, "running");
+        g_assert_true(g_str_has_prefix(json_object_get_string_member(last, "reason"),
+                                       "open in a browser requested by owner@localhost (API token "
+                                       "\"local\" (tsk_"));
+        g_assert_null(strstr(timeline->body, "tkt_"));
+    }
+    {
+        /* Another tenant's running notebook is 404, like anything of
+         * theirs. */
+        g_autoptr(EinsoraTestResponse) foreign =
+            einsora_test_request(daemon, "POST", path, other_token, NULL, NULL, NULL);
+        assert_error(foreign, 404, "not_found");
+    }
+
+    /* Only the SHA-256 is stored: the secret is in no file of the store,
+     * and in no line of the log. */
+    db = g_build_filename(daemon->data_dir, "einsora.db", NULL);
+    {
+        sqlite3 *handle = NULL;
+        sqlite3_stmt *stmt = NULL;
+        g_autofree gchar *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, secret, -1);
+        gboolean found = FALSE;
+
+        g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
+        sqlite3_busy_timeout(handle, 15000);
+        g_assert_cmpint(
+            sqlite3_prepare_v2(handle, "SELECT ticket_sha256 FROM access_tickets", -1, &stmt, NULL),
+            ==, SQLITE_OK);
+        while (sqlite3_step(stmt) == SQLITE_ROW)
+            found |= g_strcmp0((const char *)sqlite3_column_text(stmt, 0), hash) == 0;
+        sqlite3_finalize(stmt);
+        sqlite3_close(handle);
+        g_assert_true(found);
+    }
+    {
+        const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
+        for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+            g_autofree gchar *file = g_strconcat(db, suffixes[i], NULL);
+            g_assert_false(file_holds(file, secret));
+            g_assert_false(file_holds(file, second_secret));
+        }
+    }
+    log = einsora_test_daemon_read_log(daemon);
+    g_assert_null(strstr(log, secret));
+    g_assert_null(strstr(log, second_secret));
+    g_assert_null(strstr(log, "ticket="));
+
+    {
+        /* Stopped, it has nothing to open. */
+        g_autofree gchar *stop = g_strdup_printf("/v1/workloads/%s/stop", id);
+        g_autoptr(EinsoraTestResponse) stopping =
+            einsora_test_request(daemon, "POST", stop, daemon->owner_token, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) refused = NULL;
+        g_assert_cmpuint(stopping->status, ==, 202);
+        wait_for_state(daemon, daemon->owner_token, id, "stopped");
+        refused = einsora_test_request(daemon, "POST", path, daemon->owner_token, NULL, NULL, NULL);
+        assert_error(refused, 409, "conflict");
+        g_assert_nonnull(strstr(refused->body, "is stopped; only a running notebook"));
+    }
+    einsora_test_daemon_stop(daemon);
+}
+
 /* Last: no token, password, cookie or CSRF value the tests used is in the
  * daemon's whole log. */
 static void
@@ -783,6 +1019,8 @@ main(int argc, char **argv)
     g_test_add_func("/api/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/api/machines/list-get-read-only", test_machines);
     g_test_add_func("/api/tenancy/other-tenant-is-404", test_cross_tenant);
+    g_test_add_func("/api/access/refused-unless-running-notebook", test_access_refused);
+    g_test_add_func("/api/access/one-time-link-hash-only", test_access_link);
     g_test_add_func("/api/log/internal-error-is-500-detail-in-log", test_internal_error);
     g_test_add_func("/api/log/no-secrets", test_log_has_no_secrets);
     status = g_test_run();

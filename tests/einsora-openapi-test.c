@@ -67,6 +67,14 @@ test_router_matches_patterns(void)
     g_assert_nonnull(route);
     g_assert_cmpstr(route->pattern, ==, "/v1/workloads/{id}/stop");
     g_assert_cmpstr(params[0], ==, "0190b5d2-7c4e-7abc-8def-0123456789ab");
+    g_clear_pointer(&params, g_strfreev);
+    route = einsora_api_route_match(
+        "POST", "/v1/workloads/0190b5d2-7c4e-7abc-8def-0123456789ab/access", &params, &known);
+    g_assert_nonnull(route);
+    g_assert_true(route->handler == einsora_api_workloads_access);
+    /* Its answer holds a secret: never kept for an Idempotency-Key replay. */
+    g_assert_false(route->idempotent_key);
+    g_assert_false(route->takes_body);
     g_assert_null(einsora_api_route_match("PUT", "/v1/workloads", NULL, &known));
     g_assert_true(known);
     g_assert_null(einsora_api_route_match("GET", "/v1/workloads//stop", NULL, &known));

@@ -63,6 +63,8 @@ test_builders(void)
         einsora_actor_new("t", "u", "you@example.com", "browser session");
     g_autofree gchar *created = einsora_reason_created(actor);
     g_autofree gchar *stop = einsora_reason_requested(EINSORA_USER_ACTION_STOP, browser);
+    g_autofree gchar *open_browser = einsora_reason_access_requested(browser);
+    g_autofree gchar *open_token = einsora_reason_access_requested(actor);
     g_autofree gchar *trusted = einsora_reason_waiting_for_capacity("l40s-48gb", 2, 0, TRUE);
     g_autofree gchar *untrusted = einsora_reason_waiting_for_capacity("l40s-48gb", 2, 0, FALSE);
     g_autofree gchar *admitted =
@@ -75,6 +77,11 @@ test_builders(void)
 
     g_assert_cmpstr(created, ==, "created by you@example.com (API token \"laptop\" (tsk_Ab3x…))");
     g_assert_cmpstr(stop, ==, "stop requested by you@example.com (browser session)");
+    g_assert_cmpstr(open_browser, ==,
+                    "open in a browser requested by you@example.com (browser session)");
+    g_assert_cmpstr(open_token, ==,
+                    "open in a browser requested by you@example.com (API token \"laptop\" "
+                    "(tsk_Ab3x…))");
     g_assert_cmpstr(trusted, ==, "waiting for l40s-48gb capacity: requested 2 GPU(s), 0 free");
     g_assert_cmpstr(untrusted, ==,
                     "waiting for l40s-48gb capacity: requested 2 GPU(s), not enough free right "
@@ -94,6 +101,9 @@ test_builders(void)
 static void
 test_builders_survive_cleaning(void)
 {
+    g_autoptr(EinsoraActor) actor =
+        einsora_actor_new("t", "u", "you@example.com", "API token \"laptop\" (tsk_Ab3x…)");
+    g_autofree gchar *open_token = einsora_reason_access_requested(actor);
     const char *fixed[] = {
         einsora_reason_waiting_for_disk(),
         einsora_reason_machine_offline(),
@@ -105,6 +115,7 @@ test_builders_survive_cleaning(void)
         einsora_reason_observe_retrying(),
         einsora_reason_capacity_retrying(),
         einsora_reason_machine_reported_problem(),
+        open_token,
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(fixed); i++) {

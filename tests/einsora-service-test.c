@@ -972,6 +972,234 @@ test_export(Fixture *f, gconstpointer data)
     }
 }
 
+/* Opening a notebook in a browser */
+
+#define ALICES_MACHINE "0190b5d2-7c4e-7abc-8def-0000000000e1"
+
+/* A workload of Alice's, driven to running on her machine with the sim
+ * driver. */
+static EinsoraWorkload *
+running_on_machine(Fixture *f, const char *kind, const char *gpu_class, const char *image)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {kind, "open me", gpu_class, image, NULL};
+    const EinsoraPlacement placement = {gpu_class, ALICES_MACHINE, "sim"};
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraMachine) machine =
+            einsora_store_find_machine(EINSORA_STORE(f->store), ALICES_MACHINE, NULL);
+        if (machine == NULL)
+            add_machine(f, ALICES_MACHINE, TENANT_A, EINSORA_SHARING_PRIVATE);
+    }
+    g_assert_true(einsora_service_transition(
+        f->service, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, "admitted", &placement, &error));
+    g_assert_no_error(error);
+    step(f, workload, EINSORA_WORKLOAD_STATE_RUNNING);
+    return g_steal_pointer(&workload);
+}
+
+static gchar *
+ticket_hash(const char *secret)
+{
+    return g_compute_checksum_for_string(G_CHECKSUM_SHA256, secret, -1);
+}
+
+static EinsoraAccessTicket *
+grant_ok(Fixture *f, const EinsoraWorkload *workload, const char *secret)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *hash = ticket_hash(secret);
+    EinsoraAccessTicket *ticket =
+        einsora_service_grant_access(f->service, f->alice, workload->id, hash, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(ticket);
+    return ticket;
+}
+
+static void
+assert_not_taken(Fixture *f, const char *secret)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *hash = ticket_hash(secret);
+    g_autoptr(EinsoraAccessTicket) ticket =
+        einsora_service_take_access_ticket(f->service, hash, &error);
+
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(ticket);
+}
+
+static void
+test_access_grant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = running_on_machine(f, "notebook", "cpu-2c-4g", "jupyter");
+    g_autoptr(EinsoraAccessTicket) ticket = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+    g_autofree gchar *hash = ticket_hash("tkt_grant");
+    g_autofree gchar *created_at = NULL;
+    g_autofree gchar *expires_at = NULL;
+    const EinsoraWorkloadEvent *note;
+
+    f->clock.now_us += 5 * G_USEC_PER_SEC;
+    created_at = einsora_timestamp_format(f->clock.now_us);
+    expires_at = einsora_timestamp_format(f->clock.now_us + 60 * G_USEC_PER_SEC);
+    ticket = grant_ok(f, workload, "tkt_grant");
+    g_assert_cmpstr(ticket->hash, ==, hash);
+    g_assert_cmpstr(ticket->tenant_id, ==, TENANT_A);
+    g_assert_cmpstr(ticket->workload_id, ==, workload->id);
+    g_assert_cmpint(ticket->attempt, ==, workload->attempt);
+    g_assert_cmpint(ticket->attempt, ==, 1);
+    g_assert_cmpstr(ticket->created_by, ==, "alice@acme.example");
+    g_assert_cmpstr(ticket->created_at, ==, created_at);
+    g_assert_cmpstr(ticket->expires_at, ==, expires_at);
+    g_assert_cmpint(EINSORA_ACCESS_TICKET_TTL_US, ==, 60 * G_USEC_PER_SEC);
+
+    /* The timeline says who asked; the state is unchanged. */
+    events = einsora_service_list_events(f->service, TENANT_A, workload->id, &error);
+    g_assert_no_error(error);
+    note = g_ptr_array_index(events, events->len - 1);
+    g_assert_true(einsora_workload_event_is_note(note));
+    g_assert_cmpint(note->to_state, ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    g_assert_cmpstr(note->reason, ==,
+                    "open in a browser requested by alice@acme.example (browser session)");
+    g_assert_cmpstr(note->created_at, ==, created_at);
+    {
+        g_autoptr(EinsoraWorkload) stored =
+            einsora_service_get_workload(f->service, TENANT_A, workload->id, FALSE, &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(stored->version, ==, workload->version);
+    }
+}
+
+/* Another tenant's workload, an unknown one and a malformed ID are all
+ * the same 404, and leave no ticket and no note. */
+static void
+test_access_other_tenant(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = running_on_machine(f, "notebook", "cpu-2c-4g", "jupyter");
+    g_autofree gchar *hash = ticket_hash("tkt_bob");
+    const char *ids[] = {workload->id, "0190b5d2-7c4e-7abc-8def-0123456789ab", "not-a-uuid"};
+    guint before = count_events(f, TENANT_A, workload->id);
+
+    for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraAccessTicket) ticket =
+            einsora_service_grant_access(f->service, f->bob, ids[i], hash, &error);
+        g_test_message("case %u", i);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_cmpstr(error->message, ==, "no such workload");
+        g_assert_null(ticket);
+    }
+    g_assert_cmpuint(count_events(f, TENANT_A, workload->id), ==, before);
+    assert_not_taken(f, "tkt_bob");
+}
+
+/* Only a running notebook on a machine has something to open; anything
+ * else is 409 and writes nothing. */
+static void
+test_access_only_running_notebook(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) pending = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) stopped = running_on_machine(f, "notebook", "cpu-2c-4g", "jupyter");
+    g_autoptr(EinsoraWorkload) endpoint = running_on_machine(f, "endpoint", "l40s-48gb", "vllm");
+    g_autoptr(EinsoraWorkload) cluster = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) deleted = create_ok(f, "l40s-48gb");
+    g_autofree gchar *hash = ticket_hash("tkt_refused");
+    const struct {
+        const EinsoraWorkload *workload;
+        gint code;
+        const char *message;
+    } cases[] = {
+        {pending, EINSORA_ERROR_CONFLICT, "is pending; only a running notebook can be opened"},
+        {stopped, EINSORA_ERROR_CONFLICT, "is stopped; only a running notebook can be opened"},
+        {endpoint, EINSORA_ERROR_CONFLICT, "is an endpoint; only a running notebook"},
+        {cluster, EINSORA_ERROR_CONFLICT, "doesn't run on a machine"},
+        {deleted, EINSORA_ERROR_NOT_FOUND, "no such workload"},
+    };
+
+    step(f, stopped, EINSORA_WORKLOAD_STATE_STOPPING);
+    step(f, stopped, EINSORA_WORKLOAD_STATE_STOPPED);
+    drive_to(f, cluster, EINSORA_WORKLOAD_STATE_RUNNING);
+    drive_to(f, deleted, EINSORA_WORKLOAD_STATE_DELETED);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraAccessTicket) ticket = NULL;
+        guint before = count_events(f, TENANT_A, cases[i].workload->id);
+
+        ticket =
+            einsora_service_grant_access(f->service, f->alice, cases[i].workload->id, hash, &error);
+        g_test_message("case %u: %s", i, error != NULL ? error->message : "granted");
+        g_assert_error(error, EINSORA_ERROR, cases[i].code);
+        g_assert_nonnull(strstr(error->message, cases[i].message));
+        g_assert_null(ticket);
+        g_assert_cmpuint(count_events(f, TENANT_A, cases[i].workload->id), ==, before);
+    }
+    assert_not_taken(f, "tkt_refused");
+}
+
+/* A ticket is taken once, within its minute, and not at all by anything
+ * but its hash. */
+static void
+test_access_take(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraWorkload) workload = running_on_machine(f, "notebook", "cpu-2c-4g", "jupyter");
+    g_autoptr(EinsoraAccessTicket) granted = grant_ok(f, workload, "tkt_once");
+    g_autoptr(EinsoraAccessTicket) late = NULL;
+    g_autoptr(EinsoraAccessTicket) last_moment = NULL;
+    g_autoptr(GError) error = NULL;
+
+    {
+        g_autofree gchar *hash = ticket_hash("tkt_once");
+        g_autoptr(EinsoraAccessTicket) taken =
+            einsora_service_take_access_ticket(f->service, hash, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(taken->workload_id, ==, workload->id);
+        g_assert_cmpstr(taken->tenant_id, ==, TENANT_A);
+        g_assert_cmpint(taken->attempt, ==, granted->attempt);
+        g_assert_cmpstr(taken->expires_at, ==, granted->expires_at);
+    }
+    assert_not_taken(f, "tkt_once");
+
+    /* Exactly 60 s later it has expired; a microsecond before, not. */
+    late = grant_ok(f, workload, "tkt_late");
+    last_moment = grant_ok(f, workload, "tkt_last_moment");
+    f->clock.now_us += EINSORA_ACCESS_TICKET_TTL_US - 1;
+    {
+        g_autofree gchar *hash = ticket_hash("tkt_last_moment");
+        g_autoptr(EinsoraAccessTicket) taken =
+            einsora_service_take_access_ticket(f->service, hash, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(taken);
+    }
+    f->clock.now_us += 1;
+    assert_not_taken(f, "tkt_late");
+
+    /* The secret itself, or anything not a SHA-256, is not a key. */
+    {
+        g_autoptr(EinsoraAccessTicket) fresh = grant_ok(f, workload, "tkt_fresh");
+        g_autofree gchar *hash = ticket_hash("tkt_fresh");
+        g_autofree gchar *upper = g_ascii_strup(hash, -1);
+        const char *bad[] = {"tkt_fresh", upper, "", NULL};
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autoptr(EinsoraAccessTicket) none =
+                einsora_service_take_access_ticket(f->service, bad[i], &error);
+            g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+            g_assert_null(none);
+            g_clear_error(&error);
+        }
+        {
+            g_autoptr(EinsoraAccessTicket) taken =
+                einsora_service_take_access_ticket(f->service, hash, &error);
+            g_assert_no_error(error);
+            g_assert_nonnull(taken);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -992,6 +1220,10 @@ main(int argc, char **argv)
     ADD("/service/actions/start-stop-delete", test_user_actions);
     ADD("/service/tenancy/other-tenant-is-not-found", test_other_tenant_is_not_found);
     ADD("/service/export/complete-with-redactions", test_export);
+    ADD("/service/access/grant-stores-ticket-and-notes", test_access_grant);
+    ADD("/service/access/other-tenant-is-not-found", test_access_other_tenant);
+    ADD("/service/access/only-a-running-notebook-on-a-machine", test_access_only_running_notebook);
+    ADD("/service/access/taken-once-within-a-minute", test_access_take);
 #undef ADD
     return g_test_run();
 }

@@ -745,6 +745,70 @@ test_migrations_builtin(Fixture *f, gconstpointer data)
     g_assert_cmpint(version(f), ==, builtin->len);
 }
 
+#define V1_TENANT "0190a000-0000-7000-8000-00000000000a"
+#define V1_WORKLOAD "0190a000-0000-7000-8000-00000000000b"
+#define V1_TIME "2026-01-01T00:00:00.000000Z"
+
+static void
+exec_ok(sqlite3 *db, const char *sql)
+{
+    char *message = NULL;
+
+    if (sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK)
+        g_error("%s: %s", sql, message);
+}
+
+static void
+insert_tenant_and_workload(sqlite3 *db)
+{
+    exec_ok(db, "INSERT INTO tenants (id, name, trusted, created_at) VALUES "
+                "('" V1_TENANT "', 'acme', 0, '" V1_TIME "')");
+    exec_ok(db, "INSERT INTO workloads (id, tenant_id, kind, name, state, region, gpu_class, "
+                "image, gpus, attempt, version, created_by, created_at, updated_at) VALUES "
+                "('" V1_WORKLOAD "', '" V1_TENANT "', 'notebook', 'n', 'running', 'local', "
+                "'cpu-1c-2g', 'jupyter-linux', 0, 1, 3, 'ann', '" V1_TIME "', '" V1_TIME "')");
+}
+
+/* A database at version 1 (whose access_tickets nothing wrote, but which
+ * could hold a row) moves to the ticket shape the proxy takes, keeping
+ * everything else. */
+static void
+test_migrations_access_tickets_from_v1(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) builtin = einsora_migrations_load_builtin(&error);
+    g_autoptr(GPtrArray) first = g_ptr_array_new();
+    g_auto(GStrv) columns = NULL;
+    g_autofree gchar *joined = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(builtin->len, >=, 2);
+    g_ptr_array_add(first, g_ptr_array_index(builtin, 0));
+    g_assert_true(apply(f, first, BASE_US, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(version(f), ==, 1);
+    insert_tenant_and_workload(handle(f));
+    exec_ok(handle(f),
+            "INSERT INTO access_tickets (ticket_sha256, tenant_id, workload_id, "
+            "user_id, created_at, expires_at, used_at) VALUES ("
+            "'0000000000000000000000000000000000000000000000000000000000000000', "
+            "'" V1_TENANT "', '" V1_WORKLOAD "', 'ann', '" V1_TIME "', '" V1_TIME "', NULL)");
+
+    g_assert_true(einsora_sqlite_store_migrate(f->store, BASE_US, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(version(f), ==, builtin->len);
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM access_tickets"), ==, 0);
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM workloads"), ==, 1);
+    columns = query_strv(handle(f), "SELECT name FROM pragma_table_info(?1) ORDER BY name",
+                         "access_tickets");
+    joined = g_strjoinv(",", columns);
+    g_assert_cmpstr(joined, ==,
+                    "attempt,created_at,created_by,expires_at,tenant_id,ticket_sha256,workload_id");
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' "
+                                         "AND name = 'access_tickets_expires_at'"),
+                    ==, 1);
+}
+
 static void
 test_check_ready(Fixture *f, gconstpointer data)
 {
@@ -846,6 +910,95 @@ test_two_stores_wait(Fixture *f, gconstpointer data)
     g_thread_join(g_steal_pointer(&thread));
 }
 
+/* Two connections race to take the same tickets, from both ends: each is
+ * taken exactly once, whichever connection's DELETE gets it. */
+
+#define RACE_TICKETS 300
+
+typedef struct {
+    EinsoraStore *store;
+    GPtrArray *hashes;
+    const char *now;
+    gint *gate;       /* both start when it opens */
+    gboolean reverse; /* the racers meet in the middle */
+    GPtrArray *taken; /* borrowed from hashes */
+} TicketRacer;
+
+static gpointer
+take_every_ticket(gpointer data)
+{
+    TicketRacer *racer = data;
+
+    while (!g_atomic_int_get(racer->gate))
+        g_thread_yield();
+    for (guint i = 0; i < racer->hashes->len; i++) {
+        g_autoptr(GError) error = NULL;
+        const char *hash =
+            g_ptr_array_index(racer->hashes, racer->reverse ? racer->hashes->len - 1 - i : i);
+        g_autoptr(EinsoraAccessTicket) ticket =
+            einsora_store_take_access_ticket(racer->store, hash, racer->now, &error);
+        if (ticket != NULL) {
+            g_assert_cmpstr(ticket->hash, ==, hash);
+            g_ptr_array_add(racer->taken, (gpointer)hash);
+        } else {
+            g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        }
+        /* Room for the other connection, whose busy handler backs off:
+         * without it one racer takes everything before the other wakes. */
+        g_usleep(500);
+    }
+    return NULL;
+}
+
+static void
+test_two_stores_take_ticket_once(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraSqliteStore) second = open_second(f);
+    g_autoptr(GPtrArray) hashes = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autofree gchar *now = einsora_timestamp_format(BASE_US + G_USEC_PER_SEC);
+    g_autofree gchar *expires_at = einsora_timestamp_format(BASE_US + 60 * G_USEC_PER_SEC);
+    gint gate = 0;
+    TicketRacer racers[2] = {
+        {EINSORA_STORE(f->store), hashes, now, &gate, FALSE, g_ptr_array_new()},
+        {EINSORA_STORE(second), hashes, now, &gate, TRUE, g_ptr_array_new()},
+    };
+    GThread *threads[2];
+
+    insert_tenant_and_workload(handle(f));
+    for (guint i = 0; i < RACE_TICKETS; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraAccessTicket) ticket = einsora_access_ticket_new();
+        g_autofree gchar *secret = g_strdup_printf("tkt_race_%u", i);
+
+        ticket->hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, secret, -1);
+        ticket->tenant_id = g_strdup(V1_TENANT);
+        ticket->workload_id = g_strdup(V1_WORKLOAD);
+        ticket->attempt = 1;
+        ticket->created_by = g_strdup("ann");
+        ticket->created_at = einsora_timestamp_format(BASE_US);
+        ticket->expires_at = g_strdup(expires_at);
+        g_assert_true(einsora_store_insert_access_ticket(EINSORA_STORE(f->store), ticket, &error));
+        g_assert_no_error(error);
+        g_ptr_array_add(hashes, g_steal_pointer(&ticket->hash));
+    }
+
+    for (guint i = 0; i < G_N_ELEMENTS(racers); i++)
+        threads[i] = g_thread_new("ticket-racer", take_every_ticket, &racers[i]);
+    g_atomic_int_set(&gate, 1);
+    for (guint i = 0; i < G_N_ELEMENTS(racers); i++)
+        g_thread_join(threads[i]);
+
+    g_test_message("taken: %u and %u", racers[0].taken->len, racers[1].taken->len);
+    g_assert_cmpuint(racers[0].taken->len + racers[1].taken->len, ==, RACE_TICKETS);
+    for (guint r = 0; r < G_N_ELEMENTS(racers); r++) {
+        for (guint i = 0; i < racers[r].taken->len; i++)
+            g_assert_true(g_hash_table_add(seen, g_ptr_array_index(racers[r].taken, i)));
+        g_ptr_array_unref(racers[r].taken);
+    }
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM access_tickets"), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -895,12 +1048,16 @@ main(int argc, char **argv)
                test_migrations_refused_in_transaction, fixture_tear_down);
     g_test_add("/sqlite/migrations/builtin", Fixture, NULL, fixture_set_up_store,
                test_migrations_builtin, fixture_tear_down);
+    g_test_add("/sqlite/migrations/00002-replaces-access-tickets", Fixture, NULL,
+               fixture_set_up_store, test_migrations_access_tickets_from_v1, fixture_tear_down);
     g_test_add("/sqlite/check-ready", Fixture, NULL, fixture_set_up_store, test_check_ready,
                fixture_tear_down);
     g_test_add("/sqlite/two-stores/busy", Fixture, NULL, fixture_set_up_store, test_two_stores_busy,
                fixture_tear_down);
     g_test_add("/sqlite/two-stores/wait", Fixture, NULL, fixture_set_up_store, test_two_stores_wait,
                fixture_tear_down);
+    g_test_add("/sqlite/two-stores/ticket-taken-once", Fixture, NULL, fixture_set_up_store,
+               test_two_stores_take_ticket_once, fixture_tear_down);
 
     return g_test_run();
 }

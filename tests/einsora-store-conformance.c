@@ -35,8 +35,8 @@ static const TableColumns schema_columns[] = {
                            "version", "created_by", "created_at", "updated_at", NULL}},
     {"workload_events", (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state",
                                               "to_state", "reason", "attempt", "created_at", NULL}},
-    {"access_tickets", (const char *const[]){"ticket_sha256", "tenant_id", "workload_id", "user_id",
-                                             "created_at", "expires_at", "used_at", NULL}},
+    {"access_tickets", (const char *const[]){"ticket_sha256", "tenant_id", "workload_id", "attempt",
+                                             "created_by", "created_at", "expires_at", NULL}},
     {"usage_records",
      (const char *const[]){"id", "tenant_id", "workload_id", "region", "gpu_class", "hour_start",
                            "seconds", "gpu_seconds", "created_at", NULL}},
@@ -1985,6 +1985,234 @@ test_idempotency_delete_expired(Fixture *f, gconstpointer data)
     g_assert_no_error(error);
 }
 
+/* Access tickets */
+
+static EinsoraAccessTicket *
+access_ticket_new_for(Fixture *f, const EinsoraWorkload *workload, const char *secret,
+                      gint64 ttl_us)
+{
+    EinsoraAccessTicket *ticket = einsora_access_ticket_new();
+
+    ticket->hash = sha256_of(secret);
+    ticket->tenant_id = g_strdup(workload->tenant_id);
+    ticket->workload_id = g_strdup(workload->id);
+    ticket->attempt = workload->attempt;
+    ticket->created_by = g_strdup("ann@acme.example");
+    ticket->created_at = tick(f);
+    ticket->expires_at = einsora_timestamp_format(f->now_us + ttl_us);
+    return ticket;
+}
+
+static void
+assert_access_ticket_equal(const EinsoraAccessTicket *a, const EinsoraAccessTicket *b)
+{
+    g_assert_cmpstr(a->hash, ==, b->hash);
+    g_assert_cmpstr(a->tenant_id, ==, b->tenant_id);
+    g_assert_cmpstr(a->workload_id, ==, b->workload_id);
+    g_assert_cmpint(a->attempt, ==, b->attempt);
+    g_assert_cmpstr(a->created_by, ==, b->created_by);
+    g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->expires_at, ==, b->expires_at);
+}
+
+static void
+insert_access_ticket(Fixture *f, const EinsoraAccessTicket *ticket)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_insert_access_ticket(f->store, ticket, &error));
+    g_assert_no_error(error);
+}
+
+/* Takes @hash at @now and expects it to be gone. */
+static void
+assert_not_takeable(Fixture *f, const char *hash, const char *now)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraAccessTicket) got =
+        einsora_store_take_access_ticket(f->store, hash, now, &error);
+
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(got);
+}
+
+static void
+test_access_ticket_take_once(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = workload_new_for(f, acme->id, "notebook");
+    g_autoptr(EinsoraAccessTicket) ticket = NULL;
+    g_autoptr(EinsoraAccessTicket) got = NULL;
+    g_autofree gchar *now = NULL;
+    g_autofree gchar *unknown = sha256_of("tkt_unknown");
+
+    workload->attempt = 3;
+    insert_workload(f, workload);
+    ticket = access_ticket_new_for(f, workload, "tkt_first", 60 * G_USEC_PER_SEC);
+    insert_access_ticket(f, ticket);
+    now = tick(f);
+
+    assert_not_takeable(f, unknown, now);
+    got = einsora_store_take_access_ticket(f->store, ticket->hash, now, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(got);
+    assert_access_ticket_equal(got, ticket);
+    g_assert_cmpint(got->attempt, ==, 3);
+    /* One-time: taking it deleted it. */
+    assert_not_takeable(f, ticket->hash, now);
+}
+
+/* Exactly at expiry is expired; an expired ticket is deleted when someone
+ * tries it, so it stays gone even for a clock that goes back. */
+static void
+test_access_ticket_expired(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraAccessTicket) ticket =
+        access_ticket_new_for(f, workload, "tkt_late", 60 * G_USEC_PER_SEC);
+    g_autofree gchar *before = NULL;
+
+    insert_access_ticket(f, ticket);
+    before = tick(f);
+    assert_not_takeable(f, ticket->hash, ticket->expires_at);
+    assert_not_takeable(f, ticket->hash, before);
+}
+
+/* Every take (found or not) deletes the tickets that expired by then, and
+ * only those. */
+static void
+test_access_ticket_housekeeping(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraAccessTicket) old = access_ticket_new_for(f, workload, "tkt_old", 10);
+    g_autoptr(EinsoraAccessTicket) live =
+        access_ticket_new_for(f, workload, "tkt_live", 60 * G_USEC_PER_SEC);
+    g_autoptr(EinsoraAccessTicket) got = NULL;
+    g_autofree gchar *unknown = sha256_of("tkt_unknown");
+    g_autofree gchar *early = g_strdup(old->created_at);
+    g_autofree gchar *now = NULL;
+
+    insert_access_ticket(f, old);
+    insert_access_ticket(f, live);
+    now = tick(f);
+    assert_not_takeable(f, unknown, now);
+    /* The old one went with that take: even at a time it was valid, it is
+     * not there. */
+    assert_not_takeable(f, old->hash, early);
+    got = einsora_store_take_access_ticket(f->store, live->hash, now, &error);
+    g_assert_no_error(error);
+    assert_access_ticket_equal(got, live);
+}
+
+/* Tickets are scoped like the timeline: one for another tenant's (or no)
+ * workload is refused, as is a hash stored twice. */
+static void
+test_access_ticket_insert_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraAccessTicket) foreign =
+        access_ticket_new_for(f, workload, "tkt_foreign", 60 * G_USEC_PER_SEC);
+    g_autoptr(EinsoraAccessTicket) orphan =
+        access_ticket_new_for(f, workload, "tkt_orphan", 60 * G_USEC_PER_SEC);
+    g_autoptr(EinsoraAccessTicket) ticket =
+        access_ticket_new_for(f, workload, "tkt_once", 60 * G_USEC_PER_SEC);
+    g_autoptr(EinsoraAccessTicket) again = einsora_access_ticket_copy(ticket);
+    g_autofree gchar *now = NULL;
+
+    replace_string(&foreign->tenant_id, g_strdup(globex->id));
+    g_assert_false(einsora_store_insert_access_ticket(f->store, foreign, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    replace_string(&orphan->workload_id, new_id(f));
+    g_assert_false(einsora_store_insert_access_ticket(f->store, orphan, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    insert_access_ticket(f, ticket);
+    g_assert_false(einsora_store_insert_access_ticket(f->store, again, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+
+    now = tick(f);
+    assert_not_takeable(f, foreign->hash, now);
+    assert_not_takeable(f, orphan->hash, now);
+    {
+        g_autoptr(EinsoraAccessTicket) got =
+            einsora_store_take_access_ticket(f->store, ticket->hash, now, &error);
+        g_assert_no_error(error);
+        assert_access_ticket_equal(got, ticket);
+    }
+}
+
+/* Inside a caller's transaction the take is part of it: rolled back, the
+ * ticket is there again. */
+static void
+test_access_ticket_take_in_transaction(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraAccessTicket) ticket =
+        access_ticket_new_for(f, workload, "tkt_tx", 60 * G_USEC_PER_SEC);
+    g_autofree gchar *now = NULL;
+
+    insert_access_ticket(f, ticket);
+    now = tick(f);
+    g_assert_true(einsora_store_begin(f->store, &error));
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraAccessTicket) got =
+            einsora_store_take_access_ticket(f->store, ticket->hash, now, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(got);
+    }
+    einsora_store_rollback(f->store);
+    {
+        g_autoptr(EinsoraAccessTicket) got =
+            einsora_store_take_access_ticket(f->store, ticket->hash, now, &error);
+        g_assert_no_error(error);
+        assert_access_ticket_equal(got, ticket);
+    }
+    assert_not_takeable(f, ticket->hash, now);
+}
+
+/* Only a SHA-256 fits the column: a secret in clear can't be stored. */
+static void
+test_access_ticket_schema(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    const char *const bad[] = {
+        "INSERT INTO access_tickets (ticket_sha256, tenant_id, workload_id, attempt, created_by, "
+        "created_at, expires_at) SELECT "
+        "'tkt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        "AAAA', tenant_id, id, 0, 'x', created_at, created_at FROM workloads",
+        "INSERT INTO access_tickets (ticket_sha256, tenant_id, workload_id, attempt, created_by, "
+        "created_at, expires_at) SELECT "
+        "'ABCDEF0000000000000000000000000000000000000000000000000000000000', tenant_id, id, 0, "
+        "'x', created_at, created_at FROM workloads",
+        "INSERT INTO access_tickets (ticket_sha256, tenant_id, workload_id, attempt, created_by, "
+        "created_at, expires_at) SELECT "
+        "'abcdef0000000000000000000000000000000000000000000000000000000000', tenant_id, id, -1, "
+        "'x', created_at, created_at FROM workloads",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_test_message("running %s", bad[i]);
+        g_assert_false(f->harness->raw_exec(f->store, bad[i], &error));
+        g_assert_nonnull(error);
+        g_clear_error(&error);
+    }
+}
+
 /* The auth tables refuse rows that break their rules. */
 static void
 test_schema_auth_checks(Fixture *f, gconstpointer data)
@@ -2351,6 +2579,12 @@ static const struct {
     {"idempotency/duplicate-conflicts-until-expired", test_idempotency_duplicate},
     {"idempotency/unknown-tenant-not-found", test_idempotency_unknown_tenant},
     {"idempotency/delete-expired", test_idempotency_delete_expired},
+    {"access-ticket/take-once", test_access_ticket_take_once},
+    {"access-ticket/expired-not-found-and-deleted", test_access_ticket_expired},
+    {"access-ticket/take-deletes-expired", test_access_ticket_housekeeping},
+    {"access-ticket/other-tenant-unknown-duplicate-refused", test_access_ticket_insert_refused},
+    {"access-ticket/take-joins-open-transaction", test_access_ticket_take_in_transaction},
+    {"access-ticket/only-hashes-stored", test_access_ticket_schema},
     {"transaction/commit", test_transaction_commit},
     {"transaction/rollback-on-false", test_transaction_rollback_on_false},
     {"transaction/nested-begin-fails", test_transaction_nested_begin_fails},

@@ -21,6 +21,8 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_stop},
     {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_events},
     {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_export},
+    /* Its answer holds a ticket's secret: no Idempotency-Key replay. */
+    {"POST", "/v1/workloads/{id}/access", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_access},
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     /* A token's answer holds its secret, which must never be stored: no

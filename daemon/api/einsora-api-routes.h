@@ -45,6 +45,7 @@ void einsora_api_workloads_stop(EinsoraApiServer *server, EinsoraApiRequest *req
 void einsora_api_workloads_delete(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_export(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);

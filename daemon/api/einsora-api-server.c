@@ -8,6 +8,7 @@
 
 #define SESSION_COOKIE "einsora_session"
 #define IDEMPOTENCY_KEY_MAX 128
+#define DEFAULT_ACCESS_PORT 8090
 
 struct _EinsoraApiServer {
     GObject parent_instance;
@@ -16,6 +17,7 @@ struct _EinsoraApiServer {
     EinsoraAuth *auth;
     EinsoraNowFunc now;
     gpointer now_data;
+    guint access_port;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraApiServer, einsora_api_server, G_TYPE_OBJECT)
@@ -42,6 +44,22 @@ einsora_api_server_class_init(EinsoraApiServerClass *klass)
 static void
 einsora_api_server_init(EinsoraApiServer *self)
 {
+    self->access_port = DEFAULT_ACCESS_PORT;
+}
+
+void
+einsora_api_server_set_access_port(EinsoraApiServer *self, guint port)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    g_return_if_fail(port > 0 && port <= G_MAXUINT16);
+    self->access_port = port;
+}
+
+guint
+einsora_api_server_get_access_port(EinsoraApiServer *self)
+{
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), 0);
+    return self->access_port;
 }
 
 EinsoraService *

@@ -20,6 +20,11 @@ gboolean einsora_api_server_listen(EinsoraApiServer *self, const char *address, 
 /* The URI it listens on, e.g. "http://127.0.0.1:8080/". */
 gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 
+/* The port of the access proxy (EINSORA_ACCESS_ADDR), for the links
+ * POST /v1/workloads/{id}/access returns; 8090 until set. */
+void einsora_api_server_set_access_port(EinsoraApiServer *self, guint port);
+guint einsora_api_server_get_access_port(EinsoraApiServer *self);
+
 EinsoraService *einsora_api_server_get_service(EinsoraApiServer *self);
 EinsoraAuth *einsora_api_server_get_auth(EinsoraApiServer *self);
 gint64 einsora_api_server_now(EinsoraApiServer *self);

@@ -13,8 +13,6 @@
 #include "einsora-error.h"
 #include "einsora-uuid.h"
 
-/* A secret longer than this is not one of ours: refused before hashing. */
-#define SECRET_MAX_BYTES 256
 #define EMAIL_MIN_BYTES 3
 #define EMAIL_MAX_BYTES 254
 #define TOKEN_TOUCH_INTERVAL_US (60 * G_TIME_SPAN_SECOND)
@@ -115,15 +113,6 @@ new_secret(const char *prefix, gchar **secret, GError **error)
         return FALSE;
     }
     return TRUE;
-}
-
-/* Whether @value could be one of our secrets with @prefix; anything else
- * is not even hashed. */
-static gboolean
-looks_like_secret(const char *value, const char *prefix)
-{
-    return value != NULL && g_str_has_prefix(value, prefix) &&
-           strnlen(value, SECRET_MAX_BYTES + 1) <= SECRET_MAX_BYTES;
 }
 
 static gboolean
@@ -254,7 +243,7 @@ einsora_auth_authenticate_token(EinsoraAuth *self, const char *token, GError **e
     g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
-    if (!looks_like_secret(token, EINSORA_CREDENTIAL_TOKEN_PREFIX)) {
+    if (!einsora_credential_looks_like_secret(token, EINSORA_CREDENTIAL_TOKEN_PREFIX)) {
         set_unauthenticated(error, INVALID_TOKEN_MESSAGE);
         return NULL;
     }
@@ -356,7 +345,7 @@ find_session(EinsoraAuth *self, const char *session_value, gboolean live_only, G
     g_autoptr(EinsoraSession) session = NULL;
     g_autoptr(GError) local_error = NULL;
 
-    if (!looks_like_secret(session_value, EINSORA_CREDENTIAL_SESSION_PREFIX)) {
+    if (!einsora_credential_looks_like_secret(session_value, EINSORA_CREDENTIAL_SESSION_PREFIX)) {
         set_unauthenticated(error, INVALID_SESSION_MESSAGE);
         return NULL;
     }
@@ -399,7 +388,7 @@ einsora_auth_authenticate_session(EinsoraAuth *self, const char *session_value,
     if (unsafe_method) {
         g_autofree gchar *csrf_sha256 = NULL;
 
-        if (!looks_like_secret(csrf_token, EINSORA_CREDENTIAL_CSRF_PREFIX)) {
+        if (!einsora_credential_looks_like_secret(csrf_token, EINSORA_CREDENTIAL_CSRF_PREFIX)) {
             g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN, WRONG_CSRF_MESSAGE);
             return NULL;
         }

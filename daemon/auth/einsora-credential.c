@@ -48,6 +48,15 @@ einsora_credential_new_secret(const char *prefix)
     return secret;
 }
 
+gboolean
+einsora_credential_looks_like_secret(const char *value, const char *prefix)
+{
+    g_return_val_if_fail(prefix != NULL, FALSE);
+    return value != NULL && g_str_has_prefix(value, prefix) &&
+           strnlen(value, EINSORA_CREDENTIAL_SECRET_MAX_BYTES + 1) <=
+               EINSORA_CREDENTIAL_SECRET_MAX_BYTES;
+}
+
 gchar *
 einsora_credential_sha256_hex(const char *secret)
 {

@@ -10,6 +10,11 @@ G_BEGIN_DECLS
 #define EINSORA_CREDENTIAL_TOKEN_PREFIX "tsk_"
 #define EINSORA_CREDENTIAL_SESSION_PREFIX "ses_"
 #define EINSORA_CREDENTIAL_CSRF_PREFIX "csrf_"
+/* The one-time ticket in an access link (the access proxy takes it). */
+#define EINSORA_CREDENTIAL_ACCESS_TICKET_PREFIX "tkt_"
+
+/* A secret longer than this is not one of ours. */
+#define EINSORA_CREDENTIAL_SECRET_MAX_BYTES 256
 
 /* Passwords longer than this are refused: argon2id's cost does not depend
  * on it, but nobody needs more, and a bound keeps requests small. */
@@ -19,6 +24,11 @@ G_BEGIN_DECLS
  * without padding (43 characters). NULL only if the system's random
  * generator fails. */
 gchar *einsora_credential_new_secret(const char *prefix);
+
+/* Whether @value could be one of our secrets with @prefix (and at most
+ * EINSORA_CREDENTIAL_SECRET_MAX_BYTES): anything else is refused before
+ * it is hashed or looked up. */
+gboolean einsora_credential_looks_like_secret(const char *value, const char *prefix);
 
 /* The lowercase hex SHA-256 of @secret: what the store keeps. */
 gchar *einsora_credential_sha256_hex(const char *secret);

@@ -79,6 +79,13 @@ einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *actor)
     return g_strdup_printf("%s requested by %s", verbs[action], who);
 }
 
+gchar *
+einsora_reason_access_requested(const EinsoraActor *actor)
+{
+    g_autofree gchar *who = describe_actor(actor);
+    return g_strdup_printf("open in a browser requested by %s", who);
+}
+
 /* Only trusted tenants learn how many GPUs are free: the count describes
  * other tenants' use of the machines. */
 gchar *

@@ -24,6 +24,8 @@ gchar *einsora_reason_clean(const char *reason);
 
 gchar *einsora_reason_created(const EinsoraActor *actor);
 gchar *einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *actor);
+/* A one-time link to open the notebook in a browser was handed out. */
+gchar *einsora_reason_access_requested(const EinsoraActor *actor);
 gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
                                            gboolean trusted);
 gchar *einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,

@@ -37,6 +37,9 @@ typedef struct {
 
 #define EINSORA_WORKLOAD_NAME_MAX_BYTES 100
 
+/* How long the link of a one-time access ticket stays valid. */
+#define EINSORA_ACCESS_TICKET_TTL_US (60 * G_TIME_SPAN_SECOND)
+
 #define EINSORA_TYPE_SERVICE (einsora_service_get_type())
 G_DECLARE_FINAL_TYPE(EinsoraService, einsora_service, EINSORA, SERVICE, GObject)
 
@@ -61,6 +64,26 @@ GPtrArray *einsora_service_list_events(EinsoraService *self, const char *tenant_
                                        const char *workload_id, GError **error);
 JsonNode *einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
                                           const char *workload_id, GError **error);
+
+/* Opening a notebook in a browser (the access proxy). The API makes the
+ * secret and passes only its SHA-256 (lowercase hex) here; nothing in the
+ * service sees the secret.
+ *
+ * grant: the workload must be the actor's tenant's (else NOT_FOUND, as
+ * for every other tenant's object), a notebook, running, and placed on a
+ * machine (else CONFLICT). Stores a ticket for the workload's current
+ * attempt, valid for EINSORA_ACCESS_TICKET_TTL_US, and notes in the
+ * timeline who asked, in one transaction. Returns the stored ticket. */
+EinsoraAccessTicket *einsora_service_grant_access(EinsoraService *self, const EinsoraActor *actor,
+                                                  const char *workload_id, const char *ticket_hash,
+                                                  GError **error);
+/* take: the ticket whose secret hashes to @ticket_hash, deleted as it is
+ * returned, so it opens at most once. Unknown, expired, already taken,
+ * malformed or NULL is NOT_FOUND. The caller still checks that the ticket's
+ * workload (and attempt) is the one it is about to open, and that it is
+ * still ready: the ticket says only who was allowed to open what. */
+EinsoraAccessTicket *einsora_service_take_access_ticket(EinsoraService *self,
+                                                        const char *ticket_hash, GError **error);
 
 /* Machines are read-only here: they register through their agent. */
 GPtrArray *einsora_service_list_machines(EinsoraService *self, const char *tenant_id,

@@ -428,3 +428,24 @@ einsora_store_delete_expired_idempotency_records(EinsoraStore *self, const char 
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     return EINSORA_STORE_GET_IFACE(self)->delete_expired_idempotency_records(self, now, error);
 }
+
+gboolean
+einsora_store_insert_access_ticket(EinsoraStore *self, const EinsoraAccessTicket *ticket,
+                                   GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(ticket != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_access_ticket(self, ticket, error);
+}
+
+EinsoraAccessTicket *
+einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256, const char *now,
+                                 GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(ticket_sha256 != NULL, NULL);
+    g_return_val_if_fail(now != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->take_access_ticket(self, ticket_sha256, now, error);
+}

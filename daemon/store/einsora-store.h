@@ -14,6 +14,7 @@
 
 #include <glib-object.h>
 
+#include "einsora-access-ticket.h"
 #include "einsora-api-token.h"
 #include "einsora-idempotency-record.h"
 #include "einsora-machine.h"
@@ -161,6 +162,19 @@ struct _EinsoraStoreInterface {
     /* Deletes the records whose expires_at is at or before @now. */
     gboolean (*delete_expired_idempotency_records)(EinsoraStore *self, const char *now,
                                                    GError **error);
+
+    /* One-time access tickets, stored by the SHA-256 of their secret. A
+     * ticket for a workload that is not in its tenant is NOT_FOUND; a hash
+     * already stored is CONFLICT. */
+    gboolean (*insert_access_ticket)(EinsoraStore *self, const EinsoraAccessTicket *ticket,
+                                     GError **error);
+    /* Global: the proxy knows only the hash. Deletes the ticket and
+     * returns it if it expires after @now; an unknown or expired one is
+     * NOT_FOUND. Every ticket expired at @now is deleted too, in the same
+     * write, so the DELETE itself decides which of two racing takes gets
+     * the ticket. */
+    EinsoraAccessTicket *(*take_access_ticket)(EinsoraStore *self, const char *ticket_sha256,
+                                               const char *now, GError **error);
 };
 
 typedef gboolean (*EinsoraStoreTransactionFunc)(EinsoraStore *store, gpointer user_data,
@@ -263,5 +277,10 @@ gboolean einsora_store_insert_idempotency_record(EinsoraStore *self,
                                                  GError **error);
 gboolean einsora_store_delete_expired_idempotency_records(EinsoraStore *self, const char *now,
                                                           GError **error);
+
+gboolean einsora_store_insert_access_ticket(EinsoraStore *self, const EinsoraAccessTicket *ticket,
+                                            GError **error);
+EinsoraAccessTicket *einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256,
+                                                      const char *now, GError **error);
 
 G_END_DECLS

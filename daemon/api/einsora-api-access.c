@@ -1,0 +1,50 @@
+/* POST /v1/workloads/{id}/access: a one-time link that opens a running
+ * notebook in a browser through the access proxy. The ticket's secret is
+ * in this answer and nowhere else: only its SHA-256 is stored, the access
+ * log has the path and status only, and the route takes no
+ * Idempotency-Key (a replay would have to keep the answer). The API never
+ * talks to the runtime: it only stores the ticket. */
+#define G_LOG_DOMAIN "einsora-api"
+
+#include "einsora-api-routes.h"
+
+#include "einsora-credential.h"
+
+void
+einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *secret =
+        einsora_credential_new_secret(EINSORA_CREDENTIAL_ACCESS_TICKET_PREFIX);
+    g_autofree gchar *hash = NULL;
+    g_autofree gchar *url = NULL;
+    g_autoptr(EinsoraAccessTicket) ticket = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *root;
+
+    if (secret == NULL) {
+        g_set_error_literal(&error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                            "no random bytes for an access ticket");
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    hash = einsora_credential_sha256_hex(secret);
+    ticket = einsora_service_grant_access(einsora_api_server_get_service(server),
+                                          einsora_api_request_get_actor(request),
+                                          einsora_api_request_get_param(request, 0), hash, &error);
+    if (ticket == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    /* Each workload is its own site, so its pages can't use the
+     * dashboard's session or another workload's. The secret is base64url:
+     * safe in a query as it is. */
+    url = g_strdup_printf("http://w-%s.localhost:%u/_einsora/open?ticket=%s", ticket->workload_id,
+                          einsora_api_server_get_access_port(server), secret);
+    root = json_object_new();
+    json_object_set_string_member(root, "url", url);
+    json_object_set_string_member(root, "expires_at", ticket->expires_at);
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, root);
+    einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);
+}
