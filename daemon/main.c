@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "einsora-access-proxy.h"
 #include "einsora-agent.h"
 #include "einsora-api-server.h"
 #include "einsora-auth.h"
@@ -593,6 +594,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraService) service = NULL;
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraApiServer) api = NULL;
+    g_autoptr(EinsoraAccessProxy) access = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
     g_auto(LocalMachine) machine = {NULL};
     g_autoptr(GMainLoop) loop = NULL;
@@ -638,7 +640,15 @@ run_daemon(const EinsoraDaemonSettings *settings)
         return EXIT_FAILURE;
     }
 
+    /* The access proxy, beside the hub whose agent hands it the way in. */
+    access = einsora_access_proxy_new(service, EINSORA_WORKLOAD_ACCESS(machine.hub),
+                                      einsora_now_real, NULL);
+    if (!einsora_access_proxy_listen(access, settings->access_addr, &error)) {
+        g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
+        return EXIT_FAILURE;
+    }
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
+    einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -648,6 +658,9 @@ run_daemon(const EinsoraDaemonSettings *settings)
     loop = g_main_loop_new(NULL, FALSE);
     g_unix_signal_add(SIGINT, quit_on_signal, loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, loop);
+    g_message("access proxy listening on http://127.0.0.1:%u/ (notebooks open at "
+              "http://w-<id>.localhost:%u/)",
+              einsora_access_proxy_get_port(access), einsora_access_proxy_get_port(access));
     g_message("api listening on %s", uri);
     g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));

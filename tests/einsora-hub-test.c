@@ -456,6 +456,20 @@ test_access_iface_init(EinsoraAccessSourceInterface *iface)
     iface->lookup = test_access_lookup;
 }
 
+/* Through the interface the access proxy uses. */
+static gboolean
+einsora_access_lookup_checked(Fixture *f, const char *id, gchar **socket_path, gchar **token,
+                              GError **error)
+{
+    gint64 attempt = 0;
+    gboolean found = einsora_workload_access_lookup(EINSORA_WORKLOAD_ACCESS(f->hub), TENANT_A, id,
+                                                    &attempt, socket_path, token, error);
+
+    if (found)
+        g_assert_cmpint(attempt, ==, 1);
+    return found;
+}
+
 static void
 assert_no_access(Fixture *f, const char *tenant_id, const char *id)
 {
@@ -463,7 +477,8 @@ assert_no_access(Fixture *f, const char *tenant_id, const char *id)
     g_autofree gchar *socket_path = NULL;
     g_autofree gchar *token = NULL;
 
-    g_assert_false(einsora_hub_lookup_access(f->hub, tenant_id, id, &socket_path, &token, &error));
+    g_assert_false(
+        einsora_hub_lookup_access(f->hub, tenant_id, id, NULL, &socket_path, &token, &error));
     g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
     g_assert_null(socket_path);
     g_assert_null(token);
@@ -489,7 +504,7 @@ test_access_handover(Fixture *f, gconstpointer data)
     place(f, id, f->box_id, "sim");
     assert_no_access(f, TENANT_A, id); /* provisioning */
     move_to(f, id, EINSORA_WORKLOAD_STATE_RUNNING);
-    g_assert_true(einsora_hub_lookup_access(f->hub, TENANT_A, id, &socket_path, &token, &error));
+    g_assert_true(einsora_access_lookup_checked(f, id, &socket_path, &token, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(socket_path, ==, "/run/test/notebook.sock");
     g_assert_cmpstr(token, ==, "the-workload-token");

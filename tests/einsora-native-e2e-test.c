@@ -369,6 +369,81 @@ test_adopted_after_kill(Fixture *f, gconstpointer data)
     g_assert_false(einsora_test_process_alive(pid));
 }
 
+/* The access link opens the real notebook through the proxy: its UI, its
+ * API, and a kernel over the WebSocket; the browser never sees the
+ * workload's token, and no ticket, cookie or token reaches the log. */
+static void
+test_open_through_proxy(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "opened");
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/access", id);
+    g_autofree gchar *host = NULL;
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *ticket = NULL;
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *body = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autofree gchar *log = NULL;
+    g_autoptr(GHashTable) headers = NULL;
+    g_autoptr(EinsoraTestResponse) access = NULL;
+    const char *url;
+    EinsoraTestJupyterVia via = {NULL, NULL, 0, NULL, NULL};
+
+    wait_for_state(f, id, "running");
+    token = einsora_test_jupyter_token_of(server_pid(f, id, NULL));
+    access = call(f, "POST", path, NULL);
+    g_assert_cmpuint(access->status, ==, 201);
+    url = einsora_test_response_string(access, "url");
+    host = g_strdup_printf("w-%s.localhost:%u", id, f->daemon->access_port);
+    g_assert_true(g_str_has_prefix(url, "http://"));
+    g_assert_true(g_str_has_prefix(url + strlen("http://"), host));
+    g_assert_null(strstr(access->body, token));
+    ticket = g_strdup(strstr(url, "ticket=") + strlen("ticket="));
+
+    via.proxy_port = f->daemon->access_port;
+    via.host = host;
+    {
+        g_autofree gchar *open_path = g_strdup_printf("/_einsora/open?ticket=%s", ticket);
+        g_auto(GStrv) parts = NULL;
+        g_assert_cmpuint(
+            einsora_test_jupyter_request_via(&via, "GET", open_path, NULL, &body, &headers), ==,
+            200);
+        parts = g_strsplit(g_hash_table_lookup(headers, "set-cookie"), ";", 2);
+        cookie = g_strdup(parts[0]);
+        g_clear_pointer(&body, g_free);
+        g_clear_pointer(&headers, g_hash_table_unref);
+    }
+    via.cookie = cookie;
+    /* The notebook's own UI, through the proxy. */
+    g_assert_cmpuint(einsora_test_jupyter_request_via(&via, "GET", "/tree", NULL, &body, &headers),
+                     ==, 200);
+    g_assert_nonnull(strstr(body, "Jupyter"));
+    g_assert_null(strstr(body, token));
+    {
+        GHashTableIter iter;
+        gpointer value;
+        g_hash_table_iter_init(&iter, headers);
+        while (g_hash_table_iter_next(&iter, NULL, &value))
+            g_assert_null(strstr(value, token));
+    }
+    g_clear_pointer(&body, g_free);
+    g_assert_cmpuint(einsora_test_jupyter_request_via(&via, "POST", "/api/kernels",
+                                                      "{\"name\": \"python3\"}", &body, NULL),
+                     ==, 201);
+    {
+        g_autoptr(JsonNode) node = json_from_string(body, NULL);
+        kernel = g_strdup(json_object_get_string_member(json_node_get_object(node), "id"));
+    }
+    printed = einsora_test_jupyter_execute_via(&via, kernel, "print(6*7)");
+    g_assert_cmpstr(printed, ==, "42\n");
+
+    log = einsora_test_daemon_read_log(f->daemon);
+    g_assert_null(strstr(log, token));
+    g_assert_null(strstr(log, ticket));
+    g_assert_null(strstr(log, strchr(cookie, '=') + 1));
+}
+
 /* A second daemon (another data directory) pointed at the same run
  * directory leaves the first one's notebooks alone: it doesn't use the
  * linux-native driver, and says why. */
@@ -449,6 +524,8 @@ main(int argc, char **argv)
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);
+    g_test_add("/access/open-through-the-proxy", Fixture, NULL, fixture_set_up,
+               test_open_through_proxy, fixture_tear_down);
     g_test_add("/native/run-dir-shared", Fixture, NULL, fixture_set_up, test_run_dir_shared,
                fixture_tear_down);
     g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,

@@ -1,6 +1,7 @@
 #include "einsora-test-daemon.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@ einsora_test_daemon_new(void)
      * the daemon picks the drivers that work here), and sockets in the
      * test's own directory, never in the home directory. */
     einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "");
+    einsora_test_daemon_setenv(daemon, "EINSORA_ACCESS_ADDR", "127.0.0.1:0");
     g_hash_table_insert(daemon->env, g_strdup("EINSORA_AGENT_RUN_DIR"),
                         g_build_filename(daemon->dir, "run", NULL));
     return daemon;
@@ -143,6 +145,14 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
             daemon->uri = g_strndup(start, (gsize)(end - start));
             if (g_str_has_suffix(daemon->uri, "/"))
                 daemon->uri[strlen(daemon->uri) - 1] = '\0';
+            {
+                const char *access = g_strrstr(log + st.st_size, "access proxy listening on "
+                                                                 "http://127.0.0.1:");
+                daemon->access_port = access != NULL
+                                          ? (guint)atoi(access + strlen("access proxy listening on "
+                                                                        "http://127.0.0.1:"))
+                                          : 0;
+            }
             break;
         }
         /* GSubprocess drops the identifier once the child is reaped. */

@@ -13,7 +13,8 @@ typedef struct {
     gchar *dir;
     gchar *data_dir;
     gchar *log_path;
-    gchar *uri; /* "http://127.0.0.1:PORT" without the final slash */
+    gchar *uri;        /* "http://127.0.0.1:PORT" without the final slash */
+    guint access_port; /* the access proxy's, on 127.0.0.1 */
     gchar *owner_token;
     GSubprocess *process;
     SoupSession *session;

@@ -9,26 +9,59 @@
 #define WAIT_US (30 * G_USEC_PER_SEC)
 
 static SoupSession *
-session_for(const char *socket_path)
+session_for_via(const EinsoraTestJupyterVia *via)
 {
-    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(socket_path);
+    g_autoptr(GSocketAddress) address = NULL;
 
+    if (via->socket_path != NULL) {
+        address = g_unix_socket_address_new(via->socket_path);
+    } else {
+        g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+        address = g_inet_socket_address_new(loopback, (guint16)via->proxy_port);
+    }
     return soup_session_new_with_options("remote-connectable", address, "timeout", 30, NULL);
+}
+
+static void
+authorize(const EinsoraTestJupyterVia *via, SoupMessage *message)
+{
+    SoupMessageHeaders *headers = soup_message_get_request_headers(message);
+
+    if (via->token != NULL) {
+        g_autofree gchar *authorization = g_strdup_printf("token %s", via->token);
+        soup_message_headers_replace(headers, "Authorization", authorization);
+    }
+    if (via->cookie != NULL)
+        soup_message_headers_replace(headers, "Cookie", via->cookie);
+}
+
+static gchar *
+uri_via(const EinsoraTestJupyterVia *via, const char *scheme, const char *path)
+{
+    return g_strdup_printf("%s://%s%s", scheme, via->host != NULL ? via->host : "localhost", path);
 }
 
 guint
 einsora_test_jupyter_request(const char *socket_path, const char *token, const char *method,
                              const char *path, const char *body, gchar **response)
 {
-    g_autoptr(SoupSession) session = session_for(socket_path);
-    g_autofree gchar *uri = g_strdup_printf("http://localhost%s", path);
+    EinsoraTestJupyterVia via = {socket_path, token, 0, NULL, NULL};
+
+    return einsora_test_jupyter_request_via(&via, method, path, body, response, NULL);
+}
+
+guint
+einsora_test_jupyter_request_via(const EinsoraTestJupyterVia *via, const char *method,
+                                 const char *path, const char *body, gchar **response,
+                                 GHashTable **headers_out)
+{
+    g_autoptr(SoupSession) session = session_for_via(via);
+    g_autofree gchar *uri = uri_via(via, "http", path);
     g_autoptr(SoupMessage) message = soup_message_new(method, uri);
-    g_autofree gchar *authorization = g_strdup_printf("token %s", token);
     g_autoptr(GBytes) answer = NULL;
     g_autoptr(GError) error = NULL;
 
-    soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
-                                 authorization);
+    authorize(via, message);
     if (body != NULL) {
         g_autoptr(GBytes) bytes = g_bytes_new(body, strlen(body));
         soup_message_set_request_body_from_bytes(message, "application/json", bytes);
@@ -38,6 +71,14 @@ einsora_test_jupyter_request(const char *socket_path, const char *token, const c
         return 0;
     if (response != NULL)
         *response = g_strndup(g_bytes_get_data(answer, NULL), g_bytes_get_size(answer));
+    if (headers_out != NULL) {
+        SoupMessageHeadersIter iter;
+        const char *name, *value;
+        *headers_out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        soup_message_headers_iter_init(&iter, soup_message_get_response_headers(message));
+        while (soup_message_headers_iter_next(&iter, &name, &value))
+            g_hash_table_replace(*headers_out, g_ascii_strdown(name, -1), g_strdup(value));
+    }
     return soup_message_get_status(message);
 }
 
@@ -116,10 +157,19 @@ gchar *
 einsora_test_jupyter_execute(const char *socket_path, const char *token, const char *kernel_id,
                              const char *code)
 {
-    g_autoptr(SoupSession) session = session_for(socket_path);
-    g_autofree gchar *uri = g_strdup_printf("ws://localhost/api/kernels/%s/channels", kernel_id);
+    EinsoraTestJupyterVia via = {socket_path, token, 0, NULL, NULL};
+
+    return einsora_test_jupyter_execute_via(&via, kernel_id, code);
+}
+
+gchar *
+einsora_test_jupyter_execute_via(const EinsoraTestJupyterVia *via, const char *kernel_id,
+                                 const char *code)
+{
+    g_autoptr(SoupSession) session = session_for_via(via);
+    g_autofree gchar *path = g_strdup_printf("/api/kernels/%s/channels", kernel_id);
+    g_autofree gchar *uri = uri_via(via, "ws", path);
     g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
-    g_autofree gchar *authorization = g_strdup_printf("token %s", token);
     g_autofree gchar *session_id = g_uuid_string_random();
     g_autoptr(JsonBuilder) builder = json_builder_new();
     g_autoptr(JsonNode) request = NULL;
@@ -129,8 +179,7 @@ einsora_test_jupyter_execute(const char *socket_path, const char *token, const c
 
     execution.msg_id = g_uuid_string_random();
     execution.stdout_text = g_string_new(NULL);
-    soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
-                                 authorization);
+    authorize(via, message);
     soup_session_websocket_connect_async(session, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
                                          on_connected, &execution);
     while (execution.connection == NULL && !execution.failed) {

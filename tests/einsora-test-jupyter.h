@@ -8,6 +8,23 @@
 
 G_BEGIN_DECLS
 
+/* Where requests go: straight to a server's socket with its token, or
+ * through the access proxy (127.0.0.1:@proxy_port, Host @host) with a
+ * session cookie. */
+typedef struct {
+    const char *socket_path;
+    const char *token;
+    guint proxy_port;
+    const char *host;
+    const char *cookie;
+} EinsoraTestJupyterVia;
+
+guint einsora_test_jupyter_request_via(const EinsoraTestJupyterVia *via, const char *method,
+                                       const char *path, const char *body, gchar **response,
+                                       GHashTable **headers);
+gchar *einsora_test_jupyter_execute_via(const EinsoraTestJupyterVia *via, const char *kernel_id,
+                                        const char *code);
+
 /* The HTTP status of @method @path (0 when the socket doesn't answer);
  * @body (JSON) may be NULL. The answer's body goes to @response if set. */
 guint einsora_test_jupyter_request(const char *socket_path, const char *token, const char *method,

@@ -62,12 +62,13 @@ struct _EinsoraHub {
 
 static void einsora_hub_backend_iface_init(EinsoraBackendInterface *iface);
 static void einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface);
+static void einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface);
 
-G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraHub, einsora_hub, G_TYPE_OBJECT,
-                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_BACKEND,
-                                                    einsora_hub_backend_iface_init)
-                                  G_IMPLEMENT_INTERFACE(EINSORA_TYPE_SYNC_TRANSPORT,
-                                                        einsora_hub_transport_iface_init))
+G_DEFINE_FINAL_TYPE_WITH_CODE(
+    EinsoraHub, einsora_hub, G_TYPE_OBJECT,
+    G_IMPLEMENT_INTERFACE(EINSORA_TYPE_BACKEND, einsora_hub_backend_iface_init)
+        G_IMPLEMENT_INTERFACE(EINSORA_TYPE_SYNC_TRANSPORT, einsora_hub_transport_iface_init)
+            G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_ACCESS, einsora_hub_access_iface_init))
 
 /* Detaches the waiting sync from its machine and returns its task, which
  * the caller completes. */
@@ -823,7 +824,7 @@ einsora_hub_set_access_source(EinsoraHub *self, const char *machine_id, EinsoraA
 
 gboolean
 einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, const char *workload_id,
-                          gchar **socket_path, gchar **token, GError **error)
+                          gint64 *attempt_out, gchar **socket_path, gchar **token, GError **error)
 {
     g_autoptr(EinsoraAccessSource) source = NULL;
     g_autoptr(EinsoraWorkload) workload = NULL;
@@ -851,5 +852,21 @@ einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, const char *w
                     "workload %s isn't running on this machine", workload_id);
         return FALSE;
     }
+    if (attempt_out != NULL)
+        *attempt_out = attempt;
     return TRUE;
+}
+
+static gboolean
+hub_lookup_access(EinsoraWorkloadAccess *access, const char *tenant_id, const char *workload_id,
+                  gint64 *attempt, gchar **socket_path, gchar **token, GError **error)
+{
+    return einsora_hub_lookup_access(EINSORA_HUB(access), tenant_id, workload_id, attempt,
+                                     socket_path, token, error);
+}
+
+static void
+einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface)
+{
+    iface->lookup = hub_lookup_access;
 }

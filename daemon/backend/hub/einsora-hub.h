@@ -16,6 +16,7 @@
 #include "einsora-catalog.h"
 #include "einsora-store.h"
 #include "einsora-access-source.h"
+#include "einsora-workload-access.h"
 #include "einsora-sync-transport.h"
 #include "einsora-timestamp.h"
 
@@ -51,6 +52,7 @@ void einsora_hub_set_access_source(EinsoraHub *self, const char *machine_id,
  * this process, for the attempt that agent runs. EINSORA_ERROR_NOT_FOUND
  * otherwise (another tenant's included). The caller wipes @token. */
 gboolean einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, const char *workload_id,
-                                   gchar **socket_path, gchar **token, GError **error);
+                                   gint64 *attempt, gchar **socket_path, gchar **token,
+                                   GError **error);
 
 G_END_DECLS

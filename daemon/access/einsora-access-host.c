@@ -1,0 +1,101 @@
+#define G_LOG_DOMAIN "einsora-access"
+
+#include "einsora-access-host.h"
+
+#include <string.h>
+
+#include "einsora-uuid.h"
+
+#define HOST_PREFIX "w-"
+#define HOST_SUFFIX ".localhost"
+#define UUID_LENGTH 36
+
+gchar *
+einsora_access_host_parse(const char *host, guint *port)
+{
+    g_autofree gchar *lower = NULL;
+    const char *colon;
+    gsize name_length;
+    g_autofree gchar *id = NULL;
+
+    *port = 0;
+    if (host == NULL || strlen(host) > 80)
+        return NULL;
+    lower = g_ascii_strdown(host, -1);
+    colon = strchr(lower, ':');
+    name_length = colon != NULL ? (gsize)(colon - lower) : strlen(lower);
+    if (name_length != strlen(HOST_PREFIX) + UUID_LENGTH + strlen(HOST_SUFFIX) ||
+        !g_str_has_prefix(lower, HOST_PREFIX) ||
+        strncmp(lower + strlen(HOST_PREFIX) + UUID_LENGTH, HOST_SUFFIX, strlen(HOST_SUFFIX)) != 0)
+        return NULL;
+    if (colon != NULL) {
+        guint64 number = 0;
+        if (!g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &number, NULL))
+            return NULL;
+        *port = (guint)number;
+    }
+    id = g_strndup(lower + strlen(HOST_PREFIX), UUID_LENGTH);
+    if (!einsora_uuid_is_valid(id))
+        return NULL;
+    return g_steal_pointer(&id);
+}
+
+gchar *
+einsora_access_cookie_take(const char *header, gchar **rest)
+{
+    g_auto(GStrv) pairs = NULL;
+    g_autoptr(GString) others = g_string_new(NULL);
+    g_autofree gchar *value = NULL;
+    gboolean twice = FALSE;
+
+    *rest = NULL;
+    if (header == NULL)
+        return NULL;
+    pairs = g_strsplit(header, ";", -1);
+    for (guint i = 0; pairs[i] != NULL; i++) {
+        const char *pair = pairs[i];
+        const char *equals;
+
+        while (*pair == ' ' || *pair == '\t')
+            pair++;
+        if (*pair == '\0')
+            continue;
+        equals = strchr(pair, '=');
+        if (equals != NULL && (gsize)(equals - pair) == strlen(EINSORA_ACCESS_COOKIE) &&
+            strncmp(pair, EINSORA_ACCESS_COOKIE, strlen(EINSORA_ACCESS_COOKIE)) == 0) {
+            if (value != NULL)
+                twice = TRUE;
+            g_free(value);
+            value = g_strdup(equals + 1);
+            g_strstrip(value);
+            continue;
+        }
+        if (others->len > 0)
+            g_string_append(others, "; ");
+        g_string_append(others, pair);
+    }
+    if (others->len > 0)
+        *rest = g_string_free(g_steal_pointer(&others), FALSE);
+    if (twice || (value != NULL && *value == '\0'))
+        return NULL;
+    return g_steal_pointer(&value);
+}
+
+gboolean
+einsora_access_cookie_is_ours(const char *set_cookie)
+{
+    const char *name = set_cookie;
+    const char *equals;
+
+    if (set_cookie == NULL)
+        return FALSE;
+    while (*name == ' ' || *name == '\t')
+        name++;
+    equals = strchr(name, '=');
+    if (equals == NULL)
+        return FALSE;
+    while (equals > name && (equals[-1] == ' ' || equals[-1] == '\t'))
+        equals--;
+    return (gsize)(equals - name) == strlen(EINSORA_ACCESS_COOKIE) &&
+           g_ascii_strncasecmp(name, EINSORA_ACCESS_COOKIE, strlen(EINSORA_ACCESS_COOKIE)) == 0;
+}

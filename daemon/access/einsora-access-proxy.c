@@ -1,0 +1,969 @@
+#define G_LOG_DOMAIN "einsora-access"
+
+#include "einsora-access-proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixsocketaddress.h>
+#include <libsoup/soup.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-access-host.h"
+#include "einsora-credential.h"
+#include "einsora-error.h"
+
+#define CHUNK_SIZE (64 * 1024)
+#define COOKIE_PREFIX "eas_"
+
+/* A browser's session with one workload, behind its cookie (kept here as
+ * its SHA-256 only), bound to the server run it opened. */
+typedef struct {
+    gchar *tenant_id;
+    gchar *workload_id;
+    gint64 attempt;
+    gchar *token_hash; /* which server run: a new run has a new token */
+    gint64 expires_us;
+} AccessSession;
+
+struct _EinsoraAccessProxy {
+    GObject parent_instance;
+
+    EinsoraService *service;
+    EinsoraWorkloadAccess *targets;
+    EinsoraNowFunc now;
+    gpointer now_data;
+    SoupServer *server;
+    guint port;
+    GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, G_TYPE_OBJECT)
+
+/* Where one request goes: a running workload's socket and token. */
+typedef struct {
+    gchar *workload_id;
+    gchar *socket_path;
+    gchar *token;
+} Target;
+
+static void
+target_free(Target *target)
+{
+    if (target == NULL)
+        return;
+    g_free(target->workload_id);
+    g_free(target->socket_path);
+    if (target->token != NULL)
+        explicit_bzero(target->token, strlen(target->token));
+    g_free(target->token);
+    g_free(target);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Target, target_free)
+
+static void
+session_free(AccessSession *session)
+{
+    g_free(session->tenant_id);
+    g_free(session->workload_id);
+    g_free(session->token_hash);
+    g_free(session);
+}
+
+static gint64
+proxy_now(EinsoraAccessProxy *self)
+{
+    return self->now(self->now_data);
+}
+
+/* Small pages for what can't be forwarded: clear, never a hang. */
+static void
+respond_page(SoupServerMessage *msg, guint status, const char *title, const char *text)
+{
+    g_autofree gchar *title_html = g_markup_escape_text(title, -1);
+    g_autofree gchar *text_html = g_markup_escape_text(text, -1);
+    g_autofree gchar *body = g_strdup_printf(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>%s</title></head>"
+        "<body style=\"font-family: sans-serif; margin: 3em\"><h1>%s</h1><p>%s</p></body></html>\n",
+        title_html, title_html, text_html);
+    SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
+
+    soup_message_headers_replace(headers, "Cache-Control", "no-store");
+    soup_message_headers_replace(headers, "Content-Security-Policy", "default-src 'none'");
+    soup_message_headers_replace(headers, "Referrer-Policy", "no-referrer");
+    soup_server_message_set_status(msg, status, NULL);
+    soup_server_message_set_response(msg, "text/html; charset=utf-8", SOUP_MEMORY_COPY, body,
+                                     strlen(body));
+}
+
+static void
+log_request(SoupServerMessage *msg, const char *workload_id, guint status, const char *note)
+{
+    GUri *uri = soup_server_message_get_uri(msg);
+
+    /* The path only: the query of /_einsora/open holds a ticket. */
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, "WORKLOAD_ID",
+                     workload_id != NULL ? workload_id : "", "MESSAGE", "access %s %s %s %u%s%s",
+                     workload_id != NULL ? workload_id : "-", soup_server_message_get_method(msg),
+                     g_uri_get_path(uri), status, note != NULL ? ": " : "",
+                     note != NULL ? note : "");
+}
+
+/* The running workload behind @tenant_id's @workload_id, if any. */
+static Target *
+lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workload_id,
+              gint64 *attempt)
+{
+    g_autoptr(Target) target = g_new0(Target, 1);
+    g_autoptr(GError) error = NULL;
+
+    target->workload_id = g_strdup(workload_id);
+    if (!einsora_workload_access_lookup(self->targets, tenant_id, workload_id, attempt,
+                                        &target->socket_path, &target->token, &error)) {
+        g_debug("access %s: %s", workload_id, error->message);
+        return NULL;
+    }
+    return g_steal_pointer(&target);
+}
+
+/* The notebook can write the directory its socket is in: open it without
+ * following links, check it is this user's socket, and connect through
+ * that very file. @fd stays open until the connection is made. */
+static GSocketAddress *
+open_socket_address(const char *path, int *fd, GError **error)
+{
+    g_autofree gchar *proc_path = NULL;
+    struct stat st;
+
+    *fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0) {
+        int saved = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't open %s: %s", path,
+                    g_strerror(saved));
+        return NULL;
+    }
+    if (fstat(*fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+        close(*fd);
+        *fd = -1;
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE, "%s is not this user's socket",
+                    path);
+        return NULL;
+    }
+    proc_path = g_strdup_printf("/proc/self/fd/%d", *fd);
+    return g_unix_socket_address_new(proc_path);
+}
+
+/* A session for @workload_id from this request's cookie, checked against
+ * the server that runs now; removed when that server is gone. */
+static Target *
+session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *workload_id,
+               const char **refusal)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    g_autofree gchar *rest = NULL;
+    g_autofree gchar *cookie =
+        einsora_access_cookie_take(soup_message_headers_get_one(headers, "Cookie"), &rest);
+    g_autofree gchar *hash = NULL;
+    g_autofree gchar *token_hash = NULL;
+    g_autoptr(Target) target = NULL;
+    AccessSession *session;
+    gint64 attempt = -1;
+
+    if (cookie == NULL) {
+        *refusal = "no session";
+        return NULL;
+    }
+    hash = einsora_credential_sha256_hex(cookie);
+    explicit_bzero(cookie, strlen(cookie));
+    session = g_hash_table_lookup(self->sessions, hash);
+    if (session == NULL || g_strcmp0(session->workload_id, workload_id) != 0) {
+        *refusal = "unknown session";
+        return NULL;
+    }
+    if (proxy_now(self) >= session->expires_us) {
+        g_hash_table_remove(self->sessions, hash);
+        *refusal = "session expired";
+        return NULL;
+    }
+    target = lookup_target(self, session->tenant_id, workload_id, &attempt);
+    if (target != NULL)
+        token_hash = einsora_credential_sha256_hex(target->token);
+    if (target == NULL || attempt != session->attempt ||
+        g_strcmp0(token_hash, session->token_hash) != 0) {
+        /* The server it opened is gone: so is the session. */
+        g_hash_table_remove(self->sessions, hash);
+        *refusal = "its server stopped";
+        return NULL;
+    }
+    return g_steal_pointer(&target);
+}
+
+/* Opening: the ticket, once, at its own workload's host. */
+static void
+handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *workload_id,
+            GHashTable *query)
+{
+    const char *ticket = query != NULL ? g_hash_table_lookup(query, "ticket") : NULL;
+    g_autofree gchar *ticket_hash = NULL;
+    g_autoptr(EinsoraAccessTicket) taken = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(Target) target = NULL;
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *set_cookie = NULL;
+    AccessSession *session;
+    gint64 attempt = -1;
+    const char *page = "<!doctype html><html><head><meta charset=\"utf-8\">"
+                       "<meta http-equiv=\"refresh\" content=\"0; url=/\">"
+                       "<title>Opening…</title></head><body><p><a href=\"/\">Open the "
+                       "notebook</a></p></body></html>\n";
+    SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
+
+    if (g_strcmp0(soup_server_message_get_method(msg), "GET") != 0 || ticket == NULL) {
+        respond_page(msg, SOUP_STATUS_BAD_REQUEST, "Not a way in",
+                     "Open notebooks from Einsora: it gives a link that works once.");
+        log_request(msg, workload_id, SOUP_STATUS_BAD_REQUEST, "no ticket");
+        return;
+    }
+    ticket_hash = einsora_credential_sha256_hex(ticket);
+    taken = einsora_service_take_access_ticket(self->service, ticket_hash, &error);
+    /* Taken (and so spent) even at the wrong host: a ticket works once. */
+    if (taken == NULL || g_strcmp0(taken->workload_id, workload_id) != 0) {
+        respond_page(msg, SOUP_STATUS_FORBIDDEN, "This link doesn't open anything",
+                     "It was used already, it expired (links work for a minute), or it is for "
+                     "another notebook. Open the notebook again from Einsora.");
+        log_request(msg, workload_id, SOUP_STATUS_FORBIDDEN,
+                    taken == NULL ? "ticket unknown, used or expired" : "ticket for another host");
+        return;
+    }
+    target = lookup_target(self, taken->tenant_id, workload_id, &attempt);
+    if (target == NULL) {
+        respond_page(msg, SOUP_STATUS_NOT_FOUND, "This notebook isn't running",
+                     "Start it from Einsora, then open it again.");
+        log_request(msg, workload_id, SOUP_STATUS_NOT_FOUND, "not running");
+        return;
+    }
+    cookie = einsora_credential_new_secret(COOKIE_PREFIX);
+    session = g_new0(AccessSession, 1);
+    session->tenant_id = g_strdup(taken->tenant_id);
+    session->workload_id = g_strdup(workload_id);
+    session->attempt = attempt;
+    session->token_hash = einsora_credential_sha256_hex(target->token);
+    session->expires_us = proxy_now(self) + EINSORA_ACCESS_SESSION_US;
+    g_hash_table_replace(self->sessions, einsora_credential_sha256_hex(cookie), session);
+    /* Host-only (no Domain), for the whole site, never for scripts. */
+    set_cookie =
+        g_strdup_printf(EINSORA_ACCESS_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", cookie);
+    soup_message_headers_append(headers, "Set-Cookie", set_cookie);
+    explicit_bzero(set_cookie, strlen(set_cookie));
+    explicit_bzero(cookie, strlen(cookie));
+    soup_message_headers_replace(headers, "Cache-Control", "no-store");
+    soup_message_headers_replace(headers, "Referrer-Policy", "no-referrer");
+    /* Not a redirect: the next page load starts from this site, so the
+     * SameSite=Strict cookie goes with it. */
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response(msg, "text/html; charset=utf-8", SOUP_MEMORY_STATIC, page,
+                                     strlen(page));
+    log_request(msg, workload_id, SOUP_STATUS_OK, "opened");
+}
+
+/* Whether a browser says this request came from another origin. Opening
+ * (a top-level navigation from the app or dashboard) is the exception. */
+static gboolean
+from_another_origin(SoupServerMessage *msg, const char *workload_id, guint port, gboolean opening)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *origin = soup_message_headers_get_one(headers, "Origin");
+    const char *site = soup_message_headers_get_one(headers, "Sec-Fetch-Site");
+    g_autofree gchar *own = NULL;
+
+    if (opening)
+        return origin != NULL && g_strcmp0(soup_server_message_get_method(msg), "GET") != 0;
+    if (site != NULL && g_strcmp0(site, "same-origin") != 0 && g_strcmp0(site, "none") != 0)
+        return TRUE;
+    if (origin == NULL)
+        return FALSE;
+    own = port != 0 ? g_strdup_printf("http://w-%s.localhost:%u", workload_id, port)
+                    : g_strdup_printf("http://w-%s.localhost", workload_id);
+    return g_ascii_strcasecmp(origin, own) != 0;
+}
+
+/* Forwarding: one request, streamed back. */
+
+typedef struct {
+    EinsoraAccessProxy *self; /* owned */
+    SoupServerMessage *msg;   /* owned */
+    Target *target;
+    SoupSession *session;
+    SoupMessage *upstream;
+    GInputStream *body;
+    GCancellable *cancellable;
+    int fd;
+    gulong finished_handler;
+    gulong wrote_handler;
+    gboolean client_gone;
+    gboolean done;
+    guint status;
+    /* Text the server writes may hold its own token (Jupyter puts it in
+     * its pages for its scripts): it is taken out on the way, with the
+     * tail of each chunk held back in case a token spans two. */
+    gboolean scrub;
+    GString *held;
+} Forward;
+
+static void
+forward_free(Forward *forward)
+{
+    if (forward->held != NULL) {
+        explicit_bzero(forward->held->str, forward->held->len);
+        g_string_free(forward->held, TRUE);
+    }
+    if (forward->finished_handler != 0)
+        g_signal_handler_disconnect(forward->msg, forward->finished_handler);
+    if (forward->wrote_handler != 0)
+        g_signal_handler_disconnect(forward->msg, forward->wrote_handler);
+    g_clear_object(&forward->body);
+    g_clear_object(&forward->upstream);
+    g_clear_object(&forward->session);
+    g_clear_object(&forward->cancellable);
+    if (forward->fd >= 0)
+        close(forward->fd);
+    target_free(forward->target);
+    g_clear_object(&forward->msg);
+    g_clear_object(&forward->self);
+    g_free(forward);
+}
+
+static void
+remove_all(GString *text, const char *needle)
+{
+    gsize length = strlen(needle);
+    char *found;
+
+    while (length > 0 && (found = memmem(text->str, text->len, needle, length)) != NULL)
+        g_string_erase(text, found - text->str, (gssize)length);
+}
+
+static gboolean
+is_hop_by_hop(const char *name, const char *connection)
+{
+    static const char *const names[] = {"Connection",
+                                        "Keep-Alive",
+                                        "Proxy-Authenticate",
+                                        "Proxy-Authorization",
+                                        "Proxy-Connection",
+                                        "TE",
+                                        "Trailer",
+                                        "Transfer-Encoding",
+                                        "Upgrade"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (g_ascii_strcasecmp(name, names[i]) == 0)
+            return TRUE;
+    }
+    /* Whatever Connection names is hop-by-hop too. */
+    if (connection != NULL) {
+        g_auto(GStrv) listed = g_strsplit(connection, ",", -1);
+        for (guint i = 0; listed[i] != NULL; i++) {
+            if (g_ascii_strcasecmp(g_strstrip(listed[i]), name) == 0)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* What goes upstream: the browser's headers less hop-by-hop ones, the
+ * proxy's cookie, any credentials of its own, and Host/Origin as the
+ * server expects them; plus the workload's token. */
+static void
+copy_request_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const Target *target,
+                     gboolean websocket)
+{
+    const char *connection = soup_message_headers_get_list(from, "Connection");
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+    g_autofree gchar *authorization = g_strdup_printf("token %s", target->token);
+
+    soup_message_headers_iter_init(&iter, from);
+    while (soup_message_headers_iter_next(&iter, &name, &value)) {
+        if (is_hop_by_hop(name, connection) || g_ascii_strcasecmp(name, "Host") == 0 ||
+            g_ascii_strcasecmp(name, "Cookie") == 0 ||
+            g_ascii_strcasecmp(name, "Authorization") == 0 ||
+            g_ascii_strcasecmp(name, "Origin") == 0 || g_ascii_strcasecmp(name, "Referer") == 0 ||
+            g_ascii_strcasecmp(name, "Content-Length") == 0 ||
+            (websocket && g_ascii_strncasecmp(name, "Sec-WebSocket-", 14) == 0))
+            continue;
+        soup_message_headers_append(to, name, value);
+    }
+    {
+        g_autofree gchar *rest = NULL;
+        g_autofree gchar *ours =
+            einsora_access_cookie_take(soup_message_headers_get_one(from, "Cookie"), &rest);
+        if (ours != NULL)
+            explicit_bzero(ours, strlen(ours));
+        if (rest != NULL)
+            soup_message_headers_replace(to, "Cookie", rest);
+    }
+    if (soup_message_headers_get_one(from, "Origin") != NULL)
+        soup_message_headers_replace(to, "Origin", "http://localhost");
+    soup_message_headers_replace(to, "Authorization", authorization);
+    explicit_bzero(authorization, strlen(authorization));
+}
+
+static void
+copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const char *token)
+{
+    const char *connection = soup_message_headers_get_list(from, "Connection");
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+
+    soup_message_headers_iter_init(&iter, from);
+    while (soup_message_headers_iter_next(&iter, &name, &value)) {
+        g_autoptr(GString) clean = NULL;
+
+        if (is_hop_by_hop(name, connection) || g_ascii_strcasecmp(name, "Content-Length") == 0 ||
+            (g_ascii_strcasecmp(name, "Set-Cookie") == 0 && einsora_access_cookie_is_ours(value)))
+            continue;
+        /* A redirect to ?token=... would hand the browser the token. */
+        clean = g_string_new(value);
+        remove_all(clean, token);
+        soup_message_headers_append(to, name, clean->str);
+    }
+}
+
+static void pump(Forward *forward);
+static GBytes *scrub_chunk(Forward *forward, GBytes *chunk);
+
+static void
+forward_end(Forward *forward)
+{
+    forward->done = TRUE;
+    if (!forward->client_gone)
+        soup_server_message_unpause(forward->msg);
+    log_request(forward->msg, forward->target->workload_id, forward->status, NULL);
+    forward_free(forward);
+}
+
+static void
+on_chunk_read(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Forward *forward = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) chunk =
+        g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
+    SoupMessageBody *body;
+
+    if (forward->client_gone) {
+        forward_end(forward);
+        return;
+    }
+    body = soup_server_message_get_response_body(forward->msg);
+    if (chunk == NULL || g_bytes_get_size(chunk) == 0) {
+        /* The end, or the workload broke off: end what the client has. */
+        if (error != NULL)
+            g_message("access %s: reading its answer: %s", forward->target->workload_id,
+                      error->message);
+        if (forward->held != NULL && forward->held->len > 0)
+            soup_message_body_append(body, SOUP_MEMORY_COPY, forward->held->str,
+                                     forward->held->len);
+        soup_message_body_complete(body);
+        forward_end(forward);
+        return;
+    }
+    if (forward->scrub) {
+        g_autoptr(GBytes) clean = scrub_chunk(forward, chunk);
+        if (g_bytes_get_size(clean) == 0) {
+            pump(forward); /* all held back: read on */
+            return;
+        }
+        soup_message_body_append_bytes(body, clean);
+    } else {
+        soup_message_body_append_bytes(body, chunk);
+    }
+    /* The next read waits until this chunk is written: memory stays one
+     * chunk per request, whatever the size of the answer. */
+    soup_server_message_unpause(forward->msg);
+}
+
+/* The chunk with the token taken out, less a tail shorter than the token
+ * that waits for the next chunk. */
+static GBytes *
+scrub_chunk(Forward *forward, GBytes *chunk)
+{
+    gsize token_length = strlen(forward->target->token);
+    gsize size = 0;
+    const char *data = g_bytes_get_data(chunk, &size);
+    gsize keep;
+    GBytes *clean;
+
+    g_string_append_len(forward->held, data, (gssize)size);
+    remove_all(forward->held, forward->target->token);
+    keep = MIN(forward->held->len, token_length - 1);
+    clean = g_bytes_new(forward->held->str, forward->held->len - keep);
+    g_string_erase(forward->held, 0, (gssize)(forward->held->len - keep));
+    return clean;
+}
+
+/* Text that a page or a script could carry: scrubbed. */
+static gboolean
+is_text(SoupMessageHeaders *headers)
+{
+    const char *type = soup_message_headers_get_content_type(headers, NULL);
+
+    return type == NULL || g_str_has_prefix(type, "text/") ||
+           g_str_equal(type, "application/javascript") || g_str_equal(type, "application/json") ||
+           g_str_has_suffix(type, "+json") || g_str_has_suffix(type, "+xml");
+}
+
+static void
+on_chunk_written(SoupServerMessage *msg, gsize chunk_size, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    pump(forward);
+}
+
+static void
+pump(Forward *forward)
+{
+    g_input_stream_read_bytes_async(forward->body, CHUNK_SIZE, G_PRIORITY_DEFAULT,
+                                    forward->cancellable, on_chunk_read, forward);
+}
+
+static void
+on_client_finished(SoupServerMessage *msg, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    /* The browser went away (or the answer is complete): stop reading. */
+    forward->client_gone = TRUE;
+    g_cancellable_cancel(forward->cancellable);
+}
+
+static void
+on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Forward *forward = user_data;
+    g_autoptr(GError) error = NULL;
+    SoupMessageHeaders *headers;
+    goffset length;
+
+    forward->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+    if (forward->fd >= 0) {
+        close(forward->fd);
+        forward->fd = -1;
+    }
+    if (forward->client_gone) {
+        forward_end(forward);
+        return;
+    }
+    if (forward->body == NULL) {
+        g_message("access %s: the notebook server didn't answer: %s", forward->target->workload_id,
+                  error->message);
+        forward->status = SOUP_STATUS_BAD_GATEWAY;
+        respond_page(forward->msg, SOUP_STATUS_BAD_GATEWAY, "The notebook didn't answer",
+                     "It may be starting or stopping. Try again in a moment.");
+        forward_end(forward);
+        return;
+    }
+    forward->status = soup_message_get_status(forward->upstream);
+    headers = soup_server_message_get_response_headers(forward->msg);
+    copy_response_headers(soup_message_get_response_headers(forward->upstream), headers,
+                          forward->target->token);
+    length = soup_message_headers_get_content_length(
+        soup_message_get_response_headers(forward->upstream));
+    forward->scrub = is_text(soup_message_get_response_headers(forward->upstream));
+    if (forward->scrub)
+        forward->held = g_string_new(NULL);
+    /* A scrubbed body may shrink: its length is known only at the end. */
+    if (!forward->scrub &&
+        soup_message_headers_get_encoding(soup_message_get_response_headers(forward->upstream)) ==
+            SOUP_ENCODING_CONTENT_LENGTH &&
+        length >= 0)
+        soup_message_headers_set_content_length(headers, length);
+    else
+        soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
+    soup_server_message_set_status(forward->msg, forward->status,
+                                   soup_message_get_reason_phrase(forward->upstream));
+    soup_message_body_set_accumulate(soup_server_message_get_response_body(forward->msg), FALSE);
+    forward->wrote_handler =
+        g_signal_connect(forward->msg, "wrote-chunk", G_CALLBACK(on_chunk_written), forward);
+    pump(forward);
+}
+
+static void
+start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
+{
+    Forward *forward = g_new0(Forward, 1);
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) request_body = NULL;
+    g_autofree gchar *uri = NULL;
+    GUri *request_uri = soup_server_message_get_uri(msg);
+    SoupMessageBody *body = soup_server_message_get_request_body(msg);
+
+    forward->self = g_object_ref(self);
+    forward->msg = g_object_ref(msg);
+    forward->target = target;
+    forward->fd = -1;
+    forward->status = SOUP_STATUS_BAD_GATEWAY;
+    forward->cancellable = g_cancellable_new();
+    address = open_socket_address(target->socket_path, &forward->fd, &error);
+    if (address == NULL) {
+        g_message("access %s: %s", target->workload_id, error->message);
+        respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
+                     "It may be starting or stopping. Try again in a moment.");
+        log_request(msg, target->workload_id, SOUP_STATUS_BAD_GATEWAY, "no socket");
+        forward_free(forward);
+        return;
+    }
+    uri = g_strdup_printf("http://localhost%s%s%s", g_uri_get_path(request_uri),
+                          g_uri_get_query(request_uri) != NULL ? "?" : "",
+                          g_uri_get_query(request_uri) != NULL ? g_uri_get_query(request_uri) : "");
+    forward->upstream = soup_message_new(soup_server_message_get_method(msg), uri);
+    if (forward->upstream == NULL) {
+        respond_page(msg, SOUP_STATUS_BAD_REQUEST, "Not a request the notebook can take",
+                     "Its address isn't valid.");
+        log_request(msg, target->workload_id, SOUP_STATUS_BAD_REQUEST, "bad URI");
+        forward_free(forward);
+        return;
+    }
+    copy_request_headers(soup_server_message_get_request_headers(msg),
+                         soup_message_get_request_headers(forward->upstream), target, FALSE);
+    /* No connection is ever reused for another request. */
+    soup_message_headers_replace(soup_message_get_request_headers(forward->upstream), "Connection",
+                                 "close");
+    request_body = soup_message_body_flatten(body);
+    if (g_bytes_get_size(request_body) > 0 ||
+        soup_message_headers_get_one(soup_server_message_get_request_headers(msg),
+                                     "Content-Type") != NULL)
+        soup_message_set_request_body_from_bytes(
+            forward->upstream,
+            soup_message_headers_get_content_type(soup_server_message_get_request_headers(msg),
+                                                  NULL),
+            request_body);
+    forward->session = soup_session_new_with_options("remote-connectable", address,
+                                                     "proxy-resolver", NULL, "timeout", 0, NULL);
+    /* A first answer placeholder keeps libsoup from taking this for a
+     * WebSocket handshake; the real status replaces it. */
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_pause(msg);
+    forward->finished_handler =
+        g_signal_connect(msg, "finished", G_CALLBACK(on_client_finished), forward);
+    soup_session_send_async(forward->session, forward->upstream, G_PRIORITY_DEFAULT,
+                            forward->cancellable, on_upstream_answered, forward);
+}
+
+/* WebSockets: the browser's and the workload's, message for message. */
+
+typedef struct {
+    SoupWebsocketConnection *client;
+    SoupWebsocketConnection *upstream;
+    GPtrArray *pending; /* messages from the client before upstream is up */
+    GArray *pending_types;
+    gchar *workload_id;
+    int fd;
+    gboolean connecting; /* the workload's side: its callback owns the end */
+} Relay;
+
+static void
+relay_free(Relay *relay)
+{
+    if (relay->client != NULL)
+        g_signal_handlers_disconnect_by_data(relay->client, relay);
+    if (relay->upstream != NULL)
+        g_signal_handlers_disconnect_by_data(relay->upstream, relay);
+    g_clear_object(&relay->client);
+    g_clear_object(&relay->upstream);
+    g_ptr_array_unref(relay->pending);
+    g_array_unref(relay->pending_types);
+    if (relay->fd >= 0)
+        close(relay->fd);
+    g_free(relay->workload_id);
+    g_free(relay);
+}
+
+static void
+close_if_open(SoupWebsocketConnection *connection, gushort code)
+{
+    if (connection != NULL &&
+        soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN)
+        soup_websocket_connection_close(connection, code, NULL);
+}
+
+static void
+on_relay_closed(SoupWebsocketConnection *connection, gpointer user_data)
+{
+    Relay *relay = user_data;
+    gushort code = soup_websocket_connection_get_close_code(connection);
+
+    if (code == 0 || code == SOUP_WEBSOCKET_CLOSE_NO_STATUS)
+        code = SOUP_WEBSOCKET_CLOSE_NORMAL;
+    close_if_open(connection == relay->client ? relay->upstream : relay->client, code);
+    if (relay->connecting)
+        return;
+    if ((relay->client == NULL ||
+         soup_websocket_connection_get_state(relay->client) == SOUP_WEBSOCKET_STATE_CLOSED) &&
+        (relay->upstream == NULL ||
+         soup_websocket_connection_get_state(relay->upstream) == SOUP_WEBSOCKET_STATE_CLOSED))
+        relay_free(relay);
+}
+
+static void
+on_relay_message(SoupWebsocketConnection *connection, gint type, GBytes *message,
+                 gpointer user_data)
+{
+    Relay *relay = user_data;
+    SoupWebsocketConnection *other = connection == relay->client ? relay->upstream : relay->client;
+
+    if (other == NULL) {
+        g_ptr_array_add(relay->pending, g_bytes_ref(message));
+        g_array_append_val(relay->pending_types, type);
+        return;
+    }
+    if (soup_websocket_connection_get_state(other) == SOUP_WEBSOCKET_STATE_OPEN)
+        soup_websocket_connection_send_message(other, (SoupWebsocketDataType)type, message);
+}
+
+static void
+on_upstream_websocket(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Relay *relay = user_data;
+    g_autoptr(GError) error = NULL;
+
+    relay->upstream = soup_session_websocket_connect_finish(SOUP_SESSION(source), result, &error);
+    relay->connecting = FALSE;
+    if (relay->fd >= 0) {
+        close(relay->fd);
+        relay->fd = -1;
+    }
+    if (relay->upstream == NULL) {
+        g_message("access %s: the notebook refused a WebSocket: %s", relay->workload_id,
+                  error->message);
+        if (soup_websocket_connection_get_state(relay->client) == SOUP_WEBSOCKET_STATE_OPEN)
+            soup_websocket_connection_close(relay->client, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR,
+                                            "the notebook didn't accept it");
+        else
+            relay_free(relay);
+        return;
+    }
+    /* The library's own limits would cut big notebook outputs short. */
+    soup_websocket_connection_set_max_incoming_payload_size(relay->upstream, 0);
+    g_signal_connect(relay->upstream, "message", G_CALLBACK(on_relay_message), relay);
+    g_signal_connect(relay->upstream, "closed", G_CALLBACK(on_relay_closed), relay);
+    if (soup_websocket_connection_get_state(relay->client) != SOUP_WEBSOCKET_STATE_OPEN) {
+        close_if_open(relay->upstream, SOUP_WEBSOCKET_CLOSE_NORMAL);
+        return;
+    }
+    for (guint i = 0; i < relay->pending->len; i++)
+        soup_websocket_connection_send_message(
+            relay->upstream, (SoupWebsocketDataType)g_array_index(relay->pending_types, gint, i),
+            g_ptr_array_index(relay->pending, i));
+    g_ptr_array_set_size(relay->pending, 0);
+    g_array_set_size(relay->pending_types, 0);
+}
+
+static void
+on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
+             SoupWebsocketConnection *connection, gpointer user_data)
+{
+    Target *target = g_object_get_data(G_OBJECT(msg), "einsora-target");
+    Relay *relay;
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SoupSession) session = NULL;
+    g_autoptr(SoupMessage) upstream = NULL;
+    g_autofree gchar *uri = NULL;
+    GUri *request_uri = soup_server_message_get_uri(msg);
+    const char *protocols_header = soup_message_headers_get_one(
+        soup_server_message_get_request_headers(msg), "Sec-WebSocket-Protocol");
+    g_auto(GStrv) protocols = NULL;
+
+    if (target == NULL) {
+        soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, NULL);
+        return;
+    }
+    relay = g_new0(Relay, 1);
+    relay->client = g_object_ref(connection);
+    relay->pending = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    relay->pending_types = g_array_new(FALSE, FALSE, sizeof(gint));
+    relay->workload_id = g_strdup(target->workload_id);
+    relay->fd = -1;
+    soup_websocket_connection_set_max_incoming_payload_size(connection, 0);
+    g_signal_connect(connection, "message", G_CALLBACK(on_relay_message), relay);
+    g_signal_connect(connection, "closed", G_CALLBACK(on_relay_closed), relay);
+    address = open_socket_address(target->socket_path, &relay->fd, &error);
+    if (address == NULL) {
+        g_message("access %s: %s", target->workload_id, error->message);
+        soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, NULL);
+        return;
+    }
+    uri = g_strdup_printf("ws://localhost%s%s%s", g_uri_get_path(request_uri),
+                          g_uri_get_query(request_uri) != NULL ? "?" : "",
+                          g_uri_get_query(request_uri) != NULL ? g_uri_get_query(request_uri) : "");
+    upstream = soup_message_new("GET", uri);
+    copy_request_headers(soup_server_message_get_request_headers(msg),
+                         soup_message_get_request_headers(upstream), target, TRUE);
+    if (protocols_header != NULL) {
+        protocols = g_strsplit(protocols_header, ",", -1);
+        for (guint i = 0; protocols[i] != NULL; i++)
+            g_strstrip(protocols[i]);
+    }
+    session =
+        soup_session_new_with_options("remote-connectable", address, "proxy-resolver", NULL, NULL);
+    relay->connecting = TRUE;
+    soup_session_websocket_connect_async(
+        session, upstream,
+        soup_message_headers_get_one(soup_server_message_get_request_headers(msg), "Origin") != NULL
+            ? "http://localhost"
+            : NULL,
+        protocols, G_PRIORITY_DEFAULT, NULL, on_upstream_websocket, relay);
+    log_request(msg, target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS, "websocket");
+}
+
+static gboolean
+is_websocket(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+
+    return g_strcmp0(soup_server_message_get_method(msg), "GET") == 0 &&
+           soup_message_headers_header_contains(headers, "Upgrade", "websocket");
+}
+
+static void
+handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+               gpointer user_data)
+{
+    EinsoraAccessProxy *self = user_data;
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    g_autofree gchar *workload_id = NULL;
+    const char *refusal = NULL;
+    Target *target;
+    guint port = 0;
+    gboolean opening = g_strcmp0(path, EINSORA_ACCESS_OPEN_PATH) == 0;
+
+    workload_id = einsora_access_host_parse(soup_message_headers_get_one(headers, "Host"), &port);
+    /* Only notebooks' own names: a page can't reach this under another
+     * (DNS rebinding), and nothing here answers for the dashboard. */
+    if (workload_id == NULL || (port != 0 && port != self->port)) {
+        respond_page(msg, SOUP_STATUS_MISDIRECTED_REQUEST, "Not a notebook's address",
+                     "Einsora opens notebooks at their own w-<id>.localhost address only.");
+        log_request(msg, NULL, SOUP_STATUS_MISDIRECTED_REQUEST, "not a workload host");
+        return;
+    }
+    if (from_another_origin(msg, workload_id, port, opening)) {
+        respond_page(msg, SOUP_STATUS_FORBIDDEN, "Refused", "This request came from another site.");
+        log_request(msg, workload_id, SOUP_STATUS_FORBIDDEN, "from another origin");
+        return;
+    }
+    if (opening) {
+        handle_open(self, msg, workload_id, query);
+        return;
+    }
+    target = session_target(self, msg, workload_id, &refusal);
+    if (target == NULL) {
+        gboolean stopped = g_strcmp0(refusal, "its server stopped") == 0;
+        respond_page(msg, stopped ? SOUP_STATUS_NOT_FOUND : SOUP_STATUS_FORBIDDEN,
+                     stopped ? "This notebook isn't running" : "Open this notebook from Einsora",
+                     stopped ? "It stopped since it was opened. Start it from Einsora, then open "
+                               "it again."
+                             : "Its link from Einsora opens it in this browser.");
+        log_request(msg, workload_id, stopped ? SOUP_STATUS_NOT_FOUND : SOUP_STATUS_FORBIDDEN,
+                    refusal);
+        return;
+    }
+    if (is_websocket(msg)) {
+        /* Status unset: libsoup completes the handshake, then on_websocket
+         * connects the workload's side. */
+        g_object_set_data_full(G_OBJECT(msg), "einsora-target", target,
+                               (GDestroyNotify)target_free);
+        return;
+    }
+    start_forward(self, msg, target);
+}
+
+static void
+einsora_access_proxy_finalize(GObject *object)
+{
+    EinsoraAccessProxy *self = EINSORA_ACCESS_PROXY(object);
+
+    if (self->server != NULL)
+        soup_server_disconnect(self->server);
+    g_clear_object(&self->server);
+    g_clear_pointer(&self->sessions, g_hash_table_unref);
+    g_clear_object(&self->targets);
+    g_clear_object(&self->service);
+    G_OBJECT_CLASS(einsora_access_proxy_parent_class)->finalize(object);
+}
+
+static void
+einsora_access_proxy_class_init(EinsoraAccessProxyClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_access_proxy_finalize;
+}
+
+static void
+einsora_access_proxy_init(EinsoraAccessProxy *self)
+{
+    self->sessions =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)session_free);
+}
+
+EinsoraAccessProxy *
+einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets,
+                         EinsoraNowFunc now, gpointer now_data)
+{
+    EinsoraAccessProxy *self = g_object_new(EINSORA_TYPE_ACCESS_PROXY, NULL);
+
+    self->service = g_object_ref(service);
+    self->targets = g_object_ref(targets);
+    self->now = now;
+    self->now_data = now_data;
+    self->server = soup_server_new("server-header", "einsora-access", NULL);
+    soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
+    soup_server_add_websocket_handler(self->server, NULL, NULL, NULL, on_websocket, self, NULL);
+    return self;
+}
+
+gboolean
+einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error)
+{
+    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(address, 0, NULL);
+    g_autoptr(GInetAddress) host = NULL;
+    g_autoptr(GSocketAddress) socket_address = NULL;
+    GSList *uris;
+
+    if (parsed != NULL)
+        host = g_inet_address_new_from_string(
+            g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
+    if (host == NULL || !g_inet_address_get_is_loopback(host)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "\"%s\" is not a loopback address and port, like 127.0.0.1:8090: the access "
+                    "proxy listens on this machine only",
+                    address);
+        return FALSE;
+    }
+    socket_address =
+        g_inet_socket_address_new(host, g_network_address_get_port(G_NETWORK_ADDRESS(parsed)));
+    if (!soup_server_listen(self->server, socket_address, 0, error))
+        return FALSE;
+    uris = soup_server_get_uris(self->server);
+    self->port = uris != NULL ? (guint)g_uri_get_port(uris->data) : 0;
+    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    return TRUE;
+}
+
+guint
+einsora_access_proxy_get_port(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
+    return self->port;
+}
+
+guint
+einsora_access_proxy_count_sessions(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
+    return g_hash_table_size(self->sessions);
+}

@@ -1,0 +1,37 @@
+/* The access proxy (ADR-0017): opens a running notebook in a browser at
+ * http://w-<id>.localhost:<port>/, its own site. Its own SoupServer, on
+ * loopback only. It answers only w-<uuid>.localhost hosts (DNS
+ * rebinding), refuses what a browser says came from another origin,
+ * takes a one-time ticket at that workload's host only, and then keeps
+ * a session in memory behind a host-only cookie (einsora_access,
+ * HttpOnly, SameSite=Strict) for 12 hours or until the server it opened
+ * stops. Requests and WebSocket upgrades are forwarded to the socket and
+ * token the backend has for the running workload, with the token added,
+ * Host and Origin rewritten and its own cookie removed both ways;
+ * responses stream; nothing is reused between requests. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "einsora-service.h"
+#include "einsora-timestamp.h"
+#include "einsora-workload-access.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_ACCESS_SESSION_US (G_GINT64_CONSTANT(12) * 3600 * G_USEC_PER_SEC)
+#define EINSORA_ACCESS_OPEN_PATH "/_einsora/open"
+
+#define EINSORA_TYPE_ACCESS_PROXY (einsora_access_proxy_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, EINSORA, ACCESS_PROXY, GObject)
+
+EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service,
+                                             EinsoraWorkloadAccess *targets, EinsoraNowFunc now,
+                                             gpointer now_data);
+
+/* "127.0.0.1:8090", ":0" for any free port; loopback addresses only. */
+gboolean einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error);
+guint einsora_access_proxy_get_port(EinsoraAccessProxy *self);
+guint einsora_access_proxy_count_sessions(EinsoraAccessProxy *self);
+
+G_END_DECLS

@@ -1,0 +1,23 @@
+#define G_LOG_DOMAIN "einsora-backend"
+
+#include "einsora-workload-access.h"
+
+G_DEFINE_INTERFACE(EinsoraWorkloadAccess, einsora_workload_access, G_TYPE_OBJECT)
+
+static void
+einsora_workload_access_default_init(EinsoraWorkloadAccessInterface *iface)
+{
+}
+
+gboolean
+einsora_workload_access_lookup(EinsoraWorkloadAccess *self, const char *tenant_id,
+                               const char *workload_id, gint64 *attempt, gchar **socket_path,
+                               gchar **token, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_WORKLOAD_ACCESS(self), FALSE);
+    g_return_val_if_fail(attempt != NULL && socket_path != NULL && token != NULL, FALSE);
+    *socket_path = NULL;
+    *token = NULL;
+    return EINSORA_WORKLOAD_ACCESS_GET_IFACE(self)->lookup(self, tenant_id, workload_id, attempt,
+                                                           socket_path, token, error);
+}

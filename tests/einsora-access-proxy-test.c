@@ -1,0 +1,857 @@
+/* The access proxy with a real SQLite store and service (tickets) and a
+ * stand-in workload: a SoupServer on a Unix socket that shows what it
+ * received, answers big bodies, sets cookies and echoes WebSocket
+ * messages. Every refusal the design names, and what crosses the proxy
+ * in each direction. */
+#include <gio/gunixsocketaddress.h>
+#include <libsoup/soup.h>
+#include <string.h>
+
+#include "einsora-access-host.h"
+#include "einsora-access-proxy.h"
+#include "einsora-credential.h"
+#include "einsora-error.h"
+#include "einsora-sqlite-store.h"
+#include "einsora-test-dir.h"
+#include "einsora-uuid.h"
+
+#define TENANT_A "0190b5d2-7c4e-7abc-8def-00000000000a"
+#define TENANT_B "0190b5d2-7c4e-7abc-8def-00000000000b"
+#define MACHINE "0190b5d2-7c4e-7abc-8def-0000000000aa"
+#define START_US G_GINT64_CONSTANT(1764406000000000)
+#define UPSTREAM_TOKEN "upstream-token-must-never-reach-the-browser"
+#define BIG_SIZE (10 * 1024 * 1024)
+
+typedef struct {
+    gint64 now_us;
+} Clock;
+
+static gint64
+clock_now(gpointer user_data)
+{
+    return ((Clock *)user_data)->now_us;
+}
+
+/* The backend's way in, as the hub gives it: for running workloads that
+ * the test lists, the stand-in's socket. */
+#define TEST_TYPE_TARGETS (test_targets_get_type())
+G_DECLARE_FINAL_TYPE(TestTargets, test_targets, TEST, TARGETS, GObject)
+
+struct _TestTargets {
+    GObject parent_instance;
+    gchar *socket_path;
+    GHashTable *running; /* workload ID -> attempt (GINT_TO_POINTER) */
+    gchar *token;
+};
+
+static void test_targets_iface_init(EinsoraWorkloadAccessInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE(TestTargets, test_targets, G_TYPE_OBJECT,
+                              G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_ACCESS,
+                                                    test_targets_iface_init))
+
+static void
+test_targets_finalize(GObject *object)
+{
+    TestTargets *self = TEST_TARGETS(object);
+
+    g_free(self->socket_path);
+    g_free(self->token);
+    g_hash_table_unref(self->running);
+    G_OBJECT_CLASS(test_targets_parent_class)->finalize(object);
+}
+
+static void
+test_targets_class_init(TestTargetsClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = test_targets_finalize;
+}
+
+static void
+test_targets_init(TestTargets *self)
+{
+    self->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    self->token = g_strdup(UPSTREAM_TOKEN);
+}
+
+static gboolean
+test_targets_lookup(EinsoraWorkloadAccess *access, const char *tenant_id, const char *workload_id,
+                    gint64 *attempt, gchar **socket_path, gchar **token, GError **error)
+{
+    TestTargets *self = TEST_TARGETS(access);
+    gpointer found = NULL;
+
+    if (g_strcmp0(tenant_id, TENANT_A) != 0 ||
+        !g_hash_table_lookup_extended(self->running, workload_id, NULL, &found)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "not running");
+        return FALSE;
+    }
+    *attempt = GPOINTER_TO_INT(found);
+    *socket_path = g_strdup(self->socket_path);
+    *token = g_strdup(self->token);
+    return TRUE;
+}
+
+static void
+test_targets_iface_init(EinsoraWorkloadAccessInterface *iface)
+{
+    iface->lookup = test_targets_lookup;
+}
+
+typedef struct {
+    gchar *dir;
+    Clock clock;
+    EinsoraCatalog *catalog;
+    EinsoraSqliteStore *store;
+    EinsoraService *service;
+    EinsoraActor *alice;
+    TestTargets *targets;
+    EinsoraAccessProxy *proxy;
+    SoupServer *upstream;
+    SoupSession *browser;
+    gchar *notebook;              /* a running notebook of tenant A */
+    gchar *other;                 /* another one */
+    GPtrArray *upstream_requests; /* what the stand-in received: its headers, as text */
+} Fixture;
+
+/* The stand-in workload. */
+
+static void
+on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+            gpointer user_data)
+{
+    Fixture *f = user_data;
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    SoupMessageHeaders *answer = soup_server_message_get_response_headers(msg);
+    g_autoptr(GString) seen = g_string_new(NULL);
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+
+    soup_message_headers_iter_init(&iter, headers);
+    while (soup_message_headers_iter_next(&iter, &name, &value))
+        g_string_append_printf(seen, "%s: %s\n", name, value);
+    g_ptr_array_add(f->upstream_requests, g_strdup(seen->str));
+    if (g_strcmp0(path, "/big") == 0) {
+        gchar *body = g_malloc(BIG_SIZE);
+        memset(body, 'x', BIG_SIZE);
+        soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+        soup_server_message_set_response(msg, "application/octet-stream", SOUP_MEMORY_TAKE, body,
+                                         BIG_SIZE);
+        return;
+    }
+    if (g_strcmp0(path, "/page") == 0) {
+        /* Jupyter writes its token into its pages; here also across the
+         * proxy's 64 KiB chunks, and into a redirect. */
+        g_autoptr(GString) page =
+            g_string_new("<html data-jupyter-api-token=\"" UPSTREAM_TOKEN "\">");
+        while (page->len < 65536 - 20)
+            g_string_append_c(page, 'a');
+        g_string_append(page, UPSTREAM_TOKEN);
+        while (page->len < 3 * 65536)
+            g_string_append_c(page, 'b');
+        g_string_append(page, "<a href=\"/tree?token=" UPSTREAM_TOKEN "\">end</a></html>");
+        soup_message_headers_append(answer, "Location", "/tree?token=" UPSTREAM_TOKEN);
+        soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+        soup_server_message_set_response(msg, "text/html", SOUP_MEMORY_COPY, page->str, page->len);
+        return;
+    }
+    if (g_strcmp0(path, "/set-cookie") == 0) {
+        soup_message_headers_append(answer, "Set-Cookie", "einsora_access=planted; Path=/");
+        soup_message_headers_append(answer, "Set-Cookie", "_xsrf=abc; Path=/");
+    }
+    if (g_strcmp0(path, "/post") == 0) {
+        g_autoptr(GBytes) body =
+            soup_message_body_flatten(soup_server_message_get_request_body(msg));
+        soup_server_message_set_status(msg, SOUP_STATUS_CREATED, NULL);
+        soup_server_message_set_response(msg, "text/plain", SOUP_MEMORY_COPY,
+                                         g_bytes_get_data(body, NULL), g_bytes_get_size(body));
+        return;
+    }
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response(msg, "text/plain", SOUP_MEMORY_COPY, seen->str, seen->len);
+}
+
+static void
+on_upstream_message(SoupWebsocketConnection *connection, gint type, GBytes *message,
+                    gpointer user_data)
+{
+    soup_websocket_connection_send_message(connection, (SoupWebsocketDataType)type, message);
+}
+
+static void
+on_upstream_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
+                      SoupWebsocketConnection *connection, gpointer user_data)
+{
+    Fixture *f = user_data;
+    const char *authorization =
+        soup_message_headers_get_one(soup_server_message_get_request_headers(msg), "Authorization");
+
+    g_ptr_array_add(f->upstream_requests,
+                    g_strdup_printf("websocket Authorization: %s\n", authorization));
+    g_signal_connect(connection, "message", G_CALLBACK(on_upstream_message), NULL);
+    g_object_set_data_full(G_OBJECT(server), "connection", g_object_ref(connection),
+                           g_object_unref);
+}
+
+static void
+move(Fixture *f, const char *id, EinsoraWorkloadState to, const EinsoraPlacement *placement)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_get_workload(f->service, TENANT_A, id, TRUE, &error);
+
+    g_assert_no_error(error);
+    f->clock.now_us += 1000;
+    g_assert_true(
+        einsora_service_transition(f->service, workload, to, "moved by a test", placement, &error));
+    g_assert_no_error(error);
+}
+
+/* A notebook of tenant A, running on this machine (attempt 1). */
+static gchar *
+running_notebook(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {"notebook", "nb", "cpu-2c-4g", "jupyter", NULL};
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+    EinsoraPlacement placement = {"cpu-2c-4g", MACHINE, "sim"};
+
+    g_assert_no_error(error);
+    move(f, workload->id, EINSORA_WORKLOAD_STATE_PROVISIONING, &placement);
+    move(f, workload->id, EINSORA_WORKLOAD_STATE_RUNNING, NULL);
+    g_hash_table_insert(f->targets->running, g_strdup(workload->id), GINT_TO_POINTER(1));
+    return g_strdup(workload->id);
+}
+
+static const char test_catalog[] =
+    "{\"version\": 1, \"regions\": [{\"name\": \"local\"}],"
+    " \"drivers\": [{\"name\": \"sim\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\"]}],"
+    " \"classes\": [{\"name\": \"cpu-2c-4g\", \"cpus\": 2, \"memory_mib\": 4096,"
+    "   \"accelerator\": \"cpu\"}],"
+    " \"images\": [{\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"jupyter-cpu\", \"driver_refs\": [\"sim\"]}}}]}";
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *path = NULL;
+    g_autoptr(EinsoraTenant) tenant =
+        einsora_tenant_new(TENANT_A, "acme", FALSE, "2025-11-29T08:46:40.000000Z");
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GSocket) socket = NULL;
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) proxy_address = NULL;
+
+    f->dir = einsora_test_dir_new();
+    f->clock.now_us = START_US;
+    f->upstream_requests = g_ptr_array_new_with_free_func(g_free);
+    path = g_build_filename(f->dir, "einsora.db", NULL);
+    f->catalog = einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_assert_no_error(error);
+    f->store = einsora_sqlite_store_open(path, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_sqlite_store_migrate(f->store, START_US, &error));
+    einsora_sqlite_store_set_clock(f->store, clock_now, &f->clock);
+    g_assert_true(einsora_store_insert_tenant(EINSORA_STORE(f->store), tenant, &error));
+    machine->id = g_strdup(MACHINE);
+    machine->tenant_id = g_strdup(TENANT_A);
+    machine->name = g_strdup("box");
+    machine->region = g_strdup("local");
+    machine->os = g_strdup("linux");
+    machine->cpus = 16;
+    machine->memory_mib = 65536;
+    machine->sharing = EINSORA_SHARING_PRIVATE;
+    machine->created_at = g_strdup("2025-11-29T08:46:40.000000Z");
+    g_assert_true(einsora_store_insert_machine(EINSORA_STORE(f->store), machine, &error));
+    g_assert_no_error(error);
+    f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, clock_now, &f->clock);
+    f->alice = einsora_actor_new(TENANT_A, "u-a", "alice@acme.example", "browser session");
+
+    /* The stand-in workload on its Unix socket. */
+    f->targets = g_object_new(TEST_TYPE_TARGETS, NULL);
+    f->targets->socket_path = g_build_filename(f->dir, "notebook.sock", NULL);
+    f->upstream = soup_server_new(NULL, NULL);
+    soup_server_add_handler(f->upstream, NULL, on_upstream, f, NULL);
+    soup_server_add_websocket_handler(f->upstream, "/ws", NULL, NULL, on_upstream_websocket, f,
+                                      NULL);
+    address = g_unix_socket_address_new(f->targets->socket_path);
+    socket =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
+    g_assert_true(g_socket_bind(socket, address, TRUE, &error));
+    g_assert_true(g_socket_listen(socket, &error));
+    g_assert_true(soup_server_listen_socket(f->upstream, socket, 0, &error));
+    g_assert_no_error(error);
+
+    f->proxy = einsora_access_proxy_new(f->service, EINSORA_WORKLOAD_ACCESS(f->targets), clock_now,
+                                        &f->clock);
+    g_assert_true(einsora_access_proxy_listen(f->proxy, "127.0.0.1:0", &error));
+    g_assert_no_error(error);
+    /* The browser: names under .localhost are loopback to it. */
+    proxy_address = g_inet_socket_address_new(loopback, einsora_access_proxy_get_port(f->proxy));
+    f->browser =
+        soup_session_new_with_options("remote-connectable", proxy_address, "timeout", 30, NULL);
+    f->notebook = running_notebook(f);
+    f->other = running_notebook(f);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+    g_clear_object(&f->browser);
+    g_clear_object(&f->proxy);
+    soup_server_disconnect(f->upstream);
+    g_clear_object(&f->upstream);
+    g_clear_object(&f->targets);
+    g_clear_object(&f->service);
+    g_clear_object(&f->store);
+    g_clear_object(&f->catalog);
+    einsora_actor_free(f->alice);
+    g_free(f->notebook);
+    g_free(f->other);
+    g_ptr_array_unref(f->upstream_requests);
+    einsora_test_dir_remove(f->dir);
+    g_free(f->dir);
+}
+
+/* The browser's side. */
+
+typedef struct {
+    guint status;
+    gchar *body;
+    SoupMessageHeaders *headers;
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+    g_free(answer->body);
+    if (answer->headers != NULL)
+        soup_message_headers_unref(answer->headers);
+    g_free(answer);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Answer, answer_free)
+
+static void
+on_answered(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    *(GAsyncResult **)user_data = g_object_ref(result);
+}
+
+/* @host: the Host to send; @headers: NULL-terminated name, value pairs. */
+static Answer *
+request(Fixture *f, const char *method, const char *host, const char *path_and_query,
+        const char *const *headers, const char *body)
+{
+    g_autofree gchar *uri = g_strdup_printf("http://%s%s", host, path_and_query);
+    g_autoptr(SoupMessage) message = soup_message_new(method, uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GError) error = NULL;
+    Answer *answer = g_new0(Answer, 1);
+
+    g_assert_nonnull(message);
+    for (guint i = 0; headers != NULL && headers[i] != NULL; i += 2)
+        soup_message_headers_replace(soup_message_get_request_headers(message), headers[i],
+                                     headers[i + 1]);
+    if (body != NULL) {
+        g_autoptr(GBytes) content = g_bytes_new(body, strlen(body));
+        soup_message_set_request_body_from_bytes(message, "text/plain", content);
+    }
+    soup_session_send_and_read_async(f->browser, message, G_PRIORITY_DEFAULT, NULL, on_answered,
+                                     &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    bytes = soup_session_send_and_read_finish(f->browser, result, &error);
+    g_assert_no_error(error);
+    answer->status = soup_message_get_status(message);
+    answer->body = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    answer->headers = soup_message_headers_ref(soup_message_get_response_headers(message));
+    return answer;
+}
+
+static gchar *
+host_of(Fixture *f, const char *id)
+{
+    return g_strdup_printf("w-%s.localhost:%u", id, einsora_access_proxy_get_port(f->proxy));
+}
+
+/* A ticket as the API makes one: its secret for the link. */
+static gchar *
+grant(Fixture *f, const char *id)
+{
+    g_autoptr(GError) error = NULL;
+    gchar *secret = einsora_credential_new_secret("tkt_");
+    g_autofree gchar *hash = einsora_credential_sha256_hex(secret);
+    g_autoptr(EinsoraAccessTicket) ticket =
+        einsora_service_grant_access(f->service, f->alice, id, hash, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(ticket);
+    return secret;
+}
+
+static Answer *
+open_with(Fixture *f, const char *host, const char *ticket)
+{
+    g_autofree gchar *path = g_strdup_printf(EINSORA_ACCESS_OPEN_PATH "?ticket=%s", ticket);
+    const char *headers[] = {"Sec-Fetch-Site", "cross-site", NULL};
+
+    return request(f, "GET", host, path, headers, NULL);
+}
+
+/* Opens @id and returns the Cookie header value for its host. */
+static gchar *
+open_session(Fixture *f, const char *id)
+{
+    g_autofree gchar *ticket = grant(f, id);
+    g_autofree gchar *host = host_of(f, id);
+    g_autoptr(Answer) answer = open_with(f, host, ticket);
+    const char *set_cookie;
+    g_auto(GStrv) parts = NULL;
+
+    g_assert_cmpuint(answer->status, ==, 200);
+    set_cookie = soup_message_headers_get_one(answer->headers, "Set-Cookie");
+    g_assert_nonnull(set_cookie);
+    parts = g_strsplit(set_cookie, ";", 2);
+    return g_strdup(parts[0]);
+}
+
+static Answer *
+get_with_cookie(Fixture *f, const char *id, const char *path, const char *cookie)
+{
+    g_autofree gchar *host = host_of(f, id);
+    const char *headers[] = {"Cookie", cookie, NULL};
+
+    return request(f, "GET", host, path, cookie != NULL ? headers : NULL, NULL);
+}
+
+/* Tests */
+
+static void
+test_host_parse(void)
+{
+    guint port = 0;
+    g_autofree gchar *id =
+        einsora_access_host_parse("W-0190B5D2-7C4E-7ABC-8DEF-00000000000A.LocalHost:8090", &port);
+
+    g_assert_cmpstr(id, ==, "0190b5d2-7c4e-7abc-8def-00000000000a");
+    g_assert_cmpuint(port, ==, 8090);
+    {
+        const char *refused[] = {"evil.example",
+                                 "127.0.0.1",
+                                 "localhost",
+                                 "localhost:8090",
+                                 "w-.localhost",
+                                 "w-0190b5d2-7c4e-7abc-8def-00000000000a.localhost.evil.example",
+                                 "x-0190b5d2-7c4e-7abc-8def-00000000000a.localhost",
+                                 "w-0190b5d2-7c4e-7abc-8def-00000000000a.localhost:",
+                                 "w-0190b5d2-7c4e-7abc-8def-00000000000a.localhost:99999",
+                                 "w-0190b5d2-7c4e-7abc-8def-00000000000a.localhost:80x",
+                                 "w-not-a-uuid-at-all-but-36-chars-long.localhost",
+                                 "",
+                                 NULL};
+        for (guint i = 0; refused[i] != NULL; i++) {
+            g_autofree gchar *none = einsora_access_host_parse(refused[i], &port);
+            if (none != NULL)
+                g_error("\"%s\" was taken for a workload host", refused[i]);
+        }
+    }
+}
+
+static void
+test_cookie_parse(void)
+{
+    g_autofree gchar *rest = NULL;
+    g_autofree gchar *value = einsora_access_cookie_take("_xsrf=1; einsora_access=abc; b=2", &rest);
+    g_autofree gchar *rest2 = NULL;
+    g_autofree gchar *twice =
+        einsora_access_cookie_take("einsora_access=a; einsora_access=b", &rest2);
+    g_autofree gchar *rest3 = NULL;
+    g_autofree gchar *none = einsora_access_cookie_take("einsora_accessx=a", &rest3);
+
+    g_assert_cmpstr(value, ==, "abc");
+    g_assert_cmpstr(rest, ==, "_xsrf=1; b=2");
+    g_assert_null(twice);
+    g_assert_null(rest2);
+    g_assert_null(none);
+    g_assert_cmpstr(rest3, ==, "einsora_accessx=a");
+    g_assert_true(einsora_access_cookie_is_ours(" einsora_access =x; Path=/"));
+    g_assert_false(einsora_access_cookie_is_ours("_xsrf=x"));
+}
+
+/* Opening sets a host-only, HttpOnly, SameSite=Strict cookie; what then
+ * reaches the workload has its token and none of the proxy's cookie, and
+ * what comes back has neither. */
+static void
+test_open_and_forward(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) opened = open_with(f, host, ticket);
+    const char *set_cookie = soup_message_headers_get_one(opened->headers, "Set-Cookie");
+    g_auto(GStrv) parts = NULL;
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *both = NULL;
+    g_autoptr(Answer) echoed = NULL;
+    const char *seen;
+
+    g_assert_cmpuint(opened->status, ==, 200);
+    g_assert_nonnull(set_cookie);
+    g_assert_true(g_str_has_prefix(set_cookie, "einsora_access="));
+    g_assert_nonnull(strstr(set_cookie, "HttpOnly"));
+    g_assert_nonnull(strstr(set_cookie, "SameSite=Strict"));
+    g_assert_null(strstr(set_cookie, "Domain"));
+    g_assert_cmpstr(soup_message_headers_get_one(opened->headers, "Cache-Control"), ==, "no-store");
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 1);
+    parts = g_strsplit(set_cookie, ";", 2);
+    cookie = g_strdup(parts[0]);
+    both = g_strdup_printf("_xsrf=abc; %s; theme=dark", cookie);
+
+    {
+        const char *headers[] = {"Cookie", both, "Origin", NULL, NULL};
+        g_autofree gchar *origin = g_strdup_printf("http://%s", host);
+        headers[3] = origin;
+        echoed = request(f, "GET", host, "/echo?q=1", headers, NULL);
+    }
+    g_assert_cmpuint(echoed->status, ==, 200);
+    /* What the workload received (the browser gets it back without the
+     * token: see token-scrubbed). */
+    g_assert_cmpuint(f->upstream_requests->len, ==, 1);
+    seen = g_ptr_array_index(f->upstream_requests, 0);
+    g_assert_null(strstr(echoed->body, UPSTREAM_TOKEN));
+    g_assert_nonnull(strstr(seen, "Authorization: token " UPSTREAM_TOKEN));
+    g_assert_nonnull(strstr(seen, "Host: localhost"));
+    g_assert_nonnull(strstr(seen, "Origin: http://localhost\n"));
+    g_assert_nonnull(strstr(seen, "Cookie: _xsrf=abc; theme=dark"));
+    g_assert_null(strstr(seen, "einsora_access"));
+    /* No token in any header the browser gets. */
+    {
+        SoupMessageHeadersIter iter;
+        const char *name, *value;
+        soup_message_headers_iter_init(&iter, echoed->headers);
+        while (soup_message_headers_iter_next(&iter, &name, &value))
+            g_assert_null(strstr(value, UPSTREAM_TOKEN));
+    }
+}
+
+/* The workload's token never reaches the browser, even where the server
+ * writes it into a page or a header. */
+static void
+test_token_scrubbed(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) answer = get_with_cookie(f, f->notebook, "/page", cookie);
+
+    g_assert_cmpuint(answer->status, ==, 200);
+    g_assert_null(strstr(answer->body, UPSTREAM_TOKEN));
+    g_assert_true(g_str_has_prefix(answer->body, "<html data-jupyter-api-token=\"\">"));
+    g_assert_true(g_str_has_suffix(answer->body, "<a href=\"/tree?token=\">end</a></html>"));
+    /* Three tokens out: two before the padding's end, one in the tail. */
+    g_assert_cmpuint(strlen(answer->body), ==,
+                     3 * 65536 - 2 * strlen(UPSTREAM_TOKEN) +
+                         strlen("<a href=\"/tree?token=\">end</a></html>"));
+    g_assert_cmpstr(soup_message_headers_get_one(answer->headers, "Location"), ==, "/tree?token=");
+}
+
+static void
+test_upstream_cannot_set_our_cookie(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) answer = get_with_cookie(f, f->notebook, "/set-cookie", cookie);
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+    guint cookies = 0;
+
+    g_assert_cmpuint(answer->status, ==, 200);
+    soup_message_headers_iter_init(&iter, answer->headers);
+    while (soup_message_headers_iter_next(&iter, &name, &value)) {
+        if (g_ascii_strcasecmp(name, "Set-Cookie") != 0)
+            continue;
+        cookies++;
+        g_assert_false(einsora_access_cookie_is_ours(value));
+    }
+    g_assert_cmpuint(cookies, ==, 1); /* _xsrf passes */
+}
+
+static void
+test_ticket_once(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) first = open_with(f, host, ticket);
+    g_autoptr(Answer) again = open_with(f, host, ticket);
+
+    g_assert_cmpuint(first->status, ==, 200);
+    g_assert_cmpuint(again->status, ==, 403);
+    g_assert_null(soup_message_headers_get_one(again->headers, "Set-Cookie"));
+}
+
+static void
+test_ticket_expired(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) answer = NULL;
+
+    f->clock.now_us += 61 * G_USEC_PER_SEC;
+    answer = open_with(f, host, ticket);
+    g_assert_cmpuint(answer->status, ==, 403);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
+}
+
+/* A ticket works at its own workload's host only, and is spent trying. */
+static void
+test_ticket_other_host(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *other_host = host_of(f, f->other);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) elsewhere = open_with(f, other_host, ticket);
+    g_autoptr(Answer) then = open_with(f, host, ticket);
+
+    g_assert_cmpuint(elsewhere->status, ==, 403);
+    g_assert_cmpuint(then->status, ==, 403);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
+}
+
+static void
+test_not_workload_hosts(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *wrong_port = g_strdup_printf("w-%s.localhost:%u", f->notebook,
+                                                   einsora_access_proxy_get_port(f->proxy) + 1);
+    const char *hosts[] = {"evil.example", "127.0.0.1", "localhost", wrong_port, NULL};
+
+    for (guint i = 0; hosts[i] != NULL; i++) {
+        const char *headers[] = {"Cookie", cookie, NULL};
+        g_autoptr(Answer) answer = request(f, "GET", hosts[i], "/echo", headers, NULL);
+        g_assert_cmpuint(answer->status, ==, 421);
+    }
+    for (guint i = 0; i < f->upstream_requests->len; i++)
+        g_assert_null(strstr(g_ptr_array_index(f->upstream_requests, i), "/echo"));
+    g_assert_cmpuint(f->upstream_requests->len, ==, 0);
+}
+
+static void
+test_other_origins_refused(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autofree gchar *other_origin = g_strdup_printf("http://w-%s.localhost:%u", f->other,
+                                                     einsora_access_proxy_get_port(f->proxy));
+    const char *const cases[][4] = {
+        {"Origin", "http://evil.example", NULL, NULL},
+        {"Origin", "http://localhost:8080", NULL, NULL},
+        {"Origin", "null", NULL, NULL},
+        {"Sec-Fetch-Site", "cross-site", NULL, NULL},
+        {"Sec-Fetch-Site", "same-site", NULL, NULL},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const char *headers[] = {"Cookie", cookie, cases[i][0], cases[i][1], NULL};
+        g_autoptr(Answer) answer = request(f, "POST", host, "/post", headers, "x");
+        g_assert_cmpuint(answer->status, ==, 403);
+    }
+    {
+        const char *headers[] = {"Cookie", cookie, "Origin", other_origin, NULL};
+        g_autoptr(Answer) answer = request(f, "GET", host, "/echo", headers, NULL);
+        g_assert_cmpuint(answer->status, ==, 403);
+    }
+    g_assert_cmpuint(f->upstream_requests->len, ==, 0);
+}
+
+static void
+test_cookie_of_another_workload(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) answer = get_with_cookie(f, f->other, "/echo", cookie);
+    g_autoptr(Answer) none = get_with_cookie(f, f->notebook, "/echo", NULL);
+    g_autoptr(Answer) forged = get_with_cookie(f, f->notebook, "/echo", "einsora_access=eas_x");
+
+    g_assert_cmpuint(answer->status, ==, 403);
+    g_assert_cmpuint(none->status, ==, 403);
+    g_assert_cmpuint(forged->status, ==, 403);
+    g_assert_cmpuint(f->upstream_requests->len, ==, 0);
+}
+
+/* A session belongs to the server run it opened: once that stops (and
+ * even when a new attempt runs), it opens nothing. */
+static void
+test_session_ends_with_its_server(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) before = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_autoptr(Answer) after = NULL;
+    g_autoptr(Answer) gone = NULL;
+
+    g_assert_cmpuint(before->status, ==, 200);
+    /* Stopped and started again: a new attempt, a new token. */
+    g_hash_table_insert(f->targets->running, g_strdup(f->notebook), GINT_TO_POINTER(2));
+    g_free(f->targets->token);
+    f->targets->token = g_strdup("a-new-run-token");
+    after = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(after->status, ==, 404);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
+    g_hash_table_remove(f->targets->running, f->notebook);
+    gone = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(gone->status, ==, 403);
+}
+
+static void
+test_session_expires(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) answer = NULL;
+
+    f->clock.now_us += EINSORA_ACCESS_SESSION_US + 1;
+    answer = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(answer->status, ==, 403);
+}
+
+static void
+test_stopped_workload_page(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) answer = NULL;
+
+    g_hash_table_remove(f->targets->running, f->notebook);
+    answer = open_with(f, host, ticket);
+    g_assert_cmpuint(answer->status, ==, 404);
+    g_assert_nonnull(strstr(answer->body, "This notebook isn&apos;t running"));
+}
+
+static void
+test_big_body_and_post(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) big = get_with_cookie(f, f->notebook, "/big", cookie);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    const char *headers[] = {"Cookie", cookie, NULL};
+    g_autoptr(Answer) posted = request(f, "POST", host, "/post", headers, "hello upstream");
+
+    g_assert_cmpuint(big->status, ==, 200);
+    g_assert_cmpuint(strlen(big->body), ==, BIG_SIZE);
+    g_assert_cmpuint(posted->status, ==, 201);
+    g_assert_cmpstr(posted->body, ==, "hello upstream");
+}
+
+/* WebSockets */
+
+static void
+on_ws_connected(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    *(GAsyncResult **)user_data = g_object_ref(result);
+}
+
+static void
+on_ws_message(SoupWebsocketConnection *connection, gint type, GBytes *message, gpointer user_data)
+{
+    GString *got = user_data;
+
+    g_string_append_len(got, g_bytes_get_data(message, NULL), (gssize)g_bytes_get_size(message));
+}
+
+static void
+test_websocket(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *uri = g_strdup_printf("ws://w-%s.localhost:%u/ws", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SoupWebsocketConnection) connection = NULL;
+    g_autoptr(GString) got = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+    soup_session_websocket_connect_async(f->browser, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
+                                         on_ws_connected, &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    connection = soup_session_websocket_connect_finish(f->browser, result, &error);
+    g_assert_no_error(error);
+    g_signal_connect(connection, "message", G_CALLBACK(on_ws_message), got);
+    soup_websocket_connection_send_text(connection, "ping 42");
+    while (got->len < strlen("ping 42")) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_assert_cmpstr(got->str, ==, "ping 42");
+    g_assert_nonnull(strstr(g_ptr_array_index(f->upstream_requests, 0),
+                            "websocket Authorization: token " UPSTREAM_TOKEN));
+    soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+    while (soup_websocket_connection_get_state(connection) != SOUP_WEBSOCKET_STATE_CLOSED) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+}
+
+static void
+test_websocket_refused_without_session(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *uri = g_strdup_printf("ws://w-%s.localhost:%u/ws", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SoupWebsocketConnection) connection = NULL;
+
+    soup_session_websocket_connect_async(f->browser, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
+                                         on_ws_connected, &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    connection = soup_session_websocket_connect_finish(f->browser, result, &error);
+    g_assert_null(connection);
+    g_assert_nonnull(error);
+    g_assert_cmpuint(soup_message_get_status(message), ==, 403);
+    g_assert_cmpuint(f->upstream_requests->len, ==, 0);
+}
+
+static void
+test_listen_loopback_only(Fixture *f, gconstpointer data)
+{
+    const char *refused[] = {"0.0.0.0:0", "192.0.2.1:8090", "[::]:0", "localhost:8090", NULL};
+
+    for (guint i = 0; refused[i] != NULL; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraAccessProxy) proxy = einsora_access_proxy_new(
+            f->service, EINSORA_WORKLOAD_ACCESS(f->targets), clock_now, &f->clock);
+        g_assert_false(einsora_access_proxy_listen(proxy, refused[i], &error));
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/access/host/parse", test_host_parse);
+    g_test_add_func("/access/cookie/parse", test_cookie_parse);
+#define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+    ADD("/access/open-and-forward", test_open_and_forward);
+    ADD("/access/upstream-cannot-set-our-cookie", test_upstream_cannot_set_our_cookie);
+    ADD("/access/token-scrubbed", test_token_scrubbed);
+    ADD("/access/refused/ticket-used-twice", test_ticket_once);
+    ADD("/access/refused/ticket-expired", test_ticket_expired);
+    ADD("/access/refused/ticket-at-another-host", test_ticket_other_host);
+    ADD("/access/refused/not-workload-hosts", test_not_workload_hosts);
+    ADD("/access/refused/other-origins", test_other_origins_refused);
+    ADD("/access/refused/cookie-of-another-workload", test_cookie_of_another_workload);
+    ADD("/access/refused/session-of-a-stopped-server", test_session_ends_with_its_server);
+    ADD("/access/refused/session-expired", test_session_expires);
+    ADD("/access/stopped-workload-page", test_stopped_workload_page);
+    ADD("/access/stream/big-body-and-post", test_big_body_and_post);
+    ADD("/access/websocket/relayed", test_websocket);
+    ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
+    ADD("/access/listen/loopback-only", test_listen_loopback_only);
+#undef ADD
+    return g_test_run();
+}
