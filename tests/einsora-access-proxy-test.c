@@ -6,6 +6,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "einsora-access-host.h"
 #include "einsora-access-proxy.h"
@@ -112,9 +113,27 @@ typedef struct {
     gchar *notebook;              /* a running notebook of tenant A */
     gchar *other;                 /* another one */
     GPtrArray *upstream_requests; /* what the stand-in received: its headers, as text */
+    SoupServerMessage *slow;      /* a request the stand-in never answers */
+    gboolean slow_ended;
 } Fixture;
 
 /* The stand-in workload. */
+
+/* A paused request's connection ending: libsoup reads nothing while it
+ * waits, so look at the socket. */
+static gboolean
+on_slow_socket(GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+    Fixture *f = user_data;
+    char byte;
+
+    if ((condition & (G_IO_HUP | G_IO_ERR)) != 0 ||
+        recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        f->slow_ended = TRUE;
+        return G_SOURCE_REMOVE;
+    }
+    return G_SOURCE_CONTINUE;
+}
 
 static void
 on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
@@ -137,6 +156,17 @@ on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
         soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
         soup_server_message_set_response(msg, "application/octet-stream", SOUP_MEMORY_TAKE, body,
                                          BIG_SIZE);
+        return;
+    }
+    if (g_strcmp0(path, "/slow") == 0) {
+        /* Never answered: only the connection's end ends it. */
+        GSource *watch =
+            g_socket_create_source(soup_server_message_get_socket(msg), G_IO_IN | G_IO_HUP, NULL);
+        f->slow = msg;
+        g_source_set_callback(watch, G_SOURCE_FUNC(on_slow_socket), f, NULL);
+        g_source_attach(watch, NULL);
+        g_source_unref(watch);
+        soup_server_message_pause(msg);
         return;
     }
     if (g_strcmp0(path, "/page") == 0) {
@@ -742,6 +772,34 @@ test_big_body_and_post(Fixture *f, gconstpointer data)
     g_assert_cmpstr(posted->body, ==, "hello upstream");
 }
 
+/* The browser going away cancels the workload's side at once. */
+static void
+test_client_gone_cancels_upstream(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *uri = g_strdup_printf("http://w-%s.localhost:%u/slow", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autoptr(GAsyncResult) result = NULL;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+    soup_session_send_async(f->browser, message, G_PRIORITY_DEFAULT, cancellable, on_answered,
+                            &result);
+    while (f->slow == NULL) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_cancellable_cancel(cancellable);
+    while (!f->slow_ended) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+}
+
 /* WebSockets */
 
 static void
@@ -849,6 +907,7 @@ main(int argc, char **argv)
     ADD("/access/refused/session-expired", test_session_expires);
     ADD("/access/stopped-workload-page", test_stopped_workload_page);
     ADD("/access/stream/big-body-and-post", test_big_body_and_post);
+    ADD("/access/stream/client-gone-cancels-upstream", test_client_gone_cancels_upstream);
     ADD("/access/websocket/relayed", test_websocket);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);

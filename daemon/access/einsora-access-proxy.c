@@ -7,6 +7,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -301,7 +302,9 @@ typedef struct {
     GCancellable *cancellable;
     int fd;
     gulong finished_handler;
+    gulong disconnected_handler;
     gulong wrote_handler;
+    GSource *hangup_watch;
     gboolean client_gone;
     gboolean done;
     guint status;
@@ -321,6 +324,12 @@ forward_free(Forward *forward)
     }
     if (forward->finished_handler != 0)
         g_signal_handler_disconnect(forward->msg, forward->finished_handler);
+    if (forward->disconnected_handler != 0)
+        g_signal_handler_disconnect(forward->msg, forward->disconnected_handler);
+    if (forward->hangup_watch != NULL) {
+        g_source_destroy(forward->hangup_watch);
+        g_source_unref(forward->hangup_watch);
+    }
     if (forward->wrote_handler != 0)
         g_signal_handler_disconnect(forward->msg, forward->wrote_handler);
     g_clear_object(&forward->body);
@@ -541,6 +550,40 @@ on_client_finished(SoupServerMessage *msg, gpointer user_data)
     g_cancellable_cancel(forward->cancellable);
 }
 
+/* While the answer is awaited the request is paused, and libsoup reads
+ * nothing: watch the browser's socket for its end ourselves. Readable
+ * with nothing to read is the peer's close; anything else (a pipelined
+ * request) stops the watch. */
+static gboolean
+on_client_socket(GSocket *socket, GIOCondition condition, gpointer user_data)
+{
+    Forward *forward = user_data;
+    char byte;
+    gssize peeked = 0;
+
+    if ((condition & (G_IO_HUP | G_IO_ERR)) == 0)
+        peeked = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    g_clear_pointer(&forward->hangup_watch, g_source_unref);
+    if (peeked <= 0 && !(peeked < 0 && (errno == EAGAIN || errno == EINTR))) {
+        forward->client_gone = TRUE;
+        g_cancellable_cancel(forward->cancellable);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+static void
+watch_client(Forward *forward)
+{
+    GSocket *socket = soup_server_message_get_socket(forward->msg);
+
+    if (socket == NULL)
+        return;
+    forward->hangup_watch =
+        g_socket_create_source(socket, G_IO_IN | G_IO_HUP | G_IO_ERR, forward->cancellable);
+    g_source_set_callback(forward->hangup_watch, G_SOURCE_FUNC(on_client_socket), forward, NULL);
+    g_source_attach(forward->hangup_watch, g_main_context_get_thread_default());
+}
+
 static void
 on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -550,6 +593,10 @@ on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
     goffset length;
 
     forward->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+    if (forward->hangup_watch != NULL) {
+        g_source_destroy(forward->hangup_watch);
+        g_clear_pointer(&forward->hangup_watch, g_source_unref);
+    }
     if (forward->fd >= 0) {
         close(forward->fd);
         forward->fd = -1;
@@ -651,6 +698,9 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     soup_server_message_pause(msg);
     forward->finished_handler =
         g_signal_connect(msg, "finished", G_CALLBACK(on_client_finished), forward);
+    forward->disconnected_handler =
+        g_signal_connect(msg, "disconnected", G_CALLBACK(on_client_finished), forward);
+    watch_client(forward);
     soup_session_send_async(forward->session, forward->upstream, G_PRIORITY_DEFAULT,
                             forward->cancellable, on_upstream_answered, forward);
 }
