@@ -189,6 +189,19 @@ on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
         soup_message_headers_append(answer, "Set-Cookie", "einsora_access=planted; Path=/");
         soup_message_headers_append(answer, "Set-Cookie", "_xsrf=abc; Path=/");
     }
+    if (g_strcmp0(path, "/size") == 0) {
+        g_autoptr(GBytes) body =
+            soup_message_body_flatten(soup_server_message_get_request_body(msg));
+        g_autofree gchar *size = g_strdup_printf("%zu", g_bytes_get_size(body));
+        gboolean all_x = TRUE;
+        gsize length = 0;
+        const char *data = g_bytes_get_data(body, &length);
+        for (gsize i = 0; i < length && all_x; i++)
+            all_x = data[i] == 'x';
+        soup_server_message_set_status(msg, all_x ? SOUP_STATUS_OK : SOUP_STATUS_BAD_REQUEST, NULL);
+        soup_server_message_set_response(msg, "text/plain", SOUP_MEMORY_COPY, size, strlen(size));
+        return;
+    }
     if (g_strcmp0(path, "/post") == 0) {
         g_autoptr(GBytes) body =
             soup_message_body_flatten(soup_server_message_get_request_body(msg));
@@ -772,6 +785,53 @@ test_big_body_and_post(Fixture *f, gconstpointer data)
     g_assert_cmpstr(posted->body, ==, "hello upstream");
 }
 
+/* A big upload streams through (sent with a length, and chunked). */
+static void
+test_big_upload(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *uri = g_strdup_printf("http://w-%s.localhost:%u/size", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+
+    for (guint chunked = 0; chunked < 2; chunked++) {
+        g_autoptr(SoupMessage) message = soup_message_new("POST", uri);
+        g_autoptr(GAsyncResult) result = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GBytes) answer = NULL;
+        gchar *body = g_malloc(BIG_SIZE);
+        g_autoptr(GBytes) bytes = NULL;
+
+        memset(body, 'x', BIG_SIZE);
+        bytes = g_bytes_new_take(body, BIG_SIZE);
+        soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+        if (chunked) {
+            g_autoptr(GInputStream) stream = g_memory_input_stream_new_from_bytes(bytes);
+            soup_message_set_request_body(message, "application/octet-stream", stream, -1);
+        } else {
+            soup_message_set_request_body_from_bytes(message, "application/octet-stream", bytes);
+        }
+        soup_session_send_and_read_async(f->browser, message, G_PRIORITY_DEFAULT, NULL, on_answered,
+                                         &result);
+        while (result == NULL)
+            g_main_context_iteration(NULL, TRUE);
+        answer = soup_session_send_and_read_finish(f->browser, result, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(soup_message_get_status(message), ==, 200);
+        g_assert_cmpmem(g_bytes_get_data(answer, NULL), g_bytes_get_size(answer), "10485760", 8);
+    }
+}
+
+/* A refused request's body goes nowhere. */
+static void
+test_refused_upload(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autoptr(Answer) answer = request(f, "POST", host, "/size", NULL, "a body nobody may send");
+
+    g_assert_cmpuint(answer->status, ==, 403);
+    g_assert_cmpuint(f->upstream_requests->len, ==, 0);
+}
+
 /* The browser going away cancels the workload's side at once. */
 static void
 test_client_gone_cancels_upstream(Fixture *f, gconstpointer data)
@@ -908,6 +968,8 @@ main(int argc, char **argv)
     ADD("/access/stopped-workload-page", test_stopped_workload_page);
     ADD("/access/stream/big-body-and-post", test_big_body_and_post);
     ADD("/access/stream/client-gone-cancels-upstream", test_client_gone_cancels_upstream);
+    ADD("/access/stream/big-upload", test_big_upload);
+    ADD("/access/refused/upload", test_refused_upload);
     ADD("/access/websocket/relayed", test_websocket);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "einsora-access-host.h"
+#include "einsora-body-pipe.h"
 #include "einsora-credential.h"
 #include "einsora-error.h"
 
@@ -313,11 +314,26 @@ typedef struct {
      * tail of each chunk held back in case a token spans two. */
     gboolean scrub;
     GString *held;
+    /* A request body streams through the pipe while libsoup reads it; the
+     * answer waits until the handler has run (the body is all read). */
+    EinsoraBodyPipe *pipe;
+    gulong chunk_handler;
+    gulong body_handler;
+    gboolean handler_ran;
+    gboolean answered;
 } Forward;
 
 static void
 forward_free(Forward *forward)
 {
+    if (forward->pipe != NULL) {
+        einsora_body_pipe_abort(forward->pipe);
+        g_clear_object(&forward->pipe);
+    }
+    if (forward->chunk_handler != 0)
+        g_signal_handler_disconnect(forward->msg, forward->chunk_handler);
+    if (forward->body_handler != 0)
+        g_signal_handler_disconnect(forward->msg, forward->body_handler);
     if (forward->held != NULL) {
         explicit_bzero(forward->held->str, forward->held->len);
         g_string_free(forward->held, TRUE);
@@ -339,6 +355,7 @@ forward_free(Forward *forward)
     if (forward->fd >= 0)
         close(forward->fd);
     target_free(forward->target);
+    g_object_set_data(G_OBJECT(forward->msg), "einsora-forward", NULL);
     g_clear_object(&forward->msg);
     g_clear_object(&forward->self);
     g_free(forward);
@@ -584,15 +601,32 @@ watch_client(Forward *forward)
     g_source_attach(forward->hangup_watch, g_main_context_get_thread_default());
 }
 
+static void answer_client(Forward *forward, GError *error);
+
 static void
 on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     Forward *forward = user_data;
     g_autoptr(GError) error = NULL;
+
+    forward->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+    forward->answered = TRUE;
+    /* Still reading the browser's body: the handler goes on from here. */
+    if (!forward->handler_ran && !forward->client_gone) {
+        if (error != NULL)
+            g_object_set_data_full(G_OBJECT(forward->msg), "einsora-upstream-error",
+                                   g_steal_pointer(&error), (GDestroyNotify)g_error_free);
+        return;
+    }
+    answer_client(forward, error);
+}
+
+static void
+answer_client(Forward *forward, GError *error)
+{
     SoupMessageHeaders *headers;
     goffset length;
 
-    forward->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
     if (forward->hangup_watch != NULL) {
         g_source_destroy(forward->hangup_watch);
         g_clear_pointer(&forward->hangup_watch, g_source_unref);
@@ -607,7 +641,7 @@ on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
     }
     if (forward->body == NULL) {
         g_message("access %s: the notebook server didn't answer: %s", forward->target->workload_id,
-                  error->message);
+                  error != NULL ? error->message : "no answer");
         forward->status = SOUP_STATUS_BAD_GATEWAY;
         respond_page(forward->msg, SOUP_STATUS_BAD_GATEWAY, "The notebook didn't answer",
                      "It may be starting or stopping. Try again in a moment.");
@@ -640,15 +674,61 @@ on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+on_pipe_flow(gboolean pause, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    if (forward->client_gone || forward->handler_ran)
+        return;
+    if (pause)
+        soup_server_message_pause(forward->msg);
+    else
+        soup_server_message_unpause(forward->msg);
+}
+
+static void
+on_request_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+    Forward *forward = user_data;
+    gsize size = 0;
+    const guint8 *data = g_bytes_get_data(chunk, &size);
+
+    if (einsora_body_pipe_push(forward->pipe, data, size))
+        on_pipe_flow(TRUE, forward);
+}
+
+static void
+on_request_body(SoupServerMessage *msg, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    einsora_body_pipe_finish(forward->pipe);
+}
+
+/* Whether the browser sends a body: it streams from the start. */
+static gboolean
+has_body(SoupServerMessage *msg)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    SoupEncoding encoding = soup_message_headers_get_encoding(headers);
+
+    if (encoding == SOUP_ENCODING_CHUNKED)
+        return TRUE;
+    return encoding == SOUP_ENCODING_CONTENT_LENGTH &&
+           soup_message_headers_get_content_length(headers) > 0;
+}
+
+/* Starts the workload's side: at once after the headers, so a body
+ * streams as it arrives. The handler takes over once the body is read. */
+static void
 start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
 {
     Forward *forward = g_new0(Forward, 1);
     g_autoptr(GSocketAddress) address = NULL;
     g_autoptr(GError) error = NULL;
-    g_autoptr(GBytes) request_body = NULL;
     g_autofree gchar *uri = NULL;
     GUri *request_uri = soup_server_message_get_uri(msg);
-    SoupMessageBody *body = soup_server_message_get_request_body(msg);
+    SoupMessageHeaders *request_headers = soup_server_message_get_request_headers(msg);
 
     forward->self = g_object_ref(self);
     forward->msg = g_object_ref(msg);
@@ -676,33 +756,54 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         forward_free(forward);
         return;
     }
-    copy_request_headers(soup_server_message_get_request_headers(msg),
-                         soup_message_get_request_headers(forward->upstream), target, FALSE);
+    copy_request_headers(request_headers, soup_message_get_request_headers(forward->upstream),
+                         target, FALSE);
     /* No connection is ever reused for another request. */
     soup_message_headers_replace(soup_message_get_request_headers(forward->upstream), "Connection",
                                  "close");
-    request_body = soup_message_body_flatten(body);
-    if (g_bytes_get_size(request_body) > 0 ||
-        soup_message_headers_get_one(soup_server_message_get_request_headers(msg),
-                                     "Content-Type") != NULL)
-        soup_message_set_request_body_from_bytes(
-            forward->upstream,
-            soup_message_headers_get_content_type(soup_server_message_get_request_headers(msg),
-                                                  NULL),
-            request_body);
+    if (has_body(msg)) {
+        goffset length =
+            soup_message_headers_get_encoding(request_headers) == SOUP_ENCODING_CONTENT_LENGTH
+                ? soup_message_headers_get_content_length(request_headers)
+                : -1;
+        forward->pipe = einsora_body_pipe_new(on_pipe_flow, forward);
+        soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+        forward->chunk_handler =
+            g_signal_connect(msg, "got-chunk", G_CALLBACK(on_request_chunk), forward);
+        forward->body_handler =
+            g_signal_connect(msg, "got-body", G_CALLBACK(on_request_body), forward);
+        soup_message_set_request_body(forward->upstream,
+                                      soup_message_headers_get_content_type(request_headers, NULL),
+                                      G_INPUT_STREAM(forward->pipe), length);
+    }
     forward->session = soup_session_new_with_options("remote-connectable", address,
                                                      "proxy-resolver", NULL, "timeout", 0, NULL);
-    /* A first answer placeholder keeps libsoup from taking this for a
-     * WebSocket handshake; the real status replaces it. */
-    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
-    soup_server_message_pause(msg);
     forward->finished_handler =
         g_signal_connect(msg, "finished", G_CALLBACK(on_client_finished), forward);
     forward->disconnected_handler =
         g_signal_connect(msg, "disconnected", G_CALLBACK(on_client_finished), forward);
-    watch_client(forward);
+    g_object_set_data(G_OBJECT(msg), "einsora-forward", forward);
     soup_session_send_async(forward->session, forward->upstream, G_PRIORITY_DEFAULT,
                             forward->cancellable, on_upstream_answered, forward);
+}
+
+/* The body is all read: answer the browser when the workload has. */
+static void
+continue_forward(Forward *forward)
+{
+    GError *error = g_object_steal_data(G_OBJECT(forward->msg), "einsora-upstream-error");
+
+    forward->handler_ran = TRUE;
+    /* A first answer placeholder keeps libsoup from taking this for a
+     * WebSocket handshake; the real status replaces it. */
+    soup_server_message_set_status(forward->msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_pause(forward->msg);
+    if (forward->answered) {
+        answer_client(forward, error);
+        g_clear_error(&error);
+        return;
+    }
+    watch_client(forward);
 }
 
 /* WebSockets: the browser's and the workload's, message for message. */
@@ -881,9 +982,11 @@ is_websocket(SoupServerMessage *msg)
            soup_message_headers_header_contains(headers, "Upgrade", "websocket");
 }
 
+/* After the headers: every check, then the workload's side starts, so a
+ * refused request's body is never read into anything. */
 static void
-handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
-               gpointer user_data)
+early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+              gpointer user_data)
 {
     EinsoraAccessProxy *self = user_data;
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
@@ -933,6 +1036,23 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
     start_forward(self, msg, target);
 }
 
+/* After the body: the answer, when the workload gives it. */
+static void
+handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+               gpointer user_data)
+{
+    Forward *forward = g_object_get_data(G_OBJECT(msg), "einsora-forward");
+
+    if (forward != NULL) {
+        continue_forward(forward);
+        return;
+    }
+    if (g_object_get_data(G_OBJECT(msg), "einsora-target") != NULL)
+        return; /* a WebSocket handshake follows */
+    respond_page(msg, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Something went wrong",
+                 "Open the notebook again from Einsora.");
+}
+
 static void
 einsora_access_proxy_finalize(GObject *object)
 {
@@ -971,6 +1091,7 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
     self->now = now;
     self->now_data = now_data;
     self->server = soup_server_new("server-header", "einsora-access", NULL);
+    soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
     soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
     soup_server_add_websocket_handler(self->server, NULL, NULL, NULL, on_websocket, self, NULL);
     return self;
