@@ -1103,7 +1103,7 @@ einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GErro
     g_autoptr(GSocketConnectable) parsed = g_network_address_parse(address, 0, NULL);
     g_autoptr(GInetAddress) host = NULL;
     g_autoptr(GSocketAddress) socket_address = NULL;
-    GSList *uris;
+    GSList *listeners;
 
     if (parsed != NULL)
         host = g_inet_address_new_from_string(
@@ -1119,9 +1119,15 @@ einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GErro
         g_inet_socket_address_new(host, g_network_address_get_port(G_NETWORK_ADDRESS(parsed)));
     if (!soup_server_listen(self->server, socket_address, 0, error))
         return FALSE;
-    uris = soup_server_get_uris(self->server);
-    self->port = uris != NULL ? (guint)g_uri_get_port(uris->data) : 0;
-    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    /* The port from the listening socket (soup_server_get_uris() leaks
+     * an address in libsoup 3.2). */
+    listeners = soup_server_get_listeners(self->server);
+    if (listeners != NULL) {
+        g_autoptr(GSocketAddress) local = g_socket_get_local_address(listeners->data, NULL);
+        if (local != NULL && G_IS_INET_SOCKET_ADDRESS(local))
+            self->port = g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(local));
+    }
+    g_slist_free(listeners);
     return TRUE;
 }
 
