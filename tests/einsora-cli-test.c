@@ -519,6 +519,23 @@ test_ambiguous_and_unknown_prefix(void)
     }
 }
 
+/* `einsora open` asks for the one-time link; a workload that isn't a
+ * running notebook gets the API's own refusal. */
+static void
+test_open_refused_unless_running(void)
+{
+    g_autoptr(CliRun) launched =
+        run_cli("--json", "launch", "--kind", "notebook", "--class", "cpu-1c-2g", "--image",
+                "jupyter-linux", "--name", "never-runs");
+    g_autoptr(JsonNode) root = parse(launched->out_text);
+    const char *id = json_object_get_string_member(json_node_get_object(root), "id");
+    g_autoptr(CliRun) run = run_cli("open", id);
+
+    g_assert_cmpint(launched->status, ==, 0);
+    assert_api_error(run, "conflict", TRUE);
+    g_assert_nonnull(strstr(run->err, "only a running notebook can be opened"));
+}
+
 static gchar *
 mask_exported_at(const char *text)
 {
@@ -834,6 +851,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/help/every-command", test_help);
     g_test_add_func("/cli/usage/exit-status-2", test_usage_errors);
     g_test_add_func("/cli/workloads/launch-then-list-table-and-json", test_launch_and_list);
+    g_test_add_func("/cli/workloads/open-refused-unless-running", test_open_refused_unless_running);
     g_test_add_func("/cli/launch/idempotency-key-per-invocation", test_launch_idempotency_key);
     g_test_add_func("/cli/golden/workloads-and-events", test_golden_tables);
     g_test_add_func("/cli/short-id/start-stop-delete-events", test_short_ids);

@@ -381,6 +381,13 @@ einsora_client_stop_workload(EinsoraClient *self, const char *id, GBytes **raw, 
 }
 
 JsonNode *
+einsora_client_open_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = workload_path(id, "/access");
+    return request_object(self, "POST", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
 einsora_client_delete_workload(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
 {
     g_autofree gchar *path = workload_path(id, "");

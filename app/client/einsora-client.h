@@ -49,6 +49,9 @@ JsonNode *einsora_client_stop_workload(EinsoraClient *self, const char *id, GByt
                                        GError **error);
 JsonNode *einsora_client_delete_workload(EinsoraClient *self, const char *id, GBytes **raw,
                                          GError **error);
+/* A one-time link that opens a running notebook in a browser. */
+JsonNode *einsora_client_open_workload(EinsoraClient *self, const char *id, GBytes **raw,
+                                       GError **error);
 JsonNode *einsora_client_list_events(EinsoraClient *self, const char *id, GBytes **raw,
                                      GError **error);
 JsonNode *einsora_client_export_workload(EinsoraClient *self, const char *id, GBytes **raw,
