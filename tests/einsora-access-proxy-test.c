@@ -169,6 +169,10 @@ on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
         soup_server_message_pause(msg);
         return;
     }
+    if (g_strcmp0(path, "/redirect") == 0) {
+        soup_server_message_set_redirect(msg, SOUP_STATUS_FOUND, "/echo");
+        return;
+    }
     if (g_strcmp0(path, "/page") == 0) {
         /* Jupyter writes its token into its pages; here also across the
          * proxy's 64 KiB chunks, and into a redirect. */
@@ -785,6 +789,41 @@ test_big_body_and_post(Fixture *f, gconstpointer data)
     g_assert_cmpstr(posted->body, ==, "hello upstream");
 }
 
+/* The workload's redirects go to the browser, which follows them at the
+ * workload's own address; the proxy never follows one itself. */
+static void
+test_redirect_passed_on(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *uri = g_strdup_printf("http://w-%s.localhost:%u/redirect", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GBytes) body = NULL;
+    g_autoptr(GError) error = NULL;
+    SoupMessageHeaders *headers;
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+    guint dates = 0;
+
+    soup_message_add_flags(message, SOUP_MESSAGE_NO_REDIRECT);
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+    soup_session_send_and_read_async(f->browser, message, G_PRIORITY_DEFAULT, NULL, on_answered,
+                                     &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    body = soup_session_send_and_read_finish(f->browser, result, &error);
+    g_assert_no_error(error);
+    headers = soup_message_get_response_headers(message);
+    g_assert_cmpuint(soup_message_get_status(message), ==, SOUP_STATUS_FOUND);
+    g_assert_cmpstr(soup_message_headers_get_one(headers, "Location"), ==, "/echo");
+    g_assert_cmpuint(f->upstream_requests->len, ==, 1);
+    soup_message_headers_iter_init(&iter, headers);
+    while (soup_message_headers_iter_next(&iter, &name, &value))
+        dates += g_ascii_strcasecmp(name, "Date") == 0;
+    g_assert_cmpuint(dates, ==, 1);
+}
+
 /* A big upload streams through (sent with a length, and chunked). */
 static void
 test_big_upload(Fixture *f, gconstpointer data)
@@ -969,6 +1008,7 @@ main(int argc, char **argv)
     ADD("/access/stream/big-body-and-post", test_big_body_and_post);
     ADD("/access/stream/client-gone-cancels-upstream", test_client_gone_cancels_upstream);
     ADD("/access/stream/big-upload", test_big_upload);
+    ADD("/access/redirect-passed-on", test_redirect_passed_on);
     ADD("/access/refused/upload", test_refused_upload);
     ADD("/access/websocket/relayed", test_websocket);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);

@@ -448,12 +448,24 @@ copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const ch
     while (soup_message_headers_iter_next(&iter, &name, &value)) {
         g_autoptr(GString) clean = NULL;
 
+        /* Date and Server are the proxy's own answer's. */
         if (is_hop_by_hop(name, connection) || g_ascii_strcasecmp(name, "Content-Length") == 0 ||
+            g_ascii_strcasecmp(name, "Date") == 0 || g_ascii_strcasecmp(name, "Server") == 0 ||
             (g_ascii_strcasecmp(name, "Set-Cookie") == 0 && einsora_access_cookie_is_ours(value)))
             continue;
         /* A redirect to ?token=... would hand the browser the token. */
         clean = g_string_new(value);
         remove_all(clean, token);
+        /* The workload knows itself as http://localhost (the Host it was
+         * sent): its absolute redirects stay at the workload's own site. */
+        if (g_ascii_strcasecmp(name, "Location") == 0 &&
+            g_str_has_prefix(clean->str, "http://localhost") &&
+            (clean->str[strlen("http://localhost")] == '/' ||
+             clean->str[strlen("http://localhost")] == '\0')) {
+            g_string_erase(clean, 0, (gssize)strlen("http://localhost"));
+            if (clean->len == 0)
+                g_string_append_c(clean, '/');
+        }
         soup_message_headers_append(to, name, clean->str);
     }
 }
@@ -756,6 +768,9 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         forward_free(forward);
         return;
     }
+    /* The browser follows the workload's redirects itself, at its own
+     * address: the proxy never does on its behalf. */
+    soup_message_add_flags(forward->upstream, SOUP_MESSAGE_NO_REDIRECT);
     copy_request_headers(request_headers, soup_message_get_request_headers(forward->upstream),
                          target, FALSE);
     /* No connection is ever reused for another request. */

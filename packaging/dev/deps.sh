@@ -12,7 +12,13 @@ packages=(
   jupyter-notebook python3-ipykernel bubblewrap passt
 )
 if [ "$what" = test ]; then
-  packages+=(clang-format python3)
+  # The browser test: Debian's Chromium driven by playwright-core from npm
+  # (tests/browser). Node and npm come from Debian unless some other node
+  # is already on PATH (NodeSource's nodejs bundles npm and conflicts with
+  # Debian's npm package).
+  packages+=(clang-format python3 chromium)
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()

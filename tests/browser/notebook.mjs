@@ -1,0 +1,536 @@
+// The access proxy in a real browser: Debian's Chromium, driven by
+// playwright-core, opens the access link of a running native notebook
+// (the real daemon, real Jupyter in bubblewrap), lands on the notebook UI
+// at w-<id>.localhost, creates a notebook, runs print(6*7) and sees 42.
+// Then: the session cookie is HttpOnly, the page never holds the
+// workload's token, and the daemon's log holds no ticket, cookie or token.
+//
+// EINSORA_DAEMON: the daemon binary. Screenshots go to
+// $EINSORA_TEST_ARTIFACTS, else $EINSORA_TEST_LOG_DIR (meson's log dir).
+// EINSORA_BROWSER_STEP_MS shortens each step's budget while developing.
+// Output is TAP, one test; run.sh installs playwright-core first.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chromium } from 'playwright-core';
+
+// Each step's budget: generous, for CI's 2 shared cores.
+const STEP_MS = Number(process.env.EINSORA_BROWSER_STEP_MS) || 120_000;
+const CHROMIUM = '/usr/bin/chromium';
+const NOTEBOOK = {
+  kind: 'notebook',
+  gpu_class: 'cpu-1c-2g',
+  image: 'jupyter-linux',
+  name: 'browser',
+};
+// The native driver's longest socket path is <run dir>/<uuid>/notebook.sock,
+// and a socket address holds 107 bytes.
+const RUN_DIR_MAX = 107 - '/00000000-0000-0000-0000-000000000000/notebook.sock'.length;
+
+const state = {
+  dirs: [], // temp directories to remove
+  runDir: null,
+  logPath: null,
+  daemon: null, // ChildProcess
+  daemonExit: null, // Promise of {code, signal}
+  api: null, // http://127.0.0.1:PORT
+  ownerToken: null,
+  workloadId: null,
+  context: null, // playwright BrowserContext
+  secrets: new Map(), // name -> value, never printed, never allowed in the log
+  step: 'starting',
+};
+
+function note(message) {
+  for (const line of redact(String(message)).split('\n'))
+    process.stdout.write(`# ${line}\n`);
+}
+
+function redact(text) {
+  for (const [name, value] of state.secrets)
+    if (value) text = text.split(value).join(`<${name}>`);
+  return text;
+}
+
+class Failure extends Error {}
+
+function fail(message) {
+  throw new Failure(message);
+}
+
+function check(condition, message) {
+  if (!condition) fail(message);
+}
+
+// One step, within its budget.
+async function step(name, body) {
+  state.step = name;
+  note(`${name}...`);
+  const started = Date.now();
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Failure(`${name}: no result within ${STEP_MS / 1000} s`)),
+      STEP_MS);
+  });
+  try {
+    return await Promise.race([body(), timeout]);
+  } finally {
+    clearTimeout(timer);
+    note(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+function makeTempDir(prefix, parent = os.tmpdir()) {
+  const dir = fs.mkdtempSync(path.join(parent, prefix));
+  fs.chmodSync(dir, 0o700);
+  state.dirs.push(dir);
+  return dir;
+}
+
+function readLog() {
+  try {
+    return fs.readFileSync(state.logPath, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function logTail(lines = 40) {
+  return readLog().trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+// @what: a string, or a function giving the message when time is up.
+async function waitFor(what, probe, interval = 100) {
+  const deadline = Date.now() + STEP_MS;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline)
+      fail(typeof what === 'function' ? what() : `${what}: not within ${STEP_MS / 1000} s`);
+    await sleep(interval);
+  }
+}
+
+/* The daemon */
+
+async function startDaemon() {
+  const daemonPath = process.env.EINSORA_DAEMON;
+  check(daemonPath, 'EINSORA_DAEMON is not set (the einsora-daemon binary)');
+  check(fs.existsSync(daemonPath), `EINSORA_DAEMON: ${daemonPath} does not exist`);
+
+  const dir = makeTempDir('einsora-browser-');
+  const dataDir = path.join(dir, 'data');
+  state.runDir = path.join(dir, 'run');
+  if (state.runDir.length > RUN_DIR_MAX) {
+    // A long TMPDIR: the sockets need a shorter place.
+    state.runDir = path.join(makeTempDir('eb-', '/tmp'), 'run');
+  }
+  state.logPath = path.join(dir, 'daemon.log');
+
+  const env = { ...process.env };
+  delete env.EINSORA_DATA_DIR;
+  delete env.EINSORA_DRIVERS; // the drivers that work here: linux-native
+  Object.assign(env, {
+    EINSORA_AGENT_RUN_DIR: state.runDir,
+    EINSORA_ACCESS_ADDR: '127.0.0.1:0',
+    EINSORA_CONTROLLER_INTERVAL: '200ms',
+    G_MESSAGES_DEBUG: 'all', // everything, so the secret check sees it all
+  });
+  const log = fs.openSync(state.logPath, 'a', 0o600);
+  const args = ['--data-dir', dataDir, '--listen', '127.0.0.1:0'];
+  // If this test is killed, the daemon goes with it.
+  const setpriv = '/usr/bin/setpriv';
+  const [command, argv] = fs.existsSync(setpriv)
+    ? [setpriv, ['--pdeathsig', 'TERM', '--', daemonPath, ...args]]
+    : [daemonPath, args];
+  state.daemon = spawn(command, argv, { env, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  state.daemonExit = new Promise((resolve) => {
+    state.daemon.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let exited = null;
+  state.daemonExit.then((how) => { exited = how; });
+
+  const found = await waitFor('the daemon listening', () => {
+    if (exited)
+      fail(`einsora-daemon exited (${exited.code ?? exited.signal}) before it was ready:\n` +
+        logTail());
+    const text = readLog();
+    const api = /api listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(text);
+    const access = /access proxy listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(text);
+    return api && access ? { api: api[1], accessPort: Number(access[1]) } : null;
+  }, 50);
+  state.api = found.api;
+  state.ownerToken = fs.readFileSync(path.join(dataDir, 'token'), 'utf8').trim();
+  state.secrets.set('owner token', state.ownerToken);
+  note(`daemon: api ${found.api}, access proxy port ${found.accessPort}, run dir ${state.runDir}`);
+  return found;
+}
+
+async function call(method, urlPath, body) {
+  const response = await fetch(state.api + urlPath, {
+    method,
+    headers: {
+      Authorization: `Bearer ${state.ownerToken}`,
+      ...(body ? { 'Content-Type': 'application/json' } : {}),
+    },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await response.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON; the status says what happened
+  }
+  return { status: response.status, text, json };
+}
+
+async function waitForState(id, wanted) {
+  let last = null;
+  return waitFor(() => `workload ${id} is ${last}, not ${wanted}, after ${STEP_MS / 1000} s; ` +
+    `daemon log:\n${logTail()}`, async () => {
+    const response = await call('GET', `/v1/workloads/${id}?include_deleted=true`);
+    check(response.status === 200, `GET /v1/workloads/${id}: ${response.status} ${response.text}`);
+    if (response.json.state !== last) {
+      last = response.json.state;
+      note(`workload ${id}: ${last}`);
+    }
+    if (wanted !== 'deleted' && ['failed', 'deleted'].includes(last))
+      fail(`workload ${id} is ${last}, waiting for ${wanted}: ${response.text}\n` +
+        `daemon log:\n${logTail()}`);
+    return last === wanted ? response.json : null;
+  }, 200);
+}
+
+// [process] pid= of <run dir>/<id>.state: the server's process group.
+function statePid(file) {
+  let section = null;
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+    const line = raw.trim();
+    const header = /^\[(.*)\]$/.exec(line);
+    if (header) section = header[1];
+    else if (section === 'process' && line.startsWith('pid=')) return Number(line.slice(4));
+  }
+  return null;
+}
+
+function workloadToken(id) {
+  const pid = statePid(path.join(state.runDir, `${id}.state`));
+  check(pid > 1, `${id}.state names no [process] pid`);
+  const environ = fs.readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
+  const entry = environ.find((item) => item.startsWith('JUPYTER_TOKEN='));
+  check(entry, `the server (pid ${pid}) has no JUPYTER_TOKEN in its environment`);
+  const token = entry.slice('JUPYTER_TOKEN='.length);
+  check(token.length >= 16, `the server's JUPYTER_TOKEN is too short to look for`);
+  return token;
+}
+
+/* The browser */
+
+function artifactDir() {
+  const dir = process.env.EINSORA_TEST_ARTIFACTS || process.env.EINSORA_TEST_LOG_DIR;
+  if (!dir) return null;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  } catch {
+    return null;
+  }
+}
+
+async function screenshot(page, name) {
+  const dir = artifactDir();
+  if (!dir || !page || page.isClosed()) return;
+  const file = path.join(dir, `einsora-browser-test-${name}.png`);
+  try {
+    await page.screenshot({ path: file, fullPage: true, timeout: 15_000 });
+    note(`screenshot: ${file}`);
+  } catch (error) {
+    note(`no screenshot ${name}: ${error.message}`);
+  }
+}
+
+async function launchBrowser(dir) {
+  const root = process.getuid?.() === 0;
+  const args = [
+    '--headless',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ];
+  if (root) args.push('--no-sandbox');
+  check(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium ` +
+    '(packaging/dev/deps.sh test)');
+  // A new, empty profile: playwright passes it as --user-data-dir.
+  const profile = path.join(dir, 'chromium-profile');
+  fs.mkdirSync(profile, { mode: 0o700 });
+  state.context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    chromiumSandbox: !root,
+    args,
+    viewport: { width: 1280, height: 900 },
+    timeout: STEP_MS,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  });
+  state.context.setDefaultTimeout(STEP_MS);
+  state.context.setDefaultNavigationTimeout(STEP_MS);
+  note(`chromium ${state.context.browser()?.version() ?? ''}`);
+  return state.context;
+}
+
+async function expectNoSecretsIn(page, where, host) {
+  const url = new URL(page.url());
+  check(url.hostname === host, `${where}: the page is at ${url.host}, not ${host}`);
+  const cookies = await page.evaluate(() => document.cookie);
+  check(!cookies.includes('einsora_access'),
+    `${where}: document.cookie shows einsora_access, which must be HttpOnly`);
+  const html = await page.content();
+  for (const [name, value] of state.secrets) {
+    check(!html.includes(value), `${where}: the page's HTML holds the ${name}`);
+    check(!page.url().includes(value), `${where}: the page's URL holds the ${name}`);
+  }
+}
+
+/* The test */
+
+async function run() {
+  const { accessPort } = await step('start the daemon', startDaemon);
+  const browserDir = makeTempDir('einsora-chromium-');
+
+  const id = await step('launch a notebook', async () => {
+    const response = await call('POST', '/v1/workloads', NOTEBOOK);
+    check(response.status === 201, `POST /v1/workloads: ${response.status} ${response.text}`);
+    state.workloadId = response.json.id;
+    await waitForState(state.workloadId, 'running');
+    return state.workloadId;
+  });
+  const host = `w-${id}.localhost`;
+  state.secrets.set('workload token', workloadToken(id));
+
+  const link = await step('ask for an access link', async () => {
+    const response = await call('POST', `/v1/workloads/${id}/access`);
+    check(response.status === 201, `POST /v1/workloads/${id}/access: ${response.status} ` +
+      response.text);
+    check(!response.text.includes(state.secrets.get('workload token')),
+      'the access answer holds the workload token');
+    const url = new URL(response.json.url);
+    check(url.host === `${host}:${accessPort}`, `the access link's host is ${url.host}, not ` +
+      `${host}:${accessPort}`);
+    check(url.pathname === '/_einsora/open', `the access link's path is ${url.pathname}`);
+    const ticket = url.searchParams.get('ticket');
+    check(ticket && ticket.length >= 16, 'the access link has no ticket');
+    state.secrets.set('ticket', ticket);
+    return url.href;
+  });
+
+  const context = await step('start chromium', () => launchBrowser(browserDir));
+  const tree = context.pages()[0] ?? await context.newPage();
+  let notebook = null;
+  try {
+    await step('open the access link: the notebook tree', async () => {
+      const response = await tree.goto(link, { waitUntil: 'load' });
+      check(response && response.ok(), `GET the access link: ${response?.status()}`);
+      // The ticket page refreshes to "/", which Jupyter redirects to its
+      // tree: the proxy passes the redirect on, so the browser lands on
+      // /tree at the workload's own address.
+      await tree.waitForURL((url) => url.hostname === host &&
+        url.pathname === '/tree', { waitUntil: 'load' });
+      await tree.locator('#new-dropdown-button').waitFor({ state: 'visible' });
+      // The kernel list comes from /api/kernelspecs.
+      await tree.locator('#new-menu a[title^="Create a new notebook with Python 3"]')
+        .waitFor({ state: 'attached' });
+    });
+    await screenshot(tree, 'tree');
+
+    const cookies = await context.cookies();
+    const session = cookies.find((cookie) => cookie.name === 'einsora_access');
+    check(session, `no einsora_access cookie after opening the link (cookies: ` +
+      `${cookies.map((cookie) => cookie.name).join(', ') || 'none'})`);
+    state.secrets.set('session cookie', session.value);
+    check(session.domain === host, `einsora_access is for ${session.domain}, not just ${host}`);
+    check(session.httpOnly, 'einsora_access is not HttpOnly');
+    check(session.sameSite === 'Strict', `einsora_access is SameSite=${session.sameSite}`);
+    await expectNoSecretsIn(tree, 'the tree page', host);
+
+    notebook = await step('create a notebook: New -> Python 3 (ipykernel)', async () => {
+      const entry = tree.locator('#new-menu a[title^="Create a new notebook with Python 3"]');
+      // A click before Bootstrap's handlers are bound opens nothing: again.
+      await waitFor('the New menu open', async () => {
+        await tree.locator('#new-dropdown-button').click();
+        return entry.waitFor({ state: 'visible', timeout: 5_000 }).then(() => true, () => false);
+      });
+      // Jupyter opens the notebook in a new window.
+      const [page] = await Promise.all([context.waitForEvent('page'), entry.click()]);
+      await page.waitForURL((url) => url.hostname === host &&
+        /^\/notebooks\/.*\.ipynb$/.test(url.pathname), { waitUntil: 'load' });
+      // The kernel is connected (a WebSocket through the proxy) and idle.
+      await page.locator('#kernel_indicator_icon.kernel_idle_icon').waitFor({ state: 'attached' });
+      return page;
+    });
+
+    await step('run print(6*7)', async () => {
+      const editor = notebook.locator('.cell').first().locator('.CodeMirror');
+      await editor.click();
+      await notebook.keyboard.type('print(6*7)');
+      const source = await editor.evaluate((element) => element.CodeMirror.getValue());
+      check(source === 'print(6*7)', `the cell holds ${JSON.stringify(source)}`);
+      await notebook.keyboard.press('Shift+Enter');
+      await notebook.locator('.output_area .output_subarea')
+        .filter({ hasText: /^\s*42\s*$/ }).first().waitFor({ state: 'visible' });
+    });
+    await screenshot(notebook, 'notebook');
+    await expectNoSecretsIn(notebook, 'the notebook page', host);
+    await expectNoSecretsIn(tree, 'the tree page, later', host);
+  } catch (error) {
+    for (const page of context.pages()) note(`open page: ${page.url()}`);
+    await screenshot(tree, 'failed-tree');
+    await screenshot(notebook, 'failed-notebook');
+    throw error;
+  }
+
+  await step('close chromium', async () => {
+    await state.context.close();
+    state.context = null;
+  });
+  await step('delete the notebook', async () => {
+    const response = await call('DELETE', `/v1/workloads/${id}`);
+    check(response.status === 202, `DELETE /v1/workloads/${id}: ${response.status} ` +
+      response.text);
+    await waitForState(id, 'deleted');
+    state.workloadId = null;
+  });
+  await step('stop the daemon', stopDaemon);
+
+  const log = readLog();
+  for (const [name, value] of state.secrets)
+    check(!log.includes(value), `the daemon's log holds the ${name}`);
+}
+
+async function stopDaemon() {
+  if (!state.daemon) return;
+  const daemon = state.daemon;
+  state.daemon = null;
+  if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGTERM');
+  const exited = await Promise.race([state.daemonExit, sleep(30_000, null, { ref: false })]);
+  if (!exited) {
+    daemon.kill('SIGKILL');
+    await state.daemonExit;
+    fail('einsora-daemon did not stop within 30 s of SIGTERM');
+  }
+  check(exited.code === 0, `einsora-daemon stopped with ${exited.code ?? exited.signal}:\n` +
+    logTail());
+}
+
+// Whatever is left: the browser, the workload, the daemon, every process
+// group a state file names, the temp directories. Never throws; once,
+// whoever asks first (the test's end or a signal).
+let cleaning = null;
+function cleanUp() {
+  cleaning ??= cleanUpOnce();
+  return cleaning;
+}
+
+async function cleanUpOnce() {
+  const problems = [];
+  const attempt = async (what, body) => {
+    try {
+      await body();
+    } catch (error) {
+      problems.push(`${what}: ${error.message}`);
+    }
+  };
+  if (state.context)
+    await attempt('closing chromium', () => state.context.close());
+  if (state.workloadId && state.daemon) {
+    await attempt('deleting the workload', async () => {
+      const response = await call('DELETE', `/v1/workloads/${state.workloadId}`);
+      if (response.status === 202)
+        await Promise.race([waitForState(state.workloadId, 'deleted'),
+          sleep(30_000, null, { ref: false })]);
+    });
+  }
+  await attempt('stopping the daemon', stopDaemon);
+  if (state.runDir) {
+    let names = [];
+    try {
+      names = fs.readdirSync(state.runDir);
+    } catch {
+      // never made
+    }
+    for (const name of names.filter((item) => item.endsWith('.state'))) {
+      await attempt(`the process group of ${name}`, () => {
+        const pid = statePid(path.join(state.runDir, name));
+        if (pid > 1) {
+          try {
+            process.kill(-pid, 'SIGKILL');
+          } catch (error) {
+            if (error.code !== 'ESRCH') throw error;
+          }
+        }
+      });
+    }
+  }
+  for (const dir of state.dirs.reverse()) {
+    await attempt(`removing ${dir}`, async () => {
+      // A test that tightened modes must not stop the cleanup.
+      fs.chmodSync(dir, 0o700);
+      fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    });
+  }
+  return problems;
+}
+
+let reported = false;
+function report(failure, seconds) {
+  if (reported) return;
+  reported = true;
+  if (failure) {
+    note(failure);
+    process.stdout.write(`not ok 1 - a notebook through the access proxy in Chromium ` +
+      `(${seconds} s)\n`);
+    process.exitCode = 1;
+  } else {
+    process.stdout.write(`ok 1 - a notebook through the access proxy in Chromium prints 42 ` +
+      `(${seconds} s)\n`);
+  }
+}
+
+const started = Date.now();
+const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
+
+async function main() {
+  process.stdout.write('1..1\n');
+  let failure = null;
+  try {
+    await run();
+  } catch (error) {
+    failure = error instanceof Failure ? error.message
+      : `${state.step}: ${error.stack ?? error}`;
+  }
+  const problems = await cleanUp();
+  if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
+  else for (const problem of problems) note(`cleaning up: ${problem}`);
+  report(failure, elapsed());
+}
+
+// Stopped from outside (meson's timeout, ^C): clean up, then go.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.once(signal, async () => {
+    note(`${signal} during "${state.step}": cleaning up`);
+    await cleanUp();
+    report(`stopped by ${signal} during "${state.step}"`, elapsed());
+    process.exit(1);
+  });
+}
+
+await main();
