@@ -534,7 +534,7 @@ test_session_lockout_and_cookie(void)
     g_assert_null(soup_message_headers_get_one(locked->headers, "Set-Cookie"));
 
     /* A client that sends its sign-in and hangs up gets no session: the
-     * daemon notices while the password is checked, and answers 499. */
+     * daemon notices while the password is checked. */
     {
         g_autoptr(GSocketClient) client = g_socket_client_new();
         g_autoptr(GSocketConnection) connection = NULL;
@@ -558,7 +558,12 @@ test_session_lockout_and_cookie(void)
         g_assert_true(g_io_stream_close(G_IO_STREAM(connection), NULL, &socket_error));
         while (!answered && g_get_monotonic_time() < deadline) {
             g_autofree gchar *now = einsora_test_daemon_read_log(server_daemon);
-            answered = strstr(now + strlen(log_before), "POST /v1/login 499") != NULL;
+            /* 499 when the daemon's own watch saw the hang-up; when libsoup
+             * saw it first, the connection is gone and only the log says so.
+             * Either way no session was made. */
+            answered =
+                strstr(now + strlen(log_before), "POST /v1/login 499") != NULL ||
+                strstr(now + strlen(log_before), "the client went away during sign-in") != NULL;
             if (!answered)
                 g_usleep(20 * G_TIME_SPAN_MILLISECOND);
         }
