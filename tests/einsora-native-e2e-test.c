@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "einsora-test-daemon.h"
 #include "einsora-test-jupyter.h"
 
@@ -444,6 +446,137 @@ test_open_through_proxy(Fixture *f, gconstpointer data)
     g_assert_null(strstr(log, strchr(cookie, '=') + 1));
 }
 
+/* The browser's side of the proxy, with whatever a test wants to send. */
+static guint
+proxy_get(Fixture *f, const char *host, const char *path, const char *const *headers,
+          gchar **set_cookie)
+{
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) address =
+        g_inet_socket_address_new(loopback, (guint16)f->daemon->access_port);
+    g_autoptr(SoupSession) session =
+        soup_session_new_with_options("remote-connectable", address, "timeout", 30, NULL);
+    g_autofree gchar *uri = g_strdup_printf("http://%s%s", host, path);
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GBytes) body = NULL;
+
+    g_assert_nonnull(message);
+    soup_message_add_flags(message, SOUP_MESSAGE_NO_REDIRECT);
+    for (guint i = 0; headers != NULL && headers[i] != NULL; i += 2)
+        soup_message_headers_replace(soup_message_get_request_headers(message), headers[i],
+                                     headers[i + 1]);
+    body = soup_session_send_and_read(session, message, NULL, NULL);
+    if (set_cookie != NULL) {
+        const char *value =
+            soup_message_headers_get_one(soup_message_get_response_headers(message), "Set-Cookie");
+        g_auto(GStrv) parts = value != NULL ? g_strsplit(value, ";", 2) : NULL;
+        *set_cookie = parts != NULL ? g_strdup(parts[0]) : NULL;
+    }
+    return soup_message_get_status(message);
+}
+
+static gchar *
+ticket_for(Fixture *f, const char *id)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/access", id);
+    g_autoptr(EinsoraTestResponse) access = call(f, "POST", path, NULL);
+    const char *url;
+
+    g_assert_cmpuint(access->status, ==, 201);
+    url = einsora_test_response_string(access, "url");
+    return g_strdup(strstr(url, "ticket=") + strlen("ticket="));
+}
+
+static guint
+open_ticket(Fixture *f, const char *host, const char *ticket, gchar **cookie)
+{
+    g_autofree gchar *path = g_strdup_printf("/_einsora/open?ticket=%s", ticket);
+    const char *headers[] = {"Sec-Fetch-Site", "cross-site", NULL};
+
+    return proxy_get(f, host, path, headers, cookie);
+}
+
+/* Every refusal the access proxy owes, against the real daemon and two
+ * real notebooks. */
+static void
+test_proxy_refusals(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *a = launch(f, "a");
+    g_autofree gchar *b = launch(f, "b");
+    g_autofree gchar *host_a = NULL, *host_b = NULL;
+    g_autofree gchar *cookie_a = NULL;
+    g_autofree gchar *ticket = NULL;
+    g_autofree gchar *none = NULL;
+
+    wait_for_state(f, a, "running");
+    wait_for_state(f, b, "running");
+    host_a = g_strdup_printf("w-%s.localhost:%u", a, f->daemon->access_port);
+    host_b = g_strdup_printf("w-%s.localhost:%u", b, f->daemon->access_port);
+
+    /* A ticket opens once. */
+    ticket = ticket_for(f, a);
+    g_assert_cmpuint(open_ticket(f, host_a, ticket, &cookie_a), ==, 200);
+    g_assert_nonnull(cookie_a);
+    g_assert_cmpuint(open_ticket(f, host_a, ticket, &none), ==, 403);
+    g_assert_null(none);
+    g_clear_pointer(&ticket, g_free);
+
+    /* A ticket at another workload's host: refused, and spent. */
+    ticket = ticket_for(f, a);
+    g_assert_cmpuint(open_ticket(f, host_b, ticket, NULL), ==, 403);
+    g_assert_cmpuint(open_ticket(f, host_a, ticket, NULL), ==, 403);
+    g_clear_pointer(&ticket, g_free);
+
+    /* An expired ticket (aged in the database: a minute is long here). */
+    ticket = ticket_for(f, a);
+    {
+        g_autofree gchar *db_path = g_build_filename(f->daemon->data_dir, "einsora.db", NULL);
+        sqlite3 *db = NULL;
+        g_assert_cmpint(sqlite3_open(db_path, &db), ==, SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        g_assert_cmpint(sqlite3_exec(db,
+                                     "UPDATE access_tickets SET expires_at = "
+                                     "'2000-01-01T00:00:00.000000Z'",
+                                     NULL, NULL, NULL),
+                        ==, SQLITE_OK);
+        sqlite3_close(db);
+    }
+    g_assert_cmpuint(open_ticket(f, host_a, ticket, NULL), ==, 403);
+
+    /* Hosts that aren't a workload's. */
+    {
+        const char *hosts[] = {"evil.example", "127.0.0.1", "localhost", NULL};
+        for (guint i = 0; hosts[i] != NULL; i++) {
+            const char *headers[] = {"Cookie", cookie_a, NULL};
+            g_assert_cmpuint(proxy_get(f, hosts[i], "/api/status", headers, NULL), ==, 421);
+        }
+    }
+    /* A foreign Origin, and a browser saying cross-site. */
+    {
+        const char *origin[] = {"Cookie", cookie_a, "Origin", "http://evil.example", NULL};
+        const char *site[] = {"Cookie", cookie_a, "Sec-Fetch-Site", "cross-site", NULL};
+        const char *fine[] = {"Cookie", cookie_a, NULL};
+        g_assert_cmpuint(proxy_get(f, host_a, "/api/status", origin, NULL), ==, 403);
+        g_assert_cmpuint(proxy_get(f, host_a, "/api/status", site, NULL), ==, 403);
+        g_assert_cmpuint(proxy_get(f, host_a, "/api/status", fine, NULL), ==, 200);
+    }
+    /* A's cookie at B's host. */
+    {
+        const char *headers[] = {"Cookie", cookie_a, NULL};
+        g_assert_cmpuint(proxy_get(f, host_b, "/api/status", headers, NULL), ==, 403);
+    }
+    /* Stopped, then started: the old session opens nothing. */
+    act(f, a, "stop");
+    wait_for_state(f, a, "stopped");
+    act(f, a, "start");
+    wait_for_state(f, a, "running");
+    {
+        const char *headers[] = {"Cookie", cookie_a, NULL};
+        g_assert_cmpuint(proxy_get(f, host_a, "/api/status", headers, NULL), ==, 404);
+        g_assert_cmpuint(proxy_get(f, host_a, "/api/status", headers, NULL), ==, 403);
+    }
+}
+
 /* A second daemon (another data directory) pointed at the same run
  * directory leaves the first one's notebooks alone: it doesn't use the
  * linux-native driver, and says why. */
@@ -526,6 +659,8 @@ main(int argc, char **argv)
     g_test_add_func("/native/no-working-driver", test_no_working_driver);
     g_test_add("/access/open-through-the-proxy", Fixture, NULL, fixture_set_up,
                test_open_through_proxy, fixture_tear_down);
+    g_test_add("/access/refusals-with-the-real-daemon", Fixture, NULL, fixture_set_up,
+               test_proxy_refusals, fixture_tear_down);
     g_test_add("/native/run-dir-shared", Fixture, NULL, fixture_set_up, test_run_dir_shared,
                fixture_tear_down);
     g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
