@@ -18,7 +18,6 @@ if [ "$what" = test ]; then
   # Debian's npm package).
   packages+=(clang-format python3 chromium)
   command -v node >/dev/null || packages+=(nodejs)
-  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()
@@ -26,10 +25,17 @@ for pkg in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [ "$status" = "install ok installed" ] || missing+=("$pkg")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
-echo "installing: ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install() {
+  echo "installing: $*"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+}
+[ ${#missing[@]} -eq 0 ] || install "${missing[@]}"
+# Only once node is there: a node that brings its own npm needs no other.
+if [ "$what" = test ] && ! command -v npm >/dev/null; then
+  install npm
+fi
+exit 0
