@@ -114,6 +114,7 @@ typedef struct {
     gchar *other;                 /* another one */
     GPtrArray *upstream_requests; /* what the stand-in received: its headers, as text */
     SoupServerMessage *slow;      /* a request the stand-in never answers */
+    GHashTable *empty_query;
     gboolean slow_ended;
 } Fixture;
 
@@ -186,6 +187,17 @@ on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
         g_string_append(page, "<a href=\"/tree?token=" UPSTREAM_TOKEN "\">end</a></html>");
         soup_message_headers_append(answer, "Location", "/tree?token=" UPSTREAM_TOKEN);
         soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+        if (g_hash_table_contains(query != NULL ? query : f->empty_query, "chunked")) {
+            /* No length: the proxy scrubs it as it streams. */
+            SoupMessageBody *body = soup_server_message_get_response_body(msg);
+            soup_message_headers_set_encoding(answer, SOUP_ENCODING_CHUNKED);
+            soup_message_headers_set_content_type(answer, "text/html", NULL);
+            for (gsize at = 0; at < page->len; at += 1000)
+                soup_message_body_append(body, SOUP_MEMORY_COPY, page->str + at,
+                                         MIN(1000, page->len - at));
+            soup_message_body_complete(body);
+            return;
+        }
         soup_server_message_set_response(msg, "text/html", SOUP_MEMORY_COPY, page->str, page->len);
         return;
     }
@@ -295,6 +307,7 @@ fixture_set_up(Fixture *f, gconstpointer data)
     f->dir = einsora_test_dir_new();
     f->clock.now_us = START_US;
     f->upstream_requests = g_ptr_array_new_with_free_func(g_free);
+    f->empty_query = g_hash_table_new(g_str_hash, g_str_equal);
     path = g_build_filename(f->dir, "einsora.db", NULL);
     f->catalog = einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
     g_assert_no_error(error);
@@ -361,6 +374,7 @@ fixture_tear_down(Fixture *f, gconstpointer data)
     g_free(f->notebook);
     g_free(f->other);
     g_ptr_array_unref(f->upstream_requests);
+    g_hash_table_unref(f->empty_query);
     einsora_test_dir_remove(f->dir);
     g_free(f->dir);
 }
@@ -593,7 +607,8 @@ static void
 test_token_scrubbed(Fixture *f, gconstpointer data)
 {
     g_autofree gchar *cookie = open_session(f, f->notebook);
-    g_autoptr(Answer) answer = get_with_cookie(f, f->notebook, "/page", cookie);
+    g_autoptr(Answer) answer =
+        get_with_cookie(f, f->notebook, data != NULL ? "/page?chunked=1" : "/page", cookie);
 
     g_assert_cmpuint(answer->status, ==, 200);
     g_assert_null(strstr(answer->body, UPSTREAM_TOKEN));
@@ -995,7 +1010,9 @@ main(int argc, char **argv)
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/access/open-and-forward", test_open_and_forward);
     ADD("/access/upstream-cannot-set-our-cookie", test_upstream_cannot_set_our_cookie);
-    ADD("/access/token-scrubbed", test_token_scrubbed);
+    ADD("/access/token-scrubbed/with-length", test_token_scrubbed);
+    g_test_add("/access/token-scrubbed/streamed", Fixture, "chunked", fixture_set_up,
+               test_token_scrubbed, fixture_tear_down);
     ADD("/access/refused/ticket-used-twice", test_ticket_once);
     ADD("/access/refused/ticket-expired", test_ticket_expired);
     ADD("/access/refused/ticket-at-another-host", test_ticket_other_host);

@@ -16,7 +16,10 @@
 #include "einsora-credential.h"
 #include "einsora-error.h"
 
-#define CHUNK_SIZE (64 * 1024)
+#define CHUNK_SIZE (256 * 1024)
+/* A text answer of known length up to this is scrubbed whole and sent
+ * with its new length: chunked encoding costs more than the copy. */
+#define SCRUB_WHOLE_LIMIT (1024 * 1024)
 #define COOKIE_PREFIX "eas_"
 
 /* A browser's session with one workload, behind its cookie (kept here as
@@ -313,6 +316,7 @@ typedef struct {
      * its pages for its scripts): it is taken out on the way, with the
      * tail of each chunk held back in case a token spans two. */
     gboolean scrub;
+    gboolean scrub_whole; /* read all, scrub, send with its length */
     GString *held;
     /* A request body streams through the pipe while libsoup reads it; the
      * answer waits until the handler has run (the body is all read). */
@@ -502,11 +506,23 @@ on_chunk_read(GObject *source, GAsyncResult *result, gpointer user_data)
         if (error != NULL)
             g_message("access %s: reading its answer: %s", forward->target->workload_id,
                       error->message);
+        if (forward->scrub_whole) {
+            remove_all(forward->held, forward->target->token);
+            soup_message_headers_set_content_length(
+                soup_server_message_get_response_headers(forward->msg), forward->held->len);
+        }
         if (forward->held != NULL && forward->held->len > 0)
             soup_message_body_append(body, SOUP_MEMORY_COPY, forward->held->str,
                                      forward->held->len);
         soup_message_body_complete(body);
         forward_end(forward);
+        return;
+    }
+    if (forward->scrub_whole) {
+        gsize size = 0;
+        const char *data = g_bytes_get_data(chunk, &size);
+        g_string_append_len(forward->held, data, (gssize)size);
+        pump(forward); /* nothing goes out until the end */
         return;
     }
     if (forward->scrub) {
@@ -638,6 +654,7 @@ answer_client(Forward *forward, GError *error)
 {
     SoupMessageHeaders *headers;
     goffset length;
+    gboolean known;
 
     if (forward->hangup_watch != NULL) {
         g_source_destroy(forward->hangup_watch);
@@ -667,15 +684,18 @@ answer_client(Forward *forward, GError *error)
     length = soup_message_headers_get_content_length(
         soup_message_get_response_headers(forward->upstream));
     forward->scrub = is_text(soup_message_get_response_headers(forward->upstream));
-    if (forward->scrub)
-        forward->held = g_string_new(NULL);
-    /* A scrubbed body may shrink: its length is known only at the end. */
-    if (!forward->scrub &&
+    known =
         soup_message_headers_get_encoding(soup_message_get_response_headers(forward->upstream)) ==
             SOUP_ENCODING_CONTENT_LENGTH &&
-        length >= 0)
+        length >= 0;
+    forward->scrub_whole = forward->scrub && known && length <= SCRUB_WHOLE_LIMIT;
+    if (forward->scrub)
+        forward->held = g_string_sized_new(forward->scrub_whole ? (gsize)length + 1 : 0);
+    /* A scrubbed body may shrink: its length is known only at its end
+     * (set there when it is scrubbed whole). */
+    if (!forward->scrub && known)
         soup_message_headers_set_content_length(headers, length);
-    else
+    else if (!forward->scrub_whole)
         soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
     soup_server_message_set_status(forward->msg, forward->status,
                                    soup_message_get_reason_phrase(forward->upstream));
