@@ -315,7 +315,6 @@ typedef struct {
     gulong wrote_handler;
     GSource *hangup_watch;
     gboolean client_gone;
-    gboolean done;
     guint status;
     /* Text the server writes may hold its own token (Jupyter puts it in
      * its pages for its scripts): it is taken out on the way, with the
@@ -485,7 +484,6 @@ static GBytes *scrub_chunk(Forward *forward, GBytes *chunk);
 static void
 forward_end(Forward *forward)
 {
-    forward->done = TRUE;
     if (!forward->client_gone)
         soup_server_message_unpause(forward->msg);
     log_request(forward->msg, forward->target->workload_id, forward->status, NULL);
