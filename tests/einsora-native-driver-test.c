@@ -45,31 +45,11 @@ fixture_set_up(Fixture *f, gconstpointer data)
     f->config.device_root = "/";
 }
 
-/* Kills whatever a state file names: nothing outlives a test. */
-static void
-kill_recorded(Fixture *f)
-{
-    g_autoptr(GDir) dir = g_dir_open(f->run_dir, 0, NULL);
-    const char *name;
-
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-        g_autofree gchar *path = g_build_filename(f->run_dir, name, NULL);
-        g_autoptr(GKeyFile) state = g_key_file_new();
-        gint64 pid;
-
-        if (!g_str_has_suffix(name, ".state") || !g_key_file_load_from_file(state, path, 0, NULL))
-            continue;
-        pid = g_key_file_get_int64(state, "process", "pid", NULL);
-        if (pid > 1)
-            kill(-(pid_t)pid, SIGKILL);
-    }
-}
-
 static void
 fixture_tear_down(Fixture *f, gconstpointer data)
 {
     g_clear_object(&f->driver);
-    kill_recorded(f);
+    einsora_test_kill_recorded(f->run_dir);
     einsora_test_dir_remove(f->dir);
     g_free(f->dir);
     g_free(f->data_dir);
@@ -187,17 +167,6 @@ wait_for_status(Fixture *f, EinsoraStatusCode code)
         g_main_context_iteration(NULL, FALSE);
         g_usleep(10 * 1000);
     }
-}
-
-static gint64
-recorded_pid(Fixture *f)
-{
-    g_autofree gchar *path = g_strdup_printf("%s/%s.state", f->run_dir, f->id);
-    g_autoptr(GKeyFile) state = g_key_file_new();
-
-    if (!g_key_file_load_from_file(state, path, 0, NULL))
-        return 0;
-    return g_key_file_get_int64(state, "process", "pid", NULL);
 }
 
 static gboolean
@@ -458,7 +427,7 @@ test_never_ready(Fixture *f, gconstpointer data)
     einsora_native_driver_set_ready_timeout(f->driver, 1500);
     g_assert_true(start(f, 1, &error));
     g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STARTING);
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     g_assert_true(alive(pid));
     wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
     wait_gone(pid);
@@ -562,9 +531,9 @@ test_real_server(Fixture *f, gconstpointer data)
     g_assert_cmpuint(strlen(token), ==, 64);
     g_assert_cmpint(attempt, ==, 1);
     /* Starting the attempt again starts nothing. */
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     g_assert_true(start(f, 1, &error));
-    g_assert_cmpint(recorded_pid(f), ==, pid);
+    g_assert_cmpint(einsora_test_recorded_pid(f->run_dir, f->id, NULL), ==, pid);
 
     /* The server killed by SIGKILL from nobody here: the out-of-memory
      * killer. bwrap passes it on as exit code 137. */
@@ -582,7 +551,7 @@ test_real_server(Fixture *f, gconstpointer data)
      * inside): it stopped by itself. */
     g_assert_true(start(f, 2, &error));
     wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     g_clear_pointer(&tree, g_array_unref);
     tree = einsora_test_process_tree((int)pid);
     kill(jupyter_in(pid), SIGTERM);
@@ -594,7 +563,7 @@ test_real_server(Fixture *f, gconstpointer data)
     /* Only the outer bwrap killed: nothing of the sandbox outlives it. */
     g_assert_true(start(f, 3, &error));
     wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     g_clear_pointer(&tree, g_array_unref);
     tree = einsora_test_process_tree((int)pid);
     g_assert_cmpuint(tree->len, >=, 3);
@@ -644,7 +613,7 @@ test_stop_and_remove(Fixture *f, gconstpointer data)
     }
     make_driver(f);
     g_assert_true(start(f, 1, &error));
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     stop(f, FALSE);
     g_assert_false(alive(pid));
     g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STOPPED);
@@ -683,12 +652,12 @@ test_adoption(Fixture *f, gconstpointer data)
     f->config.jupyter_path = script;
     make_driver(f);
     g_assert_true(start(f, 3, &error));
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
 
     make_driver(f);
     g_assert_cmpint(status(f, &attempt), ==, EINSORA_STATUS_CODE_STARTING);
     g_assert_cmpint(attempt, ==, 3);
-    g_assert_cmpint(recorded_pid(f), ==, pid);
+    g_assert_cmpint(einsora_test_recorded_pid(f->run_dir, f->id, NULL), ==, pid);
     g_assert_true(alive(pid));
 
     /* Another server binary is another sandbox. */
@@ -701,7 +670,7 @@ test_adoption(Fixture *f, gconstpointer data)
     /* Started again under the new sandbox, then gone while no driver
      * watched: it stopped by itself. */
     g_assert_true(start(f, 4, &error));
-    pid = recorded_pid(f);
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
     g_clear_object(&f->driver);
     kill(-(pid_t)pid, SIGKILL);
     wait_gone(pid);

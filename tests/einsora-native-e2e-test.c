@@ -48,32 +48,11 @@ fixture_set_up(Fixture *f, gconstpointer data)
     einsora_test_daemon_start(f->daemon);
 }
 
-/* Whatever a failed test left running is stopped: every process group
- * a state file names. */
-static void
-kill_leftovers(Fixture *f)
-{
-    g_autoptr(GDir) dir = g_dir_open(f->run_dir, 0, NULL);
-    const char *name;
-
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-        g_autofree gchar *path = g_build_filename(f->run_dir, name, NULL);
-        g_autoptr(GKeyFile) state = g_key_file_new();
-        gint64 pid;
-
-        if (!g_str_has_suffix(name, ".state") || !g_key_file_load_from_file(state, path, 0, NULL))
-            continue;
-        pid = g_key_file_get_int64(state, "process", "pid", NULL);
-        if (pid > 1)
-            kill(-(pid_t)pid, SIGKILL);
-    }
-}
-
 static void
 fixture_tear_down(Fixture *f, gconstpointer data)
 {
     einsora_test_daemon_stop(f->daemon);
-    kill_leftovers(f);
+    einsora_test_kill_recorded(f->run_dir);
     einsora_test_daemon_free(f->daemon);
     g_free(f->run_dir);
     g_free(f->notebooks_dir);
@@ -142,15 +121,10 @@ count_events(Fixture *f, const char *id)
 static int
 server_pid(Fixture *f, const char *id, guint64 *start_time)
 {
-    g_autofree gchar *path = g_strdup_printf("%s/%s.state", f->run_dir, id);
-    g_autoptr(GKeyFile) state = g_key_file_new();
-    g_autoptr(GError) error = NULL;
+    int pid = einsora_test_recorded_pid(f->run_dir, id, start_time);
 
-    g_assert_true(g_key_file_load_from_file(state, path, 0, &error));
-    g_assert_no_error(error);
-    if (start_time != NULL)
-        *start_time = (guint64)g_key_file_get_uint64(state, "process", "start_time", NULL);
-    return (int)g_key_file_get_int64(state, "process", "pid", NULL);
+    g_assert_cmpint(pid, >, 0);
+    return pid;
 }
 
 static gchar *

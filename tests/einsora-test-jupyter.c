@@ -3,6 +3,7 @@
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,6 +240,38 @@ einsora_test_jupyter_execute_via(const EinsoraTestJupyterVia *via, const char *k
     g_clear_object(&execution.connection);
     g_free(execution.msg_id);
     return g_string_free(execution.stdout_text, FALSE);
+}
+
+int
+einsora_test_recorded_pid(const char *run_dir, const char *id, guint64 *start_time)
+{
+    g_autofree gchar *path = g_strdup_printf("%s/%s.state", run_dir, id);
+    g_autoptr(GKeyFile) state = g_key_file_new();
+
+    if (!g_key_file_load_from_file(state, path, 0, NULL))
+        return 0;
+    if (start_time != NULL)
+        *start_time = (guint64)g_key_file_get_uint64(state, "process", "start_time", NULL);
+    return (int)g_key_file_get_int64(state, "process", "pid", NULL);
+}
+
+void
+einsora_test_kill_recorded(const char *run_dir)
+{
+    g_autoptr(GDir) dir = g_dir_open(run_dir, 0, NULL);
+    const char *name;
+
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+        g_autofree gchar *id = NULL;
+        int pid;
+
+        if (!g_str_has_suffix(name, ".state"))
+            continue;
+        id = g_strndup(name, strlen(name) - strlen(".state"));
+        pid = einsora_test_recorded_pid(run_dir, id, NULL);
+        if (pid > 1)
+            kill(-(pid_t)pid, SIGKILL);
+    }
 }
 
 gchar *

@@ -35,6 +35,13 @@ gchar *einsora_test_jupyter_start_kernel(const char *socket_path, const char *to
 gchar *einsora_test_jupyter_execute(const char *socket_path, const char *token,
                                     const char *kernel_id, const char *code);
 
+/* A server's process as the supervisor's state file in @run_dir records
+ * it: its PID (0 when there is no state file) and start time. */
+int einsora_test_recorded_pid(const char *run_dir, const char *id, guint64 *start_time);
+/* Kills every process group a state file in @run_dir names: nothing a
+ * failed test started outlives it. */
+void einsora_test_kill_recorded(const char *run_dir);
+
 /* The token a notebook server was started with, read from its process's
  * environment (/proc/PID/environ: only its user can read it). */
 gchar *einsora_test_jupyter_token_of(int pid);
