@@ -1200,6 +1200,239 @@ test_access_take(Fixture *f, gconstpointer data)
     }
 }
 
+/* The change feed's signal: who saw what, and whether the transaction
+ * was over when they were told. */
+typedef struct {
+    Fixture *f;
+    GPtrArray *tenants; /* one per emission */
+    gint64 seen;        /* the last seq read back, tenant A's */
+    guint read;         /* tenant A's events read back in handlers */
+} EventsAdded;
+
+static void
+on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_data)
+{
+    EventsAdded *added = user_data;
+    g_autoptr(GError) error = NULL;
+
+    g_ptr_array_add(added->tenants, g_strdup(tenant_id));
+    /* Never from inside the transaction: a new one can begin here... */
+    g_assert_true(einsora_store_begin(EINSORA_STORE(added->f->store), &error));
+    g_assert_no_error(error);
+    einsora_store_rollback(EINSORA_STORE(added->f->store));
+    /* ...and what was appended is there to read. */
+    if (g_strcmp0(tenant_id, TENANT_A) == 0) {
+        g_autoptr(GPtrArray) events =
+            einsora_service_list_tenant_events(service, TENANT_A, added->seen, 100, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(events->len, >=, 1);
+        added->seen = ((EinsoraWorkloadEvent *)g_ptr_array_index(events, events->len - 1))->seq;
+        added->read += events->len;
+    }
+}
+
+/* Each appending path emits once, after its commit, naming the tenant. */
+static void
+assert_emitted(EventsAdded *added, guint before, const char *tenant_id)
+{
+    g_assert_cmpuint(added->tenants->len, ==, before + 1);
+    g_assert_cmpstr(g_ptr_array_index(added->tenants, before), ==, tenant_id);
+}
+
+static void
+test_events_added_on_every_append(Fixture *f, gconstpointer data)
+{
+    EventsAdded added = {f, g_ptr_array_new_with_free_func(g_free), 0, 0};
+    gulong handler =
+        g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &added);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autoptr(EinsoraWorkload) acted = NULL;
+    g_autoptr(EinsoraWorkload) theirs = NULL;
+    g_autoptr(EinsoraWorkload) notebook = NULL;
+    g_autoptr(EinsoraAccessTicket) ticket = NULL;
+    guint n;
+
+    n = added.tenants->len;
+    workload = create_ok(f, "l40s-48gb");
+    assert_emitted(&added, n, TENANT_A);
+
+    n = added.tenants->len;
+    step(f, workload, EINSORA_WORKLOAD_STATE_QUEUED);
+    assert_emitted(&added, n, TENANT_A);
+
+    n = added.tenants->len;
+    g_assert_true(
+        einsora_service_note(f->service, workload, einsora_reason_run_retrying(), &error));
+    g_assert_no_error(error);
+    assert_emitted(&added, n, TENANT_A);
+
+    step(f, workload, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    step(f, workload, EINSORA_WORKLOAD_STATE_RUNNING);
+    n = added.tenants->len;
+    acted = einsora_service_stop_workload(f->service, f->alice, workload->id, &error);
+    g_assert_no_error(error);
+    assert_emitted(&added, n, TENANT_A);
+    g_clear_pointer(&workload, einsora_workload_free);
+    workload = g_steal_pointer(&acted);
+    step(f, workload, EINSORA_WORKLOAD_STATE_STOPPED);
+
+    n = added.tenants->len;
+    acted = einsora_service_start_workload(f->service, f->alice, workload->id, &error);
+    g_assert_no_error(error);
+    assert_emitted(&added, n, TENANT_A);
+    g_clear_pointer(&acted, einsora_workload_free);
+
+    n = added.tenants->len;
+    acted = einsora_service_delete_workload(f->service, f->alice, workload->id, &error);
+    g_assert_no_error(error);
+    assert_emitted(&added, n, TENANT_A);
+    g_clear_pointer(&acted, einsora_workload_free);
+
+    /* Granting access notes who asked. */
+    notebook = running_on_machine(f, "notebook", "cpu-2c-4g", "jupyter");
+    n = added.tenants->len;
+    ticket = grant_ok(f, notebook, "tkt_signal");
+    assert_emitted(&added, n, TENANT_A);
+
+    /* Another tenant's append names that tenant only. */
+    {
+        EinsoraWorkloadRequest request = {"notebook", "theirs", "cpu-2c-4g", "jupyter", NULL};
+        n = added.tenants->len;
+        theirs = einsora_service_create_workload(f->service, f->bob, &request, &error);
+        g_assert_no_error(error);
+        assert_emitted(&added, n, TENANT_B);
+    }
+
+    /* Every event tenant A appended was read back by a handler, in order,
+     * none twice. */
+    {
+        g_autoptr(GPtrArray) all =
+            einsora_service_list_tenant_events(f->service, TENANT_A, 0, 1000, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(added.read, ==, all->len);
+        g_assert_cmpint(added.seen, ==,
+                        ((EinsoraWorkloadEvent *)g_ptr_array_index(all, all->len - 1))->seq);
+    }
+
+    g_signal_handler_disconnect(f->service, handler);
+    g_ptr_array_unref(added.tenants);
+}
+
+/* What writes nothing, or whose transaction rolls back, says nothing. */
+static void
+test_events_added_not_on_failure(Fixture *f, gconstpointer data)
+{
+    EventsAdded added = {f, g_ptr_array_new_with_free_func(g_free), 0, 0};
+    gulong handler;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) stale = NULL;
+    g_autoptr(EinsoraWorkload) acted = NULL;
+    g_autoptr(EinsoraWorkload) refused = NULL;
+    g_autoptr(EinsoraAccessTicket) ticket = NULL;
+    g_autofree gchar *hash = ticket_hash("tkt_refused");
+
+    drive_to(f, workload, EINSORA_WORKLOAD_STATE_RUNNING);
+    stale = einsora_workload_copy(workload);
+    step(f, workload, EINSORA_WORKLOAD_STATE_STOPPING);
+    handler = g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &added);
+
+    /* A step the lifecycle forbids. */
+    g_assert_false(einsora_service_transition(f->service, workload, EINSORA_WORKLOAD_STATE_RUNNING,
+                                              "no", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    g_clear_error(&error);
+    /* A lost compare-and-swap, and a stale note. */
+    g_assert_false(einsora_service_transition(f->service, stale, EINSORA_WORKLOAD_STATE_STOPPING,
+                                              "late", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    g_assert_false(einsora_service_note(f->service, stale, "late", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    /* A no-op action writes nothing; a refused one neither. */
+    acted = einsora_service_stop_workload(f->service, f->alice, workload->id, &error);
+    g_assert_no_error(error);
+    refused = einsora_service_start_workload(f->service, f->alice, workload->id, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    g_clear_error(&error);
+    /* Over quota (tenant B has none for GPUs), and another tenant's
+     * workload, and access to what isn't running. */
+    g_assert_null(create(f, f->bob, "l40s-48gb", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED);
+    g_clear_error(&error);
+    g_assert_null(einsora_service_delete_workload(f->service, f->bob, workload->id, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    ticket = einsora_service_grant_access(f->service, f->alice, workload->id, hash, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    /* The timeline row can't be written: the transaction rolls back. */
+    exec_sql(f, "CREATE TEMP TRIGGER refuse_events BEFORE INSERT ON main.workload_events "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    g_assert_false(einsora_service_transition(f->service, workload, EINSORA_WORKLOAD_STATE_STOPPED,
+                                              "stopped", NULL, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    g_assert_null(create(f, f->alice, "cpu-2c-4g", &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    exec_sql(f, "DROP TRIGGER temp.refuse_events");
+
+    g_assert_cmpuint(added.tenants->len, ==, 0);
+
+    /* And the next write that does append is heard again. */
+    step(f, workload, EINSORA_WORKLOAD_STATE_STOPPED);
+    g_assert_cmpuint(added.tenants->len, ==, 1);
+
+    g_signal_handler_disconnect(f->service, handler);
+    g_ptr_array_unref(added.tenants);
+}
+
+/* The tenant's events of all its workloads, after a seq; an event ID
+ * below 0 is refused. */
+static void
+test_list_tenant_events(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) first = create_ok(f, "l40s-48gb");
+    g_autoptr(EinsoraWorkload) theirs = NULL;
+    g_autoptr(EinsoraWorkload) second = create_ok(f, "l40s-48gb");
+    g_autoptr(GPtrArray) all = NULL;
+    g_autoptr(GPtrArray) after = NULL;
+    g_autoptr(GPtrArray) refused = NULL;
+    gint64 last = -1;
+
+    {
+        EinsoraWorkloadRequest request = {"notebook", "theirs", "cpu-2c-4g", "jupyter", NULL};
+        theirs = einsora_service_create_workload(f->service, f->bob, &request, &error);
+        g_assert_no_error(error);
+    }
+    step(f, first, EINSORA_WORKLOAD_STATE_QUEUED);
+    drive_to(f, second, EINSORA_WORKLOAD_STATE_DELETED);
+
+    all = einsora_service_list_tenant_events(f->service, TENANT_A, 0, 100, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(all->len, ==, 5);
+    for (guint i = 0; i < all->len; i++)
+        g_assert_cmpstr(((EinsoraWorkloadEvent *)g_ptr_array_index(all, i))->tenant_id, ==,
+                        TENANT_A);
+    g_assert_true(einsora_service_last_event_seq(f->service, TENANT_A, &last, &error));
+    g_assert_cmpint(last, ==, ((EinsoraWorkloadEvent *)g_ptr_array_index(all, 4))->seq);
+
+    after = einsora_service_list_tenant_events(
+        f->service, TENANT_A, ((EinsoraWorkloadEvent *)g_ptr_array_index(all, 2))->seq, 1, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(after->len, ==, 1);
+    g_assert_cmpstr(((EinsoraWorkloadEvent *)g_ptr_array_index(after, 0))->id, ==,
+                    ((EinsoraWorkloadEvent *)g_ptr_array_index(all, 3))->id);
+
+    refused = einsora_service_list_tenant_events(f->service, TENANT_A, -1, 100, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    g_assert_null(refused);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1224,6 +1457,9 @@ main(int argc, char **argv)
     ADD("/service/access/other-tenant-is-not-found", test_access_other_tenant);
     ADD("/service/access/only-a-running-notebook-on-a-machine", test_access_only_running_notebook);
     ADD("/service/access/taken-once-within-a-minute", test_access_take);
+    ADD("/service/events/added-after-every-committed-append", test_events_added_on_every_append);
+    ADD("/service/events/not-added-when-nothing-committed", test_events_added_not_on_failure);
+    ADD("/service/events/tenant-feed-after-seq", test_list_tenant_events);
 #undef ADD
     return g_test_run();
 }

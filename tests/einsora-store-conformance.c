@@ -64,6 +64,7 @@ static const char *const schema_indexes[] = {
     "workloads_machine_id",
     "workload_events_id",
     "workload_events_workload_id_seq",
+    "workload_events_tenant_id_seq",
     "access_tickets_expires_at",
     "usage_records_workload_id_hour_start",
     "usage_records_tenant_id_hour_start",
@@ -1164,6 +1165,125 @@ test_event_append_only(Fixture *f, gconstpointer data)
     g_assert_cmpuint(events->len, ==, 2);
     assert_event_equal(g_ptr_array_index(events, 0), created);
     assert_event_equal(g_ptr_array_index(events, 1), queued);
+}
+
+static GPtrArray *
+list_tenant_events(Fixture *f, const char *tenant_id, gint64 after_seq, guint limit)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *events =
+        einsora_store_list_tenant_events(f->store, tenant_id, after_seq, limit, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(events);
+    return events;
+}
+
+static gint64
+last_event_seq(Fixture *f, const char *tenant_id)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 seq = -1;
+
+    g_assert_true(einsora_store_last_event_seq(f->store, tenant_id, &seq, &error));
+    g_assert_no_error(error);
+    return seq;
+}
+
+/* The change feed's read: one tenant's events of all its workloads, in
+ * the store's one sequence, after a point, a page at a time. Another
+ * tenant's events are never in it, interleaved as they are. */
+static void
+test_event_tenant_feed(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraTenant) initech = add_tenant(f, "initech", FALSE);
+    g_autoptr(EinsoraWorkload) first = add_workload(f, acme->id, "first");
+    g_autoptr(EinsoraWorkload) second = add_workload(f, acme->id, "second");
+    g_autoptr(EinsoraWorkload) theirs = add_workload(f, globex->id, "theirs");
+    g_autoptr(GPtrArray) appended =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_event_free);
+    g_autoptr(GPtrArray) all = NULL;
+    g_autoptr(GPtrArray) page = NULL;
+    g_autoptr(GPtrArray) rest = NULL;
+    g_autoptr(GPtrArray) none = NULL;
+    g_autoptr(GPtrArray) other = NULL;
+    g_autoptr(GPtrArray) timeline = NULL;
+    const EinsoraWorkload *order[] = {first, theirs, second, theirs, first, first, theirs, second};
+    guint acme_count = 0;
+    gint64 previous = 0;
+
+    g_assert_cmpint(last_event_seq(f, acme->id), ==, 0);
+    none = list_tenant_events(f, acme->id, 0, 100);
+    g_assert_cmpuint(none->len, ==, 0);
+    g_clear_pointer(&none, g_ptr_array_unref);
+
+    /* Times running backwards: seq, not time, is the order. */
+    f->now_us += 100 * G_USEC_PER_SEC;
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+        EinsoraWorkloadEvent *event =
+            event_new_for(f, order[i], TRUE, EINSORA_WORKLOAD_STATE_PENDING,
+                          EINSORA_WORKLOAD_STATE_QUEUED, "step");
+        append_event(f, event);
+        f->now_us -= 10 * G_USEC_PER_SEC;
+        if (g_strcmp0(order[i]->tenant_id, acme->id) == 0) {
+            g_ptr_array_add(appended, event);
+            acme_count++;
+        } else {
+            einsora_workload_event_free(event);
+        }
+    }
+
+    all = list_tenant_events(f, acme->id, 0, 100);
+    g_assert_cmpuint(all->len, ==, acme_count);
+    for (guint i = 0; i < all->len; i++) {
+        const EinsoraWorkloadEvent *event = g_ptr_array_index(all, i);
+        assert_event_equal(event, g_ptr_array_index(appended, i));
+        g_assert_cmpstr(event->tenant_id, ==, acme->id);
+        g_assert_cmpint(event->seq, >, previous);
+        previous = event->seq;
+    }
+    g_assert_cmpint(last_event_seq(f, acme->id), ==, previous);
+
+    /* A workload's own timeline carries the same seqs. */
+    timeline = list_events(f, acme->id, first->id);
+    g_assert_cmpuint(timeline->len, ==, 3);
+    g_assert_cmpint(((EinsoraWorkloadEvent *)g_ptr_array_index(timeline, 0))->seq, ==,
+                    ((EinsoraWorkloadEvent *)g_ptr_array_index(all, 0))->seq);
+
+    /* A page, then what follows its last, with neither gap nor repeat. */
+    page = list_tenant_events(f, acme->id, 0, 2);
+    g_assert_cmpuint(page->len, ==, 2);
+    assert_event_equal(g_ptr_array_index(page, 0), g_ptr_array_index(all, 0));
+    assert_event_equal(g_ptr_array_index(page, 1), g_ptr_array_index(all, 1));
+    rest = list_tenant_events(f, acme->id,
+                              ((EinsoraWorkloadEvent *)g_ptr_array_index(page, 1))->seq, 100);
+    g_assert_cmpuint(rest->len, ==, all->len - 2);
+    for (guint i = 0; i < rest->len; i++)
+        g_assert_cmpint(((EinsoraWorkloadEvent *)g_ptr_array_index(rest, i))->seq, ==,
+                        ((EinsoraWorkloadEvent *)g_ptr_array_index(all, i + 2))->seq);
+    none = list_tenant_events(f, acme->id, previous, 100);
+    g_assert_cmpuint(none->len, ==, 0);
+    g_clear_pointer(&none, g_ptr_array_unref);
+    /* A limit of 0 reads nothing. */
+    none = list_tenant_events(f, acme->id, 0, 0);
+    g_assert_cmpuint(none->len, ==, 0);
+    g_clear_pointer(&none, g_ptr_array_unref);
+
+    /* The other tenant sees only its own, and a tenant without events
+     * (or one the store doesn't know) sees none. */
+    other = list_tenant_events(f, globex->id, 0, 100);
+    g_assert_cmpuint(other->len, ==, G_N_ELEMENTS(order) - acme_count);
+    for (guint i = 0; i < other->len; i++)
+        g_assert_cmpstr(((EinsoraWorkloadEvent *)g_ptr_array_index(other, i))->workload_id, ==,
+                        theirs->id);
+    g_assert_cmpint(last_event_seq(f, globex->id), ==,
+                    ((EinsoraWorkloadEvent *)g_ptr_array_index(other, other->len - 1))->seq);
+    none = list_tenant_events(f, initech->id, 0, 100);
+    g_assert_cmpuint(none->len, ==, 0);
+    g_assert_cmpint(last_event_seq(f, initech->id), ==, 0);
+    g_assert_cmpint(last_event_seq(f, "0190a000-0000-7000-8000-00000000dead"), ==, 0);
 }
 
 /* Machines as the hub sees them: not tenant-scoped, since the hub serves
@@ -2562,6 +2682,7 @@ static const struct {
     {"event/duplicate-id-conflicts", test_event_duplicate_id},
     {"event/unknown-workload-not-found", test_event_unknown_workload},
     {"event/append-only", test_event_append_only},
+    {"event/tenant-feed-scoped-ordered-paged", test_event_tenant_feed},
     {"user/round-trip", test_user_round_trip},
     {"user/duplicate-email-conflicts", test_user_duplicate_email},
     {"user/unknown-tenant-not-found", test_user_unknown_tenant},

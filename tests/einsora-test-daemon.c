@@ -125,9 +125,9 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
     }
     g_subprocess_launcher_take_stdout_fd(launcher, dup(log_fd));
     g_subprocess_launcher_take_stderr_fd(launcher, log_fd);
-    daemon->process =
-        g_subprocess_launcher_spawn(launcher, &error, einsora_test_daemon_path(), "--data-dir",
-                                    daemon->data_dir, "--listen", "127.0.0.1:0", NULL);
+    daemon->process = g_subprocess_launcher_spawn(
+        launcher, &error, einsora_test_daemon_path(), "--data-dir", daemon->data_dir, "--listen",
+        daemon->listen != NULL ? daemon->listen : "127.0.0.1:0", NULL);
     g_assert_no_error(error);
 
     while (daemon->uri == NULL) {
@@ -212,6 +212,7 @@ einsora_test_daemon_free(EinsoraTestDaemon *daemon)
     g_free(daemon->log_path);
     g_free(daemon->uri);
     g_free(daemon->owner_token);
+    g_free(daemon->listen);
     g_free(daemon);
 }
 

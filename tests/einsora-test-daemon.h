@@ -19,6 +19,7 @@ typedef struct {
     GSubprocess *process;
     SoupSession *session;
     GHashTable *env; /* extra variables for the daemon */
+    gchar *listen;   /* where the next start listens; NULL: a free loopback port */
 } EinsoraTestDaemon;
 
 typedef struct {

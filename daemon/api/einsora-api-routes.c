@@ -6,6 +6,7 @@
 #define OPEN EINSORA_API_AUTH_NONE
 
 static const char *const with_deleted[] = {"include_deleted", NULL};
+static const char *const event_feed[] = {"follow", "after", NULL};
 
 static const EinsoraApiRoute routes[] = {
     {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
@@ -21,10 +22,12 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_stop},
     {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_events},
     {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_export},
+    {"GET", "/v1/events", AUTH, FALSE, FALSE, event_feed, einsora_api_events_feed},
     /* Its answer holds a ticket's secret: no Idempotency-Key replay. */
     {"POST", "/v1/workloads/{id}/access", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_access},
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
+    {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
     /* A token's answer holds its secret, which must never be stored: no
      * Idempotency-Key replay for it. */
     {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},

@@ -46,8 +46,10 @@ void einsora_api_workloads_delete(EinsoraApiServer *server, EinsoraApiRequest *r
 void einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_export(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);

@@ -9,6 +9,9 @@
 G_BEGIN_DECLS
 
 typedef struct {
+    /* Where it stands in the store's one, global, increasing sequence;
+     * 0 until the store has it (what the change feed's IDs are). */
+    gint64 seq;
     gchar *id;
     gchar *tenant_id;
     gchar *workload_id;

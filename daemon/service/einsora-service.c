@@ -23,6 +23,13 @@ struct _EinsoraService {
 
 G_DEFINE_FINAL_TYPE(EinsoraService, einsora_service, G_TYPE_OBJECT)
 
+enum {
+    SIGNAL_EVENTS_ADDED,
+    N_SIGNALS,
+};
+
+static guint signals[N_SIGNALS];
+
 static void
 einsora_service_finalize(GObject *object)
 {
@@ -37,6 +44,27 @@ static void
 einsora_service_class_init(EinsoraServiceClass *klass)
 {
     G_OBJECT_CLASS(klass)->finalize = einsora_service_finalize;
+
+    /**
+     * EinsoraService::events-added:
+     * @tenant_id: whose timeline grew
+     *
+     * Emitted after a transaction that appended workload events has
+     * committed (never from inside one, never after a rollback), so a
+     * handler may read the store at once. It says only whose; readers ask
+     * the store for what came after the last seq they saw.
+     */
+    signals[SIGNAL_EVENTS_ADDED] =
+        g_signal_new("events-added", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+/* Called once the transaction that appended to @tenant_id's timeline has
+ * committed. */
+static void
+events_added(EinsoraService *self, const char *tenant_id)
+{
+    g_signal_emit(self, signals[SIGNAL_EVENTS_ADDED], 0, tenant_id);
 }
 
 static void
@@ -60,6 +88,13 @@ einsora_service_new(EinsoraStore *store, EinsoraCatalog *catalog, EinsoraNowFunc
     self->now = now;
     self->now_data = now_data;
     return self;
+}
+
+EinsoraCatalog *
+einsora_service_get_catalog(EinsoraService *self)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    return self->catalog;
 }
 
 static gint64
@@ -262,6 +297,7 @@ einsora_service_transition(EinsoraService *self, EinsoraWorkload *workload, Eins
     }
     result = ctx.result;
     workload_swap(workload, result);
+    events_added(self, workload->tenant_id);
     return TRUE;
 }
 
@@ -310,7 +346,31 @@ einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload, cons
                     einsora_workload_state_to_string(workload->state));
         return FALSE;
     }
-    return einsora_store_in_transaction(self->store, note_tx, &ctx, error);
+    if (!einsora_store_in_transaction(self->store, note_tx, &ctx, error))
+        return FALSE;
+    events_added(self, workload->tenant_id);
+    return TRUE;
+}
+
+gboolean
+einsora_service_get_gpu_quota(EinsoraService *self, const char *tenant_id, const char *gpu_class,
+                              gint64 *quota, gint64 *held, GError **error)
+{
+    gint64 sums[EINSORA_WORKLOAD_STATE_COUNT] = {0};
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
+    g_return_val_if_fail(quota != NULL && held != NULL, FALSE);
+
+    if (!einsora_store_get_quota(self->store, tenant_id, gpu_class, quota, error))
+        return FALSE;
+    if (!einsora_store_gpus_by_state(self->store, tenant_id, gpu_class, sums, error))
+        return FALSE;
+    *held = 0;
+    for (guint state = 0; state < EINSORA_WORKLOAD_STATE_COUNT; state++) {
+        if (einsora_workload_state_holds_quota((EinsoraWorkloadState)state))
+            *held += sums[state];
+    }
+    return TRUE;
 }
 
 /* GPUs held plus the request must not exceed the tenant's quota for the
@@ -320,20 +380,13 @@ static gboolean
 check_quota_in_tx(EinsoraService *self, const char *tenant_id, const char *gpu_class,
                   gint64 requested, GError **error)
 {
-    gint64 sums[EINSORA_WORKLOAD_STATE_COUNT] = {0};
     gint64 quota = 0;
     gint64 held = 0;
 
     if (requested <= 0)
         return TRUE;
-    if (!einsora_store_get_quota(self->store, tenant_id, gpu_class, &quota, error))
+    if (!einsora_service_get_gpu_quota(self, tenant_id, gpu_class, &quota, &held, error))
         return FALSE;
-    if (!einsora_store_gpus_by_state(self->store, tenant_id, gpu_class, sums, error))
-        return FALSE;
-    for (guint state = 0; state < EINSORA_WORKLOAD_STATE_COUNT; state++) {
-        if (einsora_workload_state_holds_quota((EinsoraWorkloadState)state))
-            held += sums[state];
-    }
     if (held + requested > quota) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED,
                     "quota exceeded for %s: %" G_GINT64_FORMAT " GPU(s) held, %" G_GINT64_FORMAT
@@ -504,6 +557,7 @@ einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
     ctx = (CreateContext){self, actor, workload, now_us};
     if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
         return NULL;
+    events_added(self, workload->tenant_id);
     return g_steal_pointer(&workload);
 }
 
@@ -553,6 +607,7 @@ typedef struct {
     const char *workload_id;
     EinsoraUserAction action;
     EinsoraWorkload *result;
+    gboolean moved; /* a timeline row was appended */
 } ActionContext;
 
 static ActionOutcome
@@ -644,14 +699,15 @@ action_tx(EinsoraStore *store, gpointer user_data, GError **error)
         !check_quota_in_tx(ctx->self, current->tenant_id, current->gpu_class, current->gpus, error))
         return FALSE;
     reason = einsora_reason_requested(ctx->action, ctx->actor);
-    return transition_in_tx(ctx->self, current, to, reason, NULL, &ctx->result, error);
+    ctx->moved = transition_in_tx(ctx->self, current, to, reason, NULL, &ctx->result, error);
+    return ctx->moved;
 }
 
 static EinsoraWorkload *
 run_action(EinsoraService *self, const EinsoraActor *actor, const char *workload_id,
            EinsoraUserAction action, GError **error)
 {
-    ActionContext ctx = {self, actor, workload_id, action, NULL};
+    ActionContext ctx = {self, actor, workload_id, action, NULL, FALSE};
 
     g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
     g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL, NULL);
@@ -664,6 +720,9 @@ run_action(EinsoraService *self, const EinsoraActor *actor, const char *workload
         einsora_workload_free(ctx.result);
         return NULL;
     }
+    /* A no-op (already on its way) wrote nothing. */
+    if (ctx.moved)
+        events_added(self, actor->tenant_id);
     return ctx.result;
 }
 
@@ -701,6 +760,32 @@ einsora_service_list_events(EinsoraService *self, const char *tenant_id, const c
         return NULL;
     }
     return einsora_store_list_events(self->store, tenant_id, workload_id, error);
+}
+
+/* The change feed: the tenant's events after @after_seq, of every
+ * workload, deleted ones included (history stays). */
+GPtrArray *
+einsora_service_list_tenant_events(EinsoraService *self, const char *tenant_id, gint64 after_seq,
+                                   guint limit, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (after_seq < 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "an event ID is a non-negative integer");
+        return NULL;
+    }
+    return einsora_store_list_tenant_events(self->store, tenant_id, after_seq, limit, error);
+}
+
+gboolean
+einsora_service_last_event_seq(EinsoraService *self, const char *tenant_id, gint64 *seq,
+                               GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL, FALSE);
+    return einsora_store_last_event_seq(self->store, tenant_id, seq, error);
 }
 
 /* Replaces a string member with its redacted form when redaction changed
@@ -914,6 +999,8 @@ einsora_service_grant_access(EinsoraService *self, const EinsoraActor *actor,
         einsora_access_ticket_free(ctx.result);
         return NULL;
     }
+    /* Its note is in the timeline. */
+    events_added(self, actor->tenant_id);
     return ctx.result;
 }
 

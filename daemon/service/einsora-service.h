@@ -46,6 +46,10 @@ G_DECLARE_FINAL_TYPE(EinsoraService, einsora_service, EINSORA, SERVICE, GObject)
 EinsoraService *einsora_service_new(EinsoraStore *store, EinsoraCatalog *catalog,
                                     EinsoraNowFunc now, gpointer now_data);
 
+/* The catalog the service checks requests against (borrowed): read-only
+ * data, for showing a tenant what it may ask for (GET /v1/catalog). */
+EinsoraCatalog *einsora_service_get_catalog(EinsoraService *self);
+
 EinsoraWorkload *einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
                                                  const EinsoraWorkloadRequest *request,
                                                  GError **error);
@@ -64,6 +68,25 @@ GPtrArray *einsora_service_list_events(EinsoraService *self, const char *tenant_
                                        const char *workload_id, GError **error);
 JsonNode *einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
                                           const char *workload_id, GError **error);
+
+/* The change feed (GET /v1/events). Every committed write that appends to
+ * a tenant's timeline emits "events-added" (tenant ID) afterwards; list
+ * then answers the tenant's events whose seq is above @after_seq, of all
+ * its workloads, in seq order, at most @limit. seq is one sequence for
+ * the whole store: it only grows. last_event_seq is the seq of the
+ * tenant's latest event (0 when there is none): where "from now" starts. */
+GPtrArray *einsora_service_list_tenant_events(EinsoraService *self, const char *tenant_id,
+                                              gint64 after_seq, guint limit, GError **error);
+gboolean einsora_service_last_event_seq(EinsoraService *self, const char *tenant_id, gint64 *seq,
+                                        GError **error);
+
+/* The tenant's quota for the GPU class @gpu_class (0 when it has no row:
+ * deny by default) and the GPUs of that requested class its workloads
+ * hold now, in states that hold quota: the two numbers create and start
+ * check. */
+gboolean einsora_service_get_gpu_quota(EinsoraService *self, const char *tenant_id,
+                                       const char *gpu_class, gint64 *quota, gint64 *held,
+                                       GError **error);
 
 /* Opening a notebook in a browser (the access proxy). The API makes the
  * secret and passes only its SHA-256 (lowercase hex) here; nothing in the

@@ -37,8 +37,10 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraSqliteStore, einsora_sqlite_store, G_TYPE_O
 #define WORKLOAD_COLUMNS                                                                           \
     "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
     "machine_id, driver, attempt, version, created_by, created_at, updated_at"
-#define EVENT_COLUMNS                                                                              \
+#define EVENT_INSERT_COLUMNS                                                                       \
     "id, tenant_id, workload_id, from_state, to_state, reason, attempt, created_at"
+/* seq is the store's to give: read back, never inserted. */
+#define EVENT_COLUMNS EVENT_INSERT_COLUMNS ", seq"
 #define USER_COLUMNS                                                                               \
     "id, tenant_id, email, display_name, password_hash, role, created_at, disabled_at"
 #define API_TOKEN_COLUMNS                                                                          \
@@ -353,6 +355,7 @@ event_from_row(sqlite3_stmt *stmt, GError **error)
     event->reason = column_strdup(stmt, 5);
     event->attempt = sqlite3_column_int64(stmt, 6);
     event->created_at = column_strdup(stmt, 7);
+    event->seq = sqlite3_column_int64(stmt, 8);
     return g_steal_pointer(&event);
 }
 
@@ -1070,7 +1073,7 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO workload_events (" EVENT_COLUMNS ") "
+                                           "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
                                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                                            error);
 
@@ -1128,6 +1131,56 @@ einsora_sqlite_store_list_events(EinsoraStore *store, const char *tenant_id,
         return NULL;
     }
     return g_steal_pointer(&events);
+}
+
+static GPtrArray *
+einsora_sqlite_store_list_tenant_events(EinsoraStore *store, const char *tenant_id,
+                                        gint64 after_seq, guint limit, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* The index on (tenant_id, seq) serves both the filter and the order. */
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " EVENT_COLUMNS " FROM workload_events "
+                                           "WHERE tenant_id = ?1 AND seq > ?2 "
+                                           "ORDER BY seq LIMIT ?3",
+                                           error);
+    g_autoptr(GPtrArray) events =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_event_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, tenant_id);
+    sqlite3_bind_int64(stmt, 2, after_seq);
+    sqlite3_bind_int64(stmt, 3, limit);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkloadEvent *event = event_from_row(stmt, error);
+        if (event == NULL)
+            return NULL;
+        g_ptr_array_add(events, event);
+    }
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&events);
+}
+
+static gboolean
+einsora_sqlite_store_last_event_seq(EinsoraStore *store, const char *tenant_id, gint64 *seq,
+                                    GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self, "SELECT coalesce(max(seq), 0) FROM workload_events WHERE tenant_id = ?1", error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    if (sqlite3_step(stmt) != SQLITE_ROW)
+        return set_sqlite_error(self, error);
+    *seq = sqlite3_column_int64(stmt, 0);
+    return TRUE;
 }
 
 /* Accounts */
@@ -1577,6 +1630,8 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->update_workload_state = einsora_sqlite_store_update_workload_state;
     iface->append_event = einsora_sqlite_store_append_event;
     iface->list_events = einsora_sqlite_store_list_events;
+    iface->list_tenant_events = einsora_sqlite_store_list_tenant_events;
+    iface->last_event_seq = einsora_sqlite_store_last_event_seq;
     iface->insert_user = einsora_sqlite_store_insert_user;
     iface->get_user = einsora_sqlite_store_get_user;
     iface->find_user_by_email = einsora_sqlite_store_find_user_by_email;

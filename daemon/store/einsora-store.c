@@ -275,6 +275,28 @@ einsora_store_list_events(EinsoraStore *self, const char *tenant_id, const char 
     return EINSORA_STORE_GET_IFACE(self)->list_events(self, tenant_id, workload_id, error);
 }
 
+GPtrArray *
+einsora_store_list_tenant_events(EinsoraStore *self, const char *tenant_id, gint64 after_seq,
+                                 guint limit, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(after_seq >= 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_tenant_events(self, tenant_id, after_seq, limit,
+                                                             error);
+}
+
+gboolean
+einsora_store_last_event_seq(EinsoraStore *self, const char *tenant_id, gint64 *seq, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL, FALSE);
+    g_return_val_if_fail(seq != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->last_event_seq(self, tenant_id, seq, error);
+}
+
 gboolean
 einsora_store_insert_user(EinsoraStore *self, const EinsoraUser *user, GError **error)
 {

@@ -115,6 +115,15 @@ struct _EinsoraStoreInterface {
     /* In the order they were appended. An unknown workload is NOT_FOUND. */
     GPtrArray *(*list_events)(EinsoraStore *self, const char *tenant_id, const char *workload_id,
                               GError **error);
+    /* The change feed: the tenant's events (of every workload, deleted
+     * ones included) whose seq is above @after_seq, in seq order, at most
+     * @limit. seq is one sequence for the whole store, so it only grows,
+     * and a tenant's events have gaps where other tenants' are. */
+    GPtrArray *(*list_tenant_events)(EinsoraStore *self, const char *tenant_id, gint64 after_seq,
+                                     guint limit, GError **error);
+    /* The seq of the tenant's latest event; 0 when it has none. */
+    gboolean (*last_event_seq)(EinsoraStore *self, const char *tenant_id, gint64 *seq,
+                               GError **error);
 
     /* Accounts. An email is unique across tenants (CONFLICT); an unknown
      * tenant is NOT_FOUND. */
@@ -241,6 +250,10 @@ gboolean einsora_store_append_event(EinsoraStore *self, const EinsoraWorkloadEve
                                     GError **error);
 GPtrArray *einsora_store_list_events(EinsoraStore *self, const char *tenant_id,
                                      const char *workload_id, GError **error);
+GPtrArray *einsora_store_list_tenant_events(EinsoraStore *self, const char *tenant_id,
+                                            gint64 after_seq, guint limit, GError **error);
+gboolean einsora_store_last_event_seq(EinsoraStore *self, const char *tenant_id, gint64 *seq,
+                                      GError **error);
 
 gboolean einsora_store_insert_user(EinsoraStore *self, const EinsoraUser *user, GError **error);
 EinsoraUser *einsora_store_get_user(EinsoraStore *self, const char *tenant_id, const char *user_id,
