@@ -246,11 +246,11 @@ static void
 test_help(void)
 {
     const char *const commands[][3] = {
-        {"workloads", NULL, NULL}, {"launch", NULL, NULL},     {"start", NULL, NULL},
-        {"stop", NULL, NULL},      {"delete", NULL, NULL},     {"events", NULL, NULL},
-        {"export", NULL, NULL},    {"machines", NULL, NULL},   {"tokens", NULL, NULL},
-        {"tokens", "list", NULL},  {"tokens", "create", NULL}, {"tokens", "revoke", NULL},
-        {"me", NULL, NULL},
+        {"workloads", NULL, NULL},  {"launch", NULL, NULL},   {"start", NULL, NULL},
+        {"stop", NULL, NULL},       {"delete", NULL, NULL},   {"events", NULL, NULL},
+        {"export", NULL, NULL},     {"machines", NULL, NULL}, {"catalog", NULL, NULL},
+        {"tokens", NULL, NULL},     {"tokens", "list", NULL}, {"tokens", "create", NULL},
+        {"tokens", "revoke", NULL}, {"me", NULL, NULL},
     };
     /* --help needs neither a server nor a token. */
     const char *env[] = {"EINSORA_SERVER", NULL, "EINSORA_TOKEN", NULL, NULL};
@@ -301,6 +301,7 @@ test_usage_errors(void)
         {{"events", "xyz"}, "“xyz” is neither an ID nor an ID prefix"},
         {{"delete", "01a"}, "at least 4 hex digits"},
         {{"tokens", "create"}, "missing NAME"},
+        {{"catalog", "extra"}, "unexpected argument “extra”"},
         {{"--server", "ftp://example.com", "me"}, "not an http:// or https:// URL"},
     };
 
@@ -822,6 +823,67 @@ test_machines(void)
         g_assert_true(g_str_has_prefix(table->out_text, "ID "));
 }
 
+/* The row of @table whose first column is @name. */
+static gchar *
+table_row(const char *table, const char *name)
+{
+    g_auto(GStrv) lines = g_strsplit(table, "\n", -1);
+    g_autofree gchar *prefix = g_strdup_printf("%s ", name);
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix(lines[i], prefix))
+            return g_strdup(lines[i]);
+    }
+    g_error("no row for %s in:\n%s", name, table);
+    return NULL;
+}
+
+static void
+test_catalog(void)
+{
+    const char *env_c[] = {"EINSORA_TOKEN", token_c, NULL};
+
+    {
+        /* Tenant C has no GPU quota: 0 of every GPU class. */
+        g_autoptr(CliRun) run = run_cli_with(env_c, "catalog");
+        assert_ok(run);
+        assert_golden("catalog.txt", run->out_text);
+    }
+    {
+        /* --json is the API's own answer, as it came. */
+        g_autoptr(CliRun) json = run_cli("catalog", "--json");
+        g_autoptr(EinsoraTestResponse) direct = einsora_test_request(
+            server_daemon, "GET", "/v1/catalog", server_daemon->owner_token, NULL, NULL, NULL);
+        g_autofree gchar *expected = g_strdup_printf("%s\n", direct->body);
+
+        assert_ok(json);
+        g_assert_cmpuint(direct->status, ==, 200);
+        g_assert_cmpstr(json->out_text, ==, expected);
+    }
+    {
+        /* The owner's quota (Solo's 64), and what a new GPU notebook
+         * holds of it. */
+        g_autoptr(CliRun) before = run_cli("catalog");
+        g_autoptr(CliRun) launched =
+            run_cli("launch", "--kind", "notebook", "--class", "nvidia-l4-24gb", "--image",
+                    "jupyter-linux", "--name", "catalog-gpu");
+        g_autoptr(CliRun) after = run_cli("catalog");
+        g_autofree gchar *row_before = NULL;
+        g_autofree gchar *row_after = NULL;
+        g_autofree gchar *cpu_row = NULL;
+
+        assert_ok(before);
+        assert_ok(launched);
+        assert_ok(after);
+        row_before = table_row(before->out_text, "nvidia-l4-24gb");
+        row_after = table_row(after->out_text, "nvidia-l4-24gb");
+        g_assert_true(g_regex_match_simple("  0 +64$", row_before, 0, 0));
+        g_assert_true(g_regex_match_simple("  1 +64$", row_after, 0, 0));
+        cpu_row = table_row(after->out_text, "cpu-2c-4g");
+        g_assert_true(g_regex_match_simple("  - +-$", cpu_row, 0, 0));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -863,6 +925,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/cli/tenancy/other-tenant-is-not-found", test_cross_tenant);
     g_test_add_func("/cli/machines/list", test_machines);
+    g_test_add_func("/cli/catalog/classes-with-quota", test_catalog);
     status = g_test_run();
 
     einsora_test_daemon_stop(server_daemon);

@@ -120,6 +120,10 @@ gboolean einsora_cli_export(EinsoraCli *cli, const EinsoraCliCommand *command, i
                             char **argv, GError **error);
 gboolean einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                               char **argv, GError **error);
+gboolean einsora_cli_watch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
+gboolean einsora_cli_catalog(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
+                             char **argv, GError **error);
 gboolean einsora_cli_me(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                         GError **error);
 gboolean einsora_cli_tokens(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,

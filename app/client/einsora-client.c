@@ -1,6 +1,8 @@
 /* EinsoraClient: one SoupSession, one base URL, one bearer token. Requests
- * are sent with soup_session_send_and_read(); the body is kept as received
- * (export must reach the user byte for byte) and parsed beside it. */
+ * are sent with soup_session_send_and_read() or its _async form; either
+ * way the body is kept as received (export must reach the user byte for
+ * byte) and turned into JSON or an error by one function,
+ * response_to_json(), so both paths answer alike. */
 #define G_LOG_DOMAIN "einsora-client"
 
 #include "einsora-client.h"
@@ -121,6 +123,13 @@ einsora_client_get_base_url(EinsoraClient *self)
     return self->base_url;
 }
 
+EinsoraEventFeed *
+einsora_client_new_event_feed(EinsoraClient *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    return einsora_event_feed_new(self->base_url, self->token);
+}
+
 /* Only failures after which the request may have reached the server are
  * worth repeating; a refused connection or an unknown host never sent it. */
 static gboolean
@@ -211,50 +220,19 @@ response_error(SoupMessage *message, GBytes *bytes)
     return einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, header_id, status, text);
 }
 
-JsonNode *
-einsora_client_request(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
-                       const char *idempotency_key, GBytes **raw, GError **error)
+/* The answer to @message, whose body is @bytes: the parsed JSON (a JSON
+ * null for an empty success), or the error it means. @want_object: a
+ * success must be a JSON object. @raw gets @bytes on success. The one
+ * place both the synchronous and the asynchronous calls map answers. */
+static JsonNode *
+response_to_json(SoupMessage *message, GBytes *bytes, gboolean want_object, GBytes **raw,
+                 GError **error)
 {
-    g_autoptr(GBytes) payload = NULL;
-    g_autoptr(SoupMessage) message = NULL;
-    g_autoptr(GBytes) bytes = NULL;
+    guint status = soup_message_get_status(message);
+    const char *request_id =
+        soup_message_headers_get_one(soup_message_get_response_headers(message), "X-Request-ID");
     g_autoptr(JsonNode) root = NULL;
-    guint status;
 
-    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
-    g_return_val_if_fail(method != NULL, NULL);
-    g_return_val_if_fail(path != NULL && path[0] == '/', NULL);
-    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-
-    if (body != NULL) {
-        gchar *text = json_to_string(body, FALSE);
-        payload = g_bytes_new_take(text, strlen(text));
-    }
-    for (guint attempt = 1;; attempt++) {
-        g_autoptr(GError) local_error = NULL;
-
-        g_clear_object(&message);
-        message = build_message(self, method, path, payload, idempotency_key, error);
-        if (message == NULL)
-            return NULL;
-        bytes = soup_session_send_and_read(self->session, message, NULL, &local_error);
-        if (bytes != NULL)
-            break;
-        if (idempotency_key != NULL && attempt < MAX_ATTEMPTS && broke_in_transit(local_error)) {
-            g_debug("%s %s broke in transit (%s); sending it again with the same key", method, path,
-                    local_error->message);
-            continue;
-        }
-        {
-            g_autofree gchar *text =
-                g_strdup_printf(_("can't reach %s: %s"), self->base_url, local_error->message);
-            g_propagate_error(
-                error, einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text));
-        }
-        return NULL;
-    }
-
-    status = soup_message_get_status(message);
     if (!SOUP_STATUS_IS_SUCCESSFUL(status)) {
         g_propagate_error(error, response_error(message, bytes));
         return NULL;
@@ -269,18 +247,89 @@ einsora_client_request(EinsoraClient *self, const char *method, const char *path
             g_autofree gchar *text =
                 g_strdup_printf(_("the server answered HTTP %u with a body that isn't JSON: %s"),
                                 status, parse_error->message);
-            g_propagate_error(
-                error, einsora_client_error_new(
-                           EINSORA_CLIENT_CODE_BAD_RESPONSE,
-                           soup_message_headers_get_one(soup_message_get_response_headers(message),
-                                                        "X-Request-ID"),
-                           status, text));
+            g_propagate_error(error, einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE,
+                                                              request_id, status, text));
             return NULL;
         }
     }
+    if (want_object && !JSON_NODE_HOLDS_OBJECT(root)) {
+        g_propagate_error(
+            error, einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, request_id, status,
+                                            _("the server's answer is not a JSON object")));
+        return NULL;
+    }
     if (raw != NULL)
-        *raw = g_steal_pointer(&bytes);
+        *raw = g_bytes_ref(bytes);
     return g_steal_pointer(&root);
+}
+
+static GBytes *
+body_bytes(JsonNode *body)
+{
+    gchar *text;
+
+    if (body == NULL)
+        return NULL;
+    text = json_to_string(body, FALSE);
+    return g_bytes_new_take(text, strlen(text));
+}
+
+/* Whether a send that failed with @error goes once more. */
+static gboolean
+send_again(const char *method, const char *path, const char *idempotency_key, guint attempt,
+           const GError *error)
+{
+    if (idempotency_key == NULL || attempt >= MAX_ATTEMPTS || !broke_in_transit(error))
+        return FALSE;
+    g_debug("%s %s broke in transit (%s); sending it again with the same key", method, path,
+            error->message);
+    return TRUE;
+}
+
+static GError *
+unreachable_error(EinsoraClient *self, const GError *error)
+{
+    g_autofree gchar *text =
+        g_strdup_printf(_("can't reach %s: %s"), self->base_url, error->message);
+    return einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text);
+}
+
+static JsonNode *
+request_sync(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+             const char *idempotency_key, gboolean want_object, GBytes **raw, GError **error)
+{
+    g_autoptr(GBytes) payload = body_bytes(body);
+    g_autoptr(SoupMessage) message = NULL;
+    g_autoptr(GBytes) bytes = NULL;
+
+    for (guint attempt = 1;; attempt++) {
+        g_autoptr(GError) local_error = NULL;
+
+        g_clear_object(&message);
+        message = build_message(self, method, path, payload, idempotency_key, error);
+        if (message == NULL)
+            return NULL;
+        bytes = soup_session_send_and_read(self->session, message, NULL, &local_error);
+        if (bytes != NULL)
+            break;
+        if (send_again(method, path, idempotency_key, attempt, local_error))
+            continue;
+        g_propagate_error(error, unreachable_error(self, local_error));
+        return NULL;
+    }
+    return response_to_json(message, bytes, want_object, raw, error);
+}
+
+JsonNode *
+einsora_client_request(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+                       const char *idempotency_key, GBytes **raw, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(method != NULL, NULL);
+    g_return_val_if_fail(path != NULL && path[0] == '/', NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    return request_sync(self, method, path, body, idempotency_key, FALSE, raw, error);
 }
 
 /* A call whose answer must be a JSON object. */
@@ -288,21 +337,173 @@ static JsonNode *
 request_object(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
                const char *idempotency_key, GBytes **raw, GError **error)
 {
-    g_autoptr(GBytes) bytes = NULL;
-    g_autoptr(JsonNode) root =
-        einsora_client_request(self, method, path, body, idempotency_key, &bytes, error);
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return request_sync(self, method, path, body, idempotency_key, TRUE, raw, error);
+}
 
-    if (root == NULL)
-        return NULL;
-    if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_propagate_error(error,
-                          einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, NULL, 0,
-                                                   _("the server's answer is not a JSON object")));
-        return NULL;
+/* The asynchronous form: the same message, the same retries, the same
+ * response_to_json(), on the thread-default main context. */
+
+typedef struct {
+    gchar *method;
+    gchar *path;
+    GBytes *payload;
+    gchar *idempotency_key;
+    gboolean want_object;
+    guint attempt;
+    SoupMessage *message;
+} RequestData;
+
+static void
+request_data_free(RequestData *data)
+{
+    g_free(data->method);
+    g_free(data->path);
+    g_clear_pointer(&data->payload, g_bytes_unref);
+    g_free(data->idempotency_key);
+    g_clear_object(&data->message);
+    g_free(data);
+}
+
+typedef struct {
+    JsonNode *root;
+    GBytes *raw;
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+    g_clear_pointer(&answer->root, json_node_unref);
+    g_clear_pointer(&answer->raw, g_bytes_unref);
+    g_free(answer);
+}
+
+static void send_attempt(GTask *task);
+
+static void
+sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    EinsoraClient *self = g_task_get_source_object(task);
+    RequestData *data = g_task_get_task_data(task);
+    g_autoptr(GError) local_error = NULL;
+    g_autoptr(GBytes) bytes =
+        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &local_error);
+    Answer *answer;
+
+    if (bytes == NULL) {
+        if (g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            g_task_return_error(task, g_steal_pointer(&local_error));
+        else if (send_again(data->method, data->path, data->idempotency_key, data->attempt,
+                            local_error))
+            send_attempt(g_steal_pointer(&task));
+        else
+            g_task_return_error(task, unreachable_error(self, local_error));
+        return;
     }
+    answer = g_new0(Answer, 1);
+    answer->root =
+        response_to_json(data->message, bytes, data->want_object, &answer->raw, &local_error);
+    if (answer->root == NULL) {
+        answer_free(answer);
+        g_task_return_error(task, g_steal_pointer(&local_error));
+        return;
+    }
+    g_task_return_pointer(task, answer, (GDestroyNotify)answer_free);
+}
+
+/* Takes @task's reference. */
+static void
+send_attempt(GTask *task)
+{
+    EinsoraClient *self = g_task_get_source_object(task);
+    RequestData *data = g_task_get_task_data(task);
+    GError *error = NULL;
+
+    data->attempt++;
+    g_clear_object(&data->message);
+    data->message =
+        build_message(self, data->method, data->path, data->payload, data->idempotency_key, &error);
+    if (data->message == NULL) {
+        g_task_return_error(task, error);
+        g_object_unref(task);
+        return;
+    }
+    soup_session_send_and_read_async(self->session, data->message, G_PRIORITY_DEFAULT,
+                                     g_task_get_cancellable(task), sent, task);
+}
+
+static void
+request_async(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+              const char *idempotency_key, gboolean want_object, GCancellable *cancellable,
+              GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new(self, cancellable, callback, user_data);
+    RequestData *data = g_new0(RequestData, 1);
+
+    g_task_set_source_tag(task, einsora_client_request_async);
+    data->method = g_strdup(method);
+    data->path = g_strdup(path);
+    data->payload = body_bytes(body);
+    data->idempotency_key = g_strdup(idempotency_key);
+    data->want_object = want_object;
+    g_task_set_task_data(task, data, (GDestroyNotify)request_data_free);
+    send_attempt(task);
+}
+
+void
+einsora_client_request_async(EinsoraClient *self, const char *method, const char *path,
+                             JsonNode *body, const char *idempotency_key, GCancellable *cancellable,
+                             GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail(EINSORA_IS_CLIENT(self));
+    g_return_if_fail(method != NULL);
+    g_return_if_fail(path != NULL && path[0] == '/');
+    g_return_if_fail(cancellable == NULL || G_IS_CANCELLABLE(cancellable));
+
+    request_async(self, method, path, body, idempotency_key, FALSE, cancellable, callback,
+                  user_data);
+}
+
+JsonNode *
+einsora_client_request_finish(EinsoraClient *self, GAsyncResult *result, GBytes **raw,
+                              GError **error)
+{
+    Answer *answer;
+    JsonNode *root;
+
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+    g_return_val_if_fail(g_task_get_source_tag(G_TASK(result)) == einsora_client_request_async,
+                         NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    answer = g_task_propagate_pointer(G_TASK(result), error);
+    if (answer == NULL)
+        return NULL;
+    root = g_steal_pointer(&answer->root);
     if (raw != NULL)
-        *raw = g_steal_pointer(&bytes);
-    return g_steal_pointer(&root);
+        *raw = g_steal_pointer(&answer->raw);
+    answer_free(answer);
+    return root;
+}
+
+/* The asynchronous calls whose answer must be a JSON object. */
+static void
+request_object_async(EinsoraClient *self, const char *method, const char *path, JsonNode *body,
+                     const char *idempotency_key, GCancellable *cancellable,
+                     GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail(EINSORA_IS_CLIENT(self));
+    request_async(self, method, path, body, idempotency_key, TRUE, cancellable, callback,
+                  user_data);
+}
+
+static const char *
+workloads_path(gboolean include_deleted)
+{
+    return include_deleted ? "/v1/workloads?include_deleted=true" : "/v1/workloads";
 }
 
 /* "/v1/workloads/<id><suffix>", the ID escaped as a path segment. */
@@ -323,9 +524,7 @@ JsonNode *
 einsora_client_list_workloads(EinsoraClient *self, gboolean include_deleted, GBytes **raw,
                               GError **error)
 {
-    return request_object(self, "GET",
-                          include_deleted ? "/v1/workloads?include_deleted=true" : "/v1/workloads",
-                          NULL, NULL, raw, error);
+    return request_object(self, "GET", workloads_path(include_deleted), NULL, NULL, raw, error);
 }
 
 JsonNode *
@@ -336,15 +535,11 @@ einsora_client_get_workload(EinsoraClient *self, const char *id, gboolean includ
     return request_object(self, "GET", path, NULL, NULL, raw, error);
 }
 
-JsonNode *
-einsora_client_create_workload(EinsoraClient *self, const char *kind, const char *name,
-                               const char *gpu_class, const char *image, const char *region,
-                               const char *idempotency_key, GBytes **raw, GError **error)
+static JsonNode *
+workload_request_body(const char *kind, const char *name, const char *gpu_class, const char *image,
+                      const char *region)
 {
     g_autoptr(JsonBuilder) builder = json_builder_new();
-    g_autoptr(JsonNode) body = NULL;
-
-    g_return_val_if_fail(kind != NULL && gpu_class != NULL && image != NULL, NULL);
 
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "kind");
@@ -362,7 +557,19 @@ einsora_client_create_workload(EinsoraClient *self, const char *kind, const char
         json_builder_add_string_value(builder, region);
     }
     json_builder_end_object(builder);
-    body = json_builder_get_root(builder);
+    return json_builder_get_root(builder);
+}
+
+JsonNode *
+einsora_client_create_workload(EinsoraClient *self, const char *kind, const char *name,
+                               const char *gpu_class, const char *image, const char *region,
+                               const char *idempotency_key, GBytes **raw, GError **error)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    g_return_val_if_fail(kind != NULL && gpu_class != NULL && image != NULL, NULL);
+
+    body = workload_request_body(kind, name, gpu_class, image, region);
     return request_object(self, "POST", "/v1/workloads", body, idempotency_key, raw, error);
 }
 
@@ -415,6 +622,12 @@ einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error)
 }
 
 JsonNode *
+einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error)
+{
+    return request_object(self, "GET", "/v1/catalog", NULL, NULL, raw, error);
+}
+
+JsonNode *
 einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error)
 {
     return request_object(self, "GET", "/v1/tokens", NULL, NULL, raw, error);
@@ -445,4 +658,94 @@ einsora_client_revoke_token(EinsoraClient *self, const char *id, GError **error)
         einsora_client_request(self, "DELETE", path, NULL, NULL, NULL, error);
 
     return root != NULL;
+}
+
+/* The asynchronous calls the desktop app makes; each finishes with
+ * einsora_client_request_finish(). */
+
+void
+einsora_client_list_workloads_async(EinsoraClient *self, gboolean include_deleted,
+                                    GCancellable *cancellable, GAsyncReadyCallback callback,
+                                    gpointer user_data)
+{
+    request_object_async(self, "GET", workloads_path(include_deleted), NULL, NULL, cancellable,
+                         callback, user_data);
+}
+
+void
+einsora_client_get_workload_async(EinsoraClient *self, const char *id, gboolean include_deleted,
+                                  GCancellable *cancellable, GAsyncReadyCallback callback,
+                                  gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, include_deleted ? "?include_deleted=true" : "");
+    request_object_async(self, "GET", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_create_workload_async(EinsoraClient *self, const char *kind, const char *name,
+                                     const char *gpu_class, const char *image, const char *region,
+                                     const char *idempotency_key, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    g_return_if_fail(kind != NULL && gpu_class != NULL && image != NULL);
+
+    body = workload_request_body(kind, name, gpu_class, image, region);
+    request_object_async(self, "POST", "/v1/workloads", body, idempotency_key, cancellable,
+                         callback, user_data);
+}
+
+void
+einsora_client_start_workload_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                    GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, "/start");
+    request_object_async(self, "POST", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_stop_workload_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, "/stop");
+    request_object_async(self, "POST", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_delete_workload_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, "");
+    request_object_async(self, "DELETE", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_open_workload_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, "/access");
+    request_object_async(self, "POST", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_list_events_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = workload_path(id, "/events");
+    request_object_async(self, "GET", path, NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cancellable,
+                                   GAsyncReadyCallback callback, gpointer user_data)
+{
+    request_object_async(self, "GET", "/v1/machines", NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+    request_object_async(self, "GET", "/v1/catalog", NULL, NULL, cancellable, callback, user_data);
 }

@@ -2,14 +2,17 @@
  * and the desktop app. Each call answers the parsed JSON and, when asked,
  * the response body exactly as the server sent it; a failure is an
  * EINSORA_CLIENT_ERROR carrying the API's code, message and request ID.
- * The calls are synchronous: they suit a command-line tool, not a UI's
- * main loop. */
+ * The plain calls block, which suits a command-line tool; a UI uses the
+ * _async ones, which answer on the thread-default main context and map
+ * answers and errors exactly as the plain ones do. Use one client from
+ * one thread. */
 #pragma once
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
 #include "einsora-client-error.h"
+#include "einsora-event-feed.h"
 
 G_BEGIN_DECLS
 
@@ -20,6 +23,8 @@ G_DECLARE_FINAL_TYPE(EinsoraClient, einsora_client, EINSORA, CLIENT, GObject)
  * @token: (nullable): an API token, sent as a bearer token and never logged. */
 EinsoraClient *einsora_client_new(const char *base_url, const char *token);
 const char *einsora_client_get_base_url(EinsoraClient *self);
+/* The change feed of this client's server, with its token (not started). */
+EinsoraEventFeed *einsora_client_new_event_feed(EinsoraClient *self);
 
 /* Any /v1 call. @path: starts with "/" and is already escaped. @body:
  * (nullable): sent as JSON. @idempotency_key: (nullable): sent as
@@ -31,6 +36,21 @@ const char *einsora_client_get_base_url(EinsoraClient *self);
 JsonNode *einsora_client_request(EinsoraClient *self, const char *method, const char *path,
                                  JsonNode *body, const char *idempotency_key, GBytes **raw,
                                  GError **error);
+
+/* einsora_client_request() without blocking: @callback runs on the
+ * thread-default main context of the calling thread, and calls
+ * einsora_client_request_finish() for the answer. The same retries with
+ * an @idempotency_key. A cancelled call fails with G_IO_ERROR_CANCELLED
+ * (not an EINSORA_CLIENT_ERROR), as GIO's own calls do; @cancellable:
+ * (nullable). */
+void einsora_client_request_async(EinsoraClient *self, const char *method, const char *path,
+                                  JsonNode *body, const char *idempotency_key,
+                                  GCancellable *cancellable, GAsyncReadyCallback callback,
+                                  gpointer user_data);
+/* Finishes einsora_client_request_async() and every other _async call of
+ * this client; answers as einsora_client_request() does. */
+JsonNode *einsora_client_request_finish(EinsoraClient *self, GAsyncResult *result, GBytes **raw,
+                                        GError **error);
 
 JsonNode *einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error);
 
@@ -59,10 +79,48 @@ JsonNode *einsora_client_export_workload(EinsoraClient *self, const char *id, GB
 
 JsonNode *einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error);
 
+/* What a workload may ask for (regions, kinds, classes, images) and the
+ * caller's tenant's GPU quota per class. */
+JsonNode *einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error);
+
 JsonNode *einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error);
 /* The answer holds the new token's secret: shown once, stored nowhere. */
 JsonNode *einsora_client_create_token(EinsoraClient *self, const char *name, GBytes **raw,
                                       GError **error);
 gboolean einsora_client_revoke_token(EinsoraClient *self, const char *id, GError **error);
+
+/* The same calls without blocking, for the desktop app: each sends what
+ * its plain form sends, and finishes with einsora_client_request_finish(),
+ * whose answer is the same JSON object. */
+void einsora_client_list_workloads_async(EinsoraClient *self, gboolean include_deleted,
+                                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                                         gpointer user_data);
+void einsora_client_get_workload_async(EinsoraClient *self, const char *id,
+                                       gboolean include_deleted, GCancellable *cancellable,
+                                       GAsyncReadyCallback callback, gpointer user_data);
+void einsora_client_create_workload_async(EinsoraClient *self, const char *kind, const char *name,
+                                          const char *gpu_class, const char *image,
+                                          const char *region, const char *idempotency_key,
+                                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                                          gpointer user_data);
+void einsora_client_start_workload_async(EinsoraClient *self, const char *id,
+                                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                                         gpointer user_data);
+void einsora_client_stop_workload_async(EinsoraClient *self, const char *id,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+void einsora_client_delete_workload_async(EinsoraClient *self, const char *id,
+                                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                                          gpointer user_data);
+void einsora_client_open_workload_async(EinsoraClient *self, const char *id,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+void einsora_client_list_events_async(EinsoraClient *self, const char *id,
+                                      GCancellable *cancellable, GAsyncReadyCallback callback,
+                                      gpointer user_data);
+void einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data);
+void einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
+                                      GAsyncReadyCallback callback, gpointer user_data);
 
 G_END_DECLS
