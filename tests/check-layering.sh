@@ -25,6 +25,7 @@ declare -A allowed=(
   [drivers/hostlock]="drivers/hostlock"
   [app/client]="app/client"
   [app/cli]="app/cli app/client"
+  [app/desktop]="app/desktop app/client"
   [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
   [agent/protocol]="agent/protocol daemon/domain"
   # agent never includes store or backend headers: it knows only what it is told.

@@ -11,12 +11,24 @@ packages=(
   # gives a notebook outbound networking when a setting asks for it).
   jupyter-notebook python3-ipykernel bubblewrap passt
 )
+# The desktop app (-Dapp=enabled): GTK4, libadwaita and WebKitGTK 6.0;
+# libsecret for remote daemons' API tokens (the app's model library, which
+# holds the token store, builds and is tested in every tree).
+packages+=(libgtk-4-dev libadwaita-1-dev libwebkitgtk-6.0-dev libsecret-1-dev)
 if [ "$what" = test ]; then
   # The browser test: Debian's Chromium driven by playwright-core from npm
   # (tests/browser). Node and npm come from Debian unless some other node
   # is already on PATH (NodeSource's nodejs bundles npm and conflicts with
   # Debian's npm package).
   packages+=(clang-format python3 chromium)
+  # data/'s validators: desktop-file-validate, appstreamcli and
+  # glib-compile-schemas (tests suite "data").
+  packages+=(desktop-file-utils appstream libglib2.0-bin)
+  # The UI tests (suite "ui", tests/run-under-xvfb.sh): an X server and a
+  # session bus of their own (dbus-run-session); libXtst to press keys.
+  packages+=(xvfb dbus-daemon libxtst6)
+  # The token store's test against a real Secret Service on a private bus.
+  packages+=(gnome-keyring)
   command -v node >/dev/null || packages+=(nodejs)
 fi
 

@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs einsora-daemon in the foreground, with its SQLite
-# database in the user's data directory (or EINSORA_DATA_DIR). Arguments go
-# to the daemon, e.g. "migrate" or --data-dir DIR.
+# Sets up, builds and runs Einsora.
+# - In a desktop session (DISPLAY or WAYLAND_DISPLAY set): the desktop app,
+#   which starts einsora-daemon for this user when none answers (and leaves
+#   it running when it quits). Arguments go to the app.
+# - Otherwise, or with "daemon" first: einsora-daemon in the foreground, as
+#   on a Lab server, with its SQLite database in the user's data directory
+#   (or EINSORA_DATA_DIR). Further arguments go to the daemon, e.g.
+#   "migrate" or --data-dir DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash packaging/dev/deps.sh run
-[ -d build ] || meson setup build >/dev/null
+if [ -f build/build.ninja ]; then
+  meson configure build -Dapp=enabled >/dev/null
+else
+  meson setup build -Dapp=enabled >/dev/null
+fi
 meson compile -C build >/dev/null
+if [ "${1:-}" = daemon ]; then
+  shift
+  exec build/daemon/einsora-daemon "$@"
+fi
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  # From the build tree: its settings schema, and its daemon to start.
+  export GSETTINGS_SCHEMA_DIR=$PWD/build/data
+  export EINSORA_DAEMON=${EINSORA_DAEMON:-$PWD/build/daemon/einsora-daemon}
+  exec build/app/desktop/einsora-app "$@"
+fi
 exec build/daemon/einsora-daemon "$@"

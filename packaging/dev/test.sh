@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the normal tree with warnings as
-# errors (all suites), then a second tree with AddressSanitizer and
-# UndefinedBehaviorSanitizer, leak detection on (unit suite).
+# errors and the desktop app (all suites, the UI ones under Xvfb), then a
+# second tree with AddressSanitizer and UndefinedBehaviorSanitizer, leak
+# detection on (unit suite).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -18,7 +19,7 @@ setup() {
 }
 
 status=0
-setup build -Dwerror=true
+setup build -Dwerror=true -Dapp=enabled
 meson compile -C build
 meson test -C build --print-errorlogs || status=1
 

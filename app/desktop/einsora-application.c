@@ -1,0 +1,900 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-application.h"
+
+#include <glib/gi18n.h>
+
+#include "einsora-connection.h"
+#include "einsora-event-feed.h"
+#include "einsora-format.h"
+#include "einsora-new-workload-dialog.h"
+#include "einsora-notebook-window.h"
+#include "einsora-server-dialog.h"
+#include "einsora-tray.h"
+#include "einsora-window.h"
+
+/* How long a local daemon the app starts may take to answer. */
+#define DAEMON_START_TIMEOUT_MS 30000
+
+struct _EinsoraApplication {
+    AdwApplication parent_instance;
+    GSettings *settings;
+    EinsoraConnection *connection;
+    EinsoraClient *client;
+    EinsoraWorkloadList *workloads;
+    GCancellable *cancellable; /* of the current connection's calls */
+    EinsoraEventFeed *feed;
+    gboolean ready;
+    EinsoraTray *tray;  /* (nullable) */
+    gboolean tray_hold; /* held while a tray shows the app */
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraApplication, einsora_application, ADW_TYPE_APPLICATION)
+
+enum { SIGNAL_READY, SIGNAL_WORKLOAD_EVENT, SIGNAL_OPEN_IN_BROWSER, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+static EinsoraWindow *
+main_window(EinsoraApplication *self)
+{
+    GtkWindow *window = gtk_application_get_active_window(GTK_APPLICATION(self));
+
+    if (window != NULL && EINSORA_IS_WINDOW(window))
+        return EINSORA_WINDOW(window);
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
+        if (EINSORA_IS_WINDOW(l->data))
+            return l->data;
+    return NULL;
+}
+
+static void
+show_error(EinsoraApplication *self, const char *message)
+{
+    EinsoraWindow *window = main_window(self);
+
+    g_message("not connected: %s", message);
+    if (window != NULL)
+        einsora_window_show_error(window, message);
+}
+
+static void
+on_machines(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    EinsoraWindow *window = main_window(self);
+    JsonObject *object;
+    JsonNode *machines;
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return;
+    if (answer == NULL) {
+        if (window != NULL)
+            einsora_window_toast(window, error->message);
+        return;
+    }
+    object = JSON_NODE_HOLDS_OBJECT(answer) ? json_node_get_object(answer) : NULL;
+    machines = object != NULL ? json_object_get_member(object, "machines") : NULL;
+    if (machines == NULL || !JSON_NODE_HOLDS_ARRAY(machines))
+        return;
+    einsora_workload_list_set_machines(self->workloads, json_node_get_array(machines));
+    if (window != NULL)
+        einsora_window_set_machines(window, json_node_get_array(machines));
+}
+
+static void
+on_workloads(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    JsonObject *object;
+    JsonNode *workloads;
+    EinsoraWindow *window;
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return;
+    if (answer == NULL) {
+        show_error(self, error->message);
+        return;
+    }
+    object = JSON_NODE_HOLDS_OBJECT(answer) ? json_node_get_object(answer) : NULL;
+    workloads = object != NULL ? json_object_get_member(object, "workloads") : NULL;
+    if (workloads == NULL || !JSON_NODE_HOLDS_ARRAY(workloads)) {
+        show_error(self, _("The daemon's list of workloads isn't one this app can read."));
+        return;
+    }
+    einsora_workload_list_replace(self->workloads, json_node_get_array(workloads));
+    self->ready = TRUE;
+    window = main_window(self);
+    if (window != NULL)
+        einsora_window_show_ready(window);
+    g_message("connected to %s: %u workloads", einsora_connection_get_server(self->connection),
+              g_list_model_get_n_items(G_LIST_MODEL(self->workloads)));
+    g_signal_emit(self, signals[SIGNAL_READY], 0);
+}
+
+static const char *
+member_string(JsonObject *object, const char *name)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+/* A desktop notification when a workload starts running, fails, or stops
+ * without being asked to. */
+static void
+notify_event(EinsoraApplication *self, JsonObject *event, EinsoraWorkloadItem *item)
+{
+    const char *from = member_string(event, "from_state");
+    const char *to = member_string(event, "to_state");
+    const char *id = member_string(event, "workload_id");
+    const char *name = item != NULL ? einsora_workload_item_get_name(item) : id;
+    gboolean notebook =
+        item != NULL && g_strcmp0(einsora_workload_item_get_kind(item), "notebook") == 0;
+    g_autoptr(GNotification) notification = NULL;
+    g_autofree gchar *title = NULL;
+    g_autofree gchar *reason = einsora_format_reason(member_string(event, "reason"), 200);
+    g_autofree gchar *notification_id = NULL;
+
+    if (!g_settings_get_boolean(self->settings, "notify") || from == NULL ||
+        g_strcmp0(from, to) == 0)
+        return;
+    if (g_strcmp0(to, "running") == 0)
+        title = g_strdup_printf(_("%s is running"), name);
+    else if (g_strcmp0(to, "failed") == 0)
+        title = g_strdup_printf(_("%s failed"), name);
+    else if (g_strcmp0(to, "stopped") == 0 && g_strcmp0(from, "stopping") != 0)
+        title = g_strdup_printf(_("%s stopped by itself"), name);
+    else
+        return;
+    notification = g_notification_new(title);
+    g_notification_set_body(notification, reason);
+    if (g_strcmp0(to, "failed") == 0)
+        g_notification_set_priority(notification, G_NOTIFICATION_PRIORITY_HIGH);
+    /* Clicking a running notebook's notification opens it; any other
+     * shows its page. */
+    if (g_strcmp0(to, "running") == 0 && notebook) {
+        g_notification_set_default_action_and_target(notification, "app.open-workload", "s", id);
+        g_notification_add_button_with_target(notification, _("Open"), "app.open-workload", "s",
+                                              id);
+    } else {
+        g_notification_set_default_action_and_target(notification, "app.show-workload", "s", id);
+    }
+    notification_id = g_strdup_printf("workload-%s", id);
+    g_application_send_notification(G_APPLICATION(self), notification_id, notification);
+}
+
+typedef struct {
+    EinsoraApplication *self;
+    JsonObject *event;
+} EventFetch;
+
+static void
+on_event_workload(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    EventFetch *fetch = user_data;
+    EinsoraApplication *self = fetch->self;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    EinsoraWorkloadItem *item = NULL;
+
+    if (answer != NULL && JSON_NODE_HOLDS_OBJECT(answer))
+        item = einsora_workload_list_upsert(self->workloads, json_node_get_object(answer));
+    else if (error != NULL && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        g_message("can't read workload %s: %s", member_string(fetch->event, "workload_id"),
+                  error->message);
+    if (answer != NULL || !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        notify_event(self, fetch->event, item);
+        g_signal_emit(self, signals[SIGNAL_WORKLOAD_EVENT], 0, fetch->event);
+    }
+    json_object_unref(fetch->event);
+    g_object_unref(fetch->self);
+    g_free(fetch);
+}
+
+/* One event of the feed: the workload as it is now, then whoever shows
+ * it (its page, a notification). */
+static void
+on_feed_event(EinsoraEventFeed *feed, JsonObject *event, EinsoraApplication *self)
+{
+    const char *id = member_string(event, "workload_id");
+    g_autofree gchar *path = NULL;
+    EventFetch *fetch;
+
+    if (id == NULL || self->client == NULL)
+        return;
+    fetch = g_new0(EventFetch, 1);
+    fetch->self = g_object_ref(self);
+    fetch->event = json_object_ref(event);
+    /* Deleted ones too: their deletion takes them out of the list. */
+    path = g_strdup_printf("/v1/workloads/%s?include_deleted=true", id);
+    einsora_client_request_async(self->client, "GET", path, NULL, NULL, self->cancellable,
+                                 on_event_workload, fetch);
+}
+
+static void load_lists(EinsoraApplication *self);
+
+/* The feed is open: the list read now misses nothing the feed won't tell. */
+static void
+on_feed_connected(EinsoraEventFeed *feed, GParamSpec *pspec, EinsoraApplication *self)
+{
+    if (einsora_event_feed_get_connected(feed) && !self->ready)
+        load_lists(self);
+}
+
+static void
+on_feed_failed(EinsoraEventFeed *feed, GError *error, EinsoraApplication *self)
+{
+    show_error(self, error->message);
+}
+
+static void
+load_lists(EinsoraApplication *self)
+{
+    einsora_client_list_workloads_async(self->client, FALSE, self->cancellable, on_workloads,
+                                        g_object_ref(self));
+    einsora_client_list_machines_async(self->client, self->cancellable, on_machines,
+                                       g_object_ref(self));
+}
+
+static void
+load(EinsoraApplication *self)
+{
+    if (self->feed != NULL)
+        einsora_event_feed_stop(self->feed);
+    g_clear_object(&self->feed);
+    self->feed = einsora_event_feed_new(einsora_connection_get_server(self->connection),
+                                        einsora_connection_get_token(self->connection));
+    g_signal_connect_object(self->feed, "event", G_CALLBACK(on_feed_event), self, 0);
+    g_signal_connect_object(self->feed, "notify::connected", G_CALLBACK(on_feed_connected), self,
+                            0);
+    g_signal_connect_object(self->feed, "failed", G_CALLBACK(on_feed_failed), self, 0);
+    /* From now: the list, read once the feed is open, has the past. */
+    einsora_event_feed_start(self->feed, NULL);
+}
+
+static void
+on_connected(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    EinsoraClient *client =
+        einsora_connection_ensure_finish(EINSORA_CONNECTION(source), result, &error);
+
+    if (client == NULL) {
+        if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            show_error(self, error->message);
+        return;
+    }
+    g_clear_object(&self->client);
+    self->client = client;
+    load(self);
+}
+
+static void
+on_progress(EinsoraConnection *connection, const char *what, EinsoraApplication *self)
+{
+    EinsoraWindow *window = main_window(self);
+
+    if (window == NULL)
+        return;
+    einsora_window_show_connecting(window, what);
+    einsora_window_set_server(window, einsora_connection_get_server(connection),
+                              einsora_connection_is_local(connection));
+}
+
+static void
+connect_daemon(EinsoraApplication *self)
+{
+    g_autofree gchar *server = g_settings_get_string(self->settings, "daemon-url");
+
+    if (self->cancellable != NULL)
+        g_cancellable_cancel(self->cancellable);
+    if (self->feed != NULL)
+        einsora_event_feed_stop(self->feed);
+    g_clear_object(&self->feed);
+    if (self->feed != NULL)
+        einsora_event_feed_stop(self->feed);
+    g_clear_object(&self->feed);
+    g_clear_object(&self->cancellable);
+    g_clear_object(&self->connection);
+    self->ready = FALSE;
+    self->cancellable = g_cancellable_new();
+    self->connection = einsora_connection_new(server, NULL);
+    g_signal_connect_object(self->connection, "progress", G_CALLBACK(on_progress), self, 0);
+    einsora_connection_ensure_async(self->connection, DAEMON_START_TIMEOUT_MS, self->cancellable,
+                                    on_connected, g_object_ref(self));
+}
+
+static EinsoraWorkloadItem *
+lookup(EinsoraApplication *self, GVariant *parameter)
+{
+    return einsora_workload_list_lookup(self->workloads, g_variant_get_string(parameter, NULL));
+}
+
+static void
+toast(EinsoraApplication *self, const char *text)
+{
+    EinsoraWindow *window = main_window(self);
+
+    if (window != NULL)
+        einsora_window_toast(window, text);
+}
+
+/* The answer of stop, start or delete: the feed brings the change; only
+ * a refusal needs saying. */
+static void
+on_change_answered(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+
+    if (answer != NULL && JSON_NODE_HOLDS_OBJECT(answer))
+        einsora_workload_list_upsert(self->workloads, json_node_get_object(answer));
+    else if (error != NULL && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        toast(self, error->message);
+}
+
+static void
+on_stop_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    if (self->client != NULL)
+        einsora_client_stop_workload_async(self->client, g_variant_get_string(parameter, NULL),
+                                           self->cancellable, on_change_answered,
+                                           g_object_ref(self));
+}
+
+static void
+on_start_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    if (self->client != NULL)
+        einsora_client_start_workload_async(self->client, g_variant_get_string(parameter, NULL),
+                                            self->cancellable, on_change_answered,
+                                            g_object_ref(self));
+}
+
+static void
+on_delete_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    EinsoraWindow *window = main_window(self);
+
+    if (self->client == NULL)
+        return;
+    /* Its page has nothing left to show. */
+    if (window != NULL && einsora_workload_page_get_item(
+                              einsora_window_get_workload_page(window)) == lookup(self, parameter))
+        einsora_window_show_list(window);
+    einsora_client_delete_workload_async(self->client, g_variant_get_string(parameter, NULL),
+                                         self->cancellable, on_change_answered, g_object_ref(self));
+}
+
+typedef struct {
+    EinsoraApplication *self;
+    gchar *workload_id;
+} PageLoad;
+
+static void
+on_page_events(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    PageLoad *load = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    EinsoraWindow *window = main_window(load->self);
+    EinsoraWorkloadPage *page = window != NULL ? einsora_window_get_workload_page(window) : NULL;
+    EinsoraWorkloadItem *item = page != NULL ? einsora_workload_page_get_item(page) : NULL;
+    JsonNode *events = answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
+                           ? json_object_get_member(json_node_get_object(answer), "events")
+                           : NULL;
+
+    if (error != NULL && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        toast(load->self, error->message);
+    /* Still the page it was asked for. */
+    if (item != NULL && g_strcmp0(einsora_workload_item_get_id(item), load->workload_id) == 0 &&
+        events != NULL && JSON_NODE_HOLDS_ARRAY(events))
+        einsora_workload_page_add_events(page, json_node_get_array(events));
+    g_object_unref(load->self);
+    g_free(load->workload_id);
+    g_free(load);
+}
+
+static void
+on_show_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    EinsoraWorkloadItem *item = lookup(self, parameter);
+    EinsoraWindow *window;
+    PageLoad *load;
+
+    g_application_activate(G_APPLICATION(self));
+    window = main_window(self);
+    if (window == NULL || item == NULL || self->client == NULL)
+        return;
+    einsora_window_show_workload(window, item);
+    load = g_new0(PageLoad, 1);
+    load->self = g_object_ref(self);
+    load->workload_id = g_strdup(einsora_workload_item_get_id(item));
+    einsora_client_list_events_async(self->client, load->workload_id, self->cancellable,
+                                     on_page_events, load);
+}
+
+/* New events of the workload whose page is shown join its timeline. */
+static void
+on_workload_event(EinsoraApplication *self, JsonObject *event, gpointer user_data)
+{
+    EinsoraWindow *window = main_window(self);
+
+    if (window != NULL)
+        einsora_workload_page_add_event(einsora_window_get_workload_page(window), event);
+}
+
+static void
+on_exported(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GFile) file = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, &raw, &error);
+    EinsoraApplication *self = g_object_get_data(G_OBJECT(file), "einsora-app");
+    g_autofree gchar *done = NULL;
+
+    if (answer == NULL) {
+        if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            toast(self, error->message);
+        return;
+    }
+    /* As the API gave it, byte for byte. */
+    if (!g_file_replace_contents(file, g_bytes_get_data(raw, NULL), g_bytes_get_size(raw), NULL,
+                                 FALSE, G_FILE_CREATE_PRIVATE, NULL, NULL, &error)) {
+        toast(self, error->message);
+        return;
+    }
+    done = g_strdup_printf(_("Exported to %s"), g_file_peek_path(file));
+    toast(self, done);
+}
+
+static void
+on_export_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    const char *id = NULL, *path = NULL;
+    g_autofree gchar *request_path = NULL;
+    GFile *file;
+
+    g_variant_get(parameter, "(&s&s)", &id, &path);
+    if (self->client == NULL)
+        return;
+    file = g_file_new_for_path(path);
+    g_object_set_data_full(G_OBJECT(file), "einsora-app", g_object_ref(self), g_object_unref);
+    request_path = g_strdup_printf("/v1/workloads/%s/export", id);
+    einsora_client_request_async(self->client, "GET", request_path, NULL, NULL, self->cancellable,
+                                 on_exported, file);
+}
+
+static void
+on_dialog_created(EinsoraNewWorkloadDialog *dialog, JsonObject *workload, EinsoraApplication *self)
+{
+    g_autofree gchar *text = g_strdup_printf(_("Created %s"), member_string(workload, "name"));
+
+    einsora_workload_list_upsert(self->workloads, workload);
+    toast(self, text);
+}
+
+static void
+on_catalog(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    EinsoraWindow *window = main_window(self);
+    EinsoraNewWorkloadDialog *dialog;
+
+    if (answer == NULL || !JSON_NODE_HOLDS_OBJECT(answer)) {
+        if (error != NULL && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            toast(self, error->message);
+        return;
+    }
+    dialog = einsora_new_workload_dialog_new(GTK_WINDOW(window), self->client,
+                                             json_node_get_object(answer));
+    g_signal_connect_object(dialog, "created", G_CALLBACK(on_dialog_created), self, 0);
+    gtk_window_present(GTK_WINDOW(dialog));
+}
+
+/* The catalog is read each time: the quota shown is today's. */
+static void
+on_new_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    if (self->client != NULL)
+        einsora_client_get_catalog_async(self->client, self->cancellable, on_catalog,
+                                         g_object_ref(self));
+}
+
+static EinsoraNotebookWindow *
+notebook_window(EinsoraApplication *self, const char *workload_id)
+{
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
+        if (EINSORA_IS_NOTEBOOK_WINDOW(l->data) &&
+            g_strcmp0(einsora_notebook_window_get_workload_id(l->data), workload_id) == 0)
+            return l->data;
+    return NULL;
+}
+
+static void
+on_notebook_wants_browser(EinsoraNotebookWindow *window, EinsoraApplication *self)
+{
+    g_action_group_activate_action(
+        G_ACTION_GROUP(self), "open-in-browser",
+        g_variant_new_string(einsora_notebook_window_get_workload_id(window)));
+}
+
+/* Every notebook window, also those a page opens (new-tab links), can
+ * ask for the browser. */
+static void
+on_window_added(GtkApplication *application, GtkWindow *window, gpointer user_data)
+{
+    if (EINSORA_IS_NOTEBOOK_WINDOW(window))
+        g_signal_connect_object(window, "open-in-browser", G_CALLBACK(on_notebook_wants_browser),
+                                application, 0);
+}
+
+static void
+on_browser_launched(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (!g_app_info_launch_default_for_uri_finish(result, &error))
+        toast(self, error->message);
+}
+
+typedef struct {
+    EinsoraApplication *self;
+    gchar *workload_id;
+    gboolean in_browser;
+} Opening;
+
+static void
+opening_free(Opening *opening)
+{
+    g_object_unref(opening->self);
+    g_free(opening->workload_id);
+    g_free(opening);
+}
+
+/* A one-time link (POST .../access): into a notebook window of its own,
+ * or to the user's browser. The link is never logged: it holds a ticket. */
+static void
+on_access_link(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Opening *opening = user_data;
+    EinsoraApplication *self = opening->self;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    const char *url = answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
+                          ? member_string(json_node_get_object(answer), "url")
+                          : NULL;
+    EinsoraWorkloadItem *item = einsora_workload_list_lookup(self->workloads, opening->workload_id);
+    gboolean handled = FALSE;
+
+    if (url == NULL) {
+        if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            toast(self, error != NULL ? error->message : _("The daemon gave no link to open."));
+    } else if (opening->in_browser) {
+        g_signal_emit(self, signals[SIGNAL_OPEN_IN_BROWSER], 0, url, &handled);
+        if (!handled)
+            g_app_info_launch_default_for_uri_async(url, NULL, NULL, on_browser_launched,
+                                                    g_object_ref(self));
+    } else {
+        EinsoraNotebookWindow *window = einsora_notebook_window_new(
+            GTK_APPLICATION(self), opening->workload_id,
+            item != NULL ? einsora_workload_item_get_name(item) : opening->workload_id, url);
+        gtk_window_present(GTK_WINDOW(window));
+    }
+    opening_free(opening);
+}
+
+static void
+open_workload(EinsoraApplication *self, const char *workload_id, gboolean in_browser)
+{
+    Opening *opening;
+    EinsoraNotebookWindow *window = in_browser ? NULL : notebook_window(self, workload_id);
+
+    /* Its window is open already: that one. */
+    if (window != NULL) {
+        gtk_window_present(GTK_WINDOW(window));
+        return;
+    }
+    if (self->client == NULL)
+        return;
+    opening = g_new0(Opening, 1);
+    opening->self = g_object_ref(self);
+    opening->workload_id = g_strdup(workload_id);
+    opening->in_browser = in_browser;
+    einsora_client_open_workload_async(self->client, workload_id, self->cancellable, on_access_link,
+                                       opening);
+}
+
+static void
+on_open_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    g_autofree gchar *open_in = g_settings_get_string(self->settings, "open-in");
+
+    open_workload(self, g_variant_get_string(parameter, NULL), g_str_equal(open_in, "browser"));
+}
+
+static void
+on_open_in_browser(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    open_workload(EINSORA_APPLICATION(user_data), g_variant_get_string(parameter, NULL), TRUE);
+}
+
+static void
+on_quit(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    /* Only the app: the daemon and its workloads run on. */
+    g_application_quit(G_APPLICATION(user_data));
+}
+
+static void
+on_reconnect(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    connect_daemon(EINSORA_APPLICATION(user_data));
+}
+
+/* A Lab server's address and token (or this machine again): the dialog
+ * sets daemon-url and activates app.reconnect. */
+static void
+on_connect_server(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    EinsoraServerDialog *dialog =
+        einsora_server_dialog_new(GTK_WINDOW(main_window(self)), self->settings);
+
+    gtk_window_present(GTK_WINDOW(dialog));
+}
+
+static void
+on_about(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    adw_show_about_window(GTK_WINDOW(main_window(self)), "application-name", _("Einsora"),
+                          "application-icon", EINSORA_APPLICATION_ID, "version", EINSORA_VERSION,
+                          "comments", _("Notebooks on your own machines, each in its own sandbox"),
+                          NULL);
+}
+
+static const GActionEntry app_actions[] = {
+    {"new-workload", on_new_workload, NULL, NULL, NULL, {0}},
+    {"show-workload", on_show_workload, "s", NULL, NULL, {0}},
+    {"open-workload", on_open_workload, "s", NULL, NULL, {0}},
+    {"open-in-browser", on_open_in_browser, "s", NULL, NULL, {0}},
+    {"stop-workload", on_stop_workload, "s", NULL, NULL, {0}},
+    {"start-workload", on_start_workload, "s", NULL, NULL, {0}},
+    {"delete-workload", on_delete_workload, "s", NULL, NULL, {0}},
+    {"export-workload", on_export_workload, "(ss)", NULL, NULL, {0}},
+    {"quit", on_quit, NULL, NULL, NULL, {0}},
+    {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
+    {"connect-server", on_connect_server, NULL, NULL, NULL, {0}},
+    {"about", on_about, NULL, NULL, NULL, {0}},
+};
+
+/* The tray (docs/adr/0020-tray.md): its menu opens running notebooks,
+ * shows the window and quits. While a host shows it, and the user keeps
+ * "keep-running-in-tray", the app holds itself once, so closing the last
+ * window leaves it running; the hold goes when the tray does. */
+static void
+update_tray_hold(EinsoraApplication *self)
+{
+    gboolean hold = self->tray != NULL && einsora_tray_is_available(self->tray) &&
+                    g_settings_get_boolean(self->settings, "keep-running-in-tray");
+
+    if (hold == self->tray_hold)
+        return;
+    self->tray_hold = hold;
+    if (hold)
+        g_application_hold(G_APPLICATION(self));
+    else
+        g_application_release(G_APPLICATION(self));
+}
+
+static void
+on_tray_available(EinsoraTray *tray, GParamSpec *pspec, EinsoraApplication *self)
+{
+    update_tray_hold(self);
+}
+
+static void
+on_keep_running_changed(GSettings *settings, const char *key, EinsoraApplication *self)
+{
+    update_tray_hold(self);
+}
+
+static void
+on_tray_open_workload(EinsoraTray *tray, const char *id, EinsoraApplication *self)
+{
+    g_action_group_activate_action(G_ACTION_GROUP(self), "open-workload", g_variant_new_string(id));
+}
+
+static void
+on_tray_show_window(EinsoraTray *tray, EinsoraApplication *self)
+{
+    g_application_activate(G_APPLICATION(self));
+}
+
+static void
+on_tray_quit(EinsoraTray *tray, EinsoraApplication *self)
+{
+    g_application_quit(G_APPLICATION(self));
+}
+
+static void
+start_tray(EinsoraApplication *self)
+{
+    GDBusConnection *bus = g_application_get_dbus_connection(G_APPLICATION(self));
+    g_autoptr(GError) error = NULL;
+
+#ifdef __APPLE__
+    bus = NULL; /* no StatusNotifierWatcher: a menu bar item instead, docs/macos.md */
+#endif
+    if (bus == NULL)
+        return; /* no session bus, no tray */
+    self->tray = einsora_tray_new(bus, G_LIST_MODEL(self->workloads), EINSORA_APPLICATION_ID);
+    g_signal_connect(self->tray, "open-workload", G_CALLBACK(on_tray_open_workload), self);
+    g_signal_connect(self->tray, "show-window", G_CALLBACK(on_tray_show_window), self);
+    g_signal_connect(self->tray, "quit", G_CALLBACK(on_tray_quit), self);
+    g_signal_connect(self->tray, "notify::available", G_CALLBACK(on_tray_available), self);
+    g_signal_connect(self->settings, "changed::keep-running-in-tray",
+                     G_CALLBACK(on_keep_running_changed), self);
+    if (!einsora_tray_start(self->tray, &error)) {
+        g_message("no tray icon: %s", error->message);
+        g_clear_object(&self->tray);
+    }
+}
+
+static void
+einsora_application_startup(GApplication *application)
+{
+    EinsoraApplication *self = EINSORA_APPLICATION(application);
+    static const char *const quit_accels[] = {"<Primary>q", NULL};
+    static const char *const reconnect_accels[] = {"<Primary><Shift>r", NULL};
+    static const char *const new_accels[] = {"<Primary>n", NULL};
+
+    G_APPLICATION_CLASS(einsora_application_parent_class)->startup(application);
+    self->settings = g_settings_new(EINSORA_APPLICATION_ID);
+    g_action_map_add_action_entries(G_ACTION_MAP(self), app_actions, G_N_ELEMENTS(app_actions),
+                                    self);
+    gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.quit", quit_accels);
+    gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.reconnect", reconnect_accels);
+    gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.new-workload", new_accels);
+    start_tray(self);
+}
+
+static void
+einsora_application_activate(GApplication *application)
+{
+    EinsoraApplication *self = EINSORA_APPLICATION(application);
+    EinsoraWindow *window = main_window(self);
+
+    if (window == NULL) {
+        window = einsora_window_new(GTK_APPLICATION(self), G_LIST_MODEL(self->workloads),
+                                    self->settings);
+        if (self->ready)
+            einsora_window_show_ready(window);
+        if (self->connection != NULL)
+            einsora_window_set_server(window, einsora_connection_get_server(self->connection),
+                                      einsora_connection_is_local(self->connection));
+    }
+    gtk_window_present(GTK_WINDOW(window));
+    if (self->connection == NULL)
+        connect_daemon(self);
+}
+
+static void
+einsora_application_shutdown(GApplication *application)
+{
+    EinsoraApplication *self = EINSORA_APPLICATION(application);
+
+    if (self->cancellable != NULL)
+        g_cancellable_cancel(self->cancellable);
+    g_clear_object(&self->tray);
+    G_APPLICATION_CLASS(einsora_application_parent_class)->shutdown(application);
+}
+
+static void
+einsora_application_dispose(GObject *object)
+{
+    EinsoraApplication *self = EINSORA_APPLICATION(object);
+
+    if (self->feed != NULL)
+        einsora_event_feed_stop(self->feed);
+    g_clear_object(&self->feed);
+    g_clear_object(&self->cancellable);
+    g_clear_object(&self->connection);
+    g_clear_object(&self->client);
+    g_clear_object(&self->workloads);
+    g_clear_object(&self->settings);
+    G_OBJECT_CLASS(einsora_application_parent_class)->dispose(object);
+}
+
+static void
+einsora_application_class_init(EinsoraApplicationClass *klass)
+{
+    G_OBJECT_CLASS(klass)->dispose = einsora_application_dispose;
+    G_APPLICATION_CLASS(klass)->startup = einsora_application_startup;
+    G_APPLICATION_CLASS(klass)->activate = einsora_application_activate;
+    G_APPLICATION_CLASS(klass)->shutdown = einsora_application_shutdown;
+    /* The daemon answered and the first list is in (tests wait for it). */
+    signals[SIGNAL_READY] = g_signal_new("ready", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
+                                         NULL, NULL, NULL, G_TYPE_NONE, 0);
+    /* A link to open in the user's browser: a handler that returns TRUE
+     * opened it (tests); else the default browser does. */
+    signals[SIGNAL_OPEN_IN_BROWSER] = g_signal_new(
+        "open-in-browser", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
+        g_signal_accumulator_true_handled, NULL, NULL, G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
+    /* An event of the feed, after the list took the workload's change. */
+    signals[SIGNAL_WORKLOAD_EVENT] =
+        g_signal_new("workload-event", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 1, JSON_TYPE_OBJECT);
+}
+
+static void
+einsora_application_init(EinsoraApplication *self)
+{
+    self->workloads = einsora_workload_list_new();
+    g_signal_connect(self, "workload-event", G_CALLBACK(on_workload_event), NULL);
+    g_signal_connect(self, "window-added", G_CALLBACK(on_window_added), NULL);
+}
+
+EinsoraApplication *
+einsora_application_new(void)
+{
+    return g_object_new(EINSORA_TYPE_APPLICATION, "application-id", EINSORA_APPLICATION_ID, "flags",
+                        G_APPLICATION_DEFAULT_FLAGS, "resource-base-path", "/dev/einsora/Einsora",
+                        NULL);
+}
+
+EinsoraClient *
+einsora_application_get_client(EinsoraApplication *self)
+{
+    return self->client;
+}
+
+EinsoraWorkloadList *
+einsora_application_get_workloads(EinsoraApplication *self)
+{
+    return self->workloads;
+}
+
+gboolean
+einsora_application_is_ready(EinsoraApplication *self)
+{
+    return self->ready;
+}
+
+EinsoraConnection *
+einsora_application_get_connection(EinsoraApplication *self)
+{
+    return self->connection;
+}

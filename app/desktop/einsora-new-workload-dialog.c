@@ -1,0 +1,381 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-new-workload-dialog.h"
+
+#include <glib/gi18n.h>
+
+#include "einsora-format.h"
+
+struct _EinsoraNewWorkloadDialog {
+    AdwWindow parent_instance;
+    GtkWidget *create_button;
+    GtkRevealer *error_revealer;
+    GtkLabel *error_label;
+    AdwEntryRow *name_row;
+    AdwComboRow *kind_row;
+    AdwComboRow *class_row;
+    AdwComboRow *image_row;
+    AdwComboRow *region_row;
+    AdwActionRow *quota_row;
+
+    EinsoraClient *client;
+    JsonObject *catalog;
+    GCancellable *cancellable;
+    gchar *idempotency_key; /* one per dialog: a retried create is one create */
+    gchar *quota_text;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraNewWorkloadDialog, einsora_new_workload_dialog, ADW_TYPE_WINDOW)
+
+enum { SIGNAL_CREATED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+static const char *
+member_string(JsonObject *object, const char *name)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+static gint64
+member_int(JsonObject *object, const char *name, gint64 fallback)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_INT64)
+        return fallback;
+    return json_node_get_int(node);
+}
+
+static JsonArray *
+member_array(JsonObject *object, const char *name)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    return node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+}
+
+static gboolean
+array_has_string(JsonArray *array, const char *value)
+{
+    for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
+        JsonNode *node = json_array_get_element(array, i);
+        if (json_node_get_value_type(node) == G_TYPE_STRING &&
+            g_strcmp0(json_node_get_string(node), value) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The catalog's object named @name in its list @list. */
+static JsonObject *
+find_named(EinsoraNewWorkloadDialog *self, const char *list, const char *name)
+{
+    JsonArray *array = member_array(self->catalog, list);
+
+    for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
+        JsonNode *node = json_array_get_element(array, i);
+        if (JSON_NODE_HOLDS_OBJECT(node) &&
+            g_strcmp0(member_string(json_node_get_object(node), "name"), name) == 0)
+            return json_node_get_object(node);
+    }
+    return NULL;
+}
+
+static const char *
+selected(AdwComboRow *row)
+{
+    GObject *item = adw_combo_row_get_selected_item(row);
+
+    return item != NULL ? gtk_string_object_get_string(GTK_STRING_OBJECT(item)) : NULL;
+}
+
+/* Replaces @row's choices, keeping the one chosen when it is still there. */
+static void
+set_choices(AdwComboRow *row, GPtrArray *names)
+{
+    g_autofree gchar *before = g_strdup(selected(row));
+    g_autoptr(GtkStringList) list = gtk_string_list_new(NULL);
+    guint keep = 0;
+
+    for (guint i = 0; i < names->len; i++) {
+        gtk_string_list_append(list, g_ptr_array_index(names, i));
+        if (g_strcmp0(g_ptr_array_index(names, i), before) == 0)
+            keep = i;
+    }
+    adw_combo_row_set_model(row, G_LIST_MODEL(list));
+    if (names->len > 0)
+        adw_combo_row_set_selected(row, keep);
+}
+
+static void
+show_error(EinsoraNewWorkloadDialog *self, const char *message)
+{
+    gtk_label_set_text(self->error_label, message != NULL ? message : "");
+    gtk_revealer_set_reveal_child(self->error_revealer, message != NULL);
+}
+
+static void
+update_class_details(EinsoraNewWorkloadDialog *self)
+{
+    JsonObject *class = find_named(self, "classes", selected(self->class_row));
+    g_autofree gchar *capacity = NULL;
+    gint64 gpus = member_int(class, "gpus", 0);
+    gint64 quota = member_int(class, "quota", -1);
+    gint64 held = member_int(class, "held", 0);
+
+    g_clear_pointer(&self->quota_text, g_free);
+    if (class == NULL) {
+        adw_action_row_set_subtitle(ADW_ACTION_ROW(self->class_row), "");
+        self->quota_text = g_strdup("");
+    } else {
+        capacity = einsora_format_capacity(member_int(class, "cpus", 0),
+                                           member_int(class, "memory_mib", 0));
+        if (gpus > 0) {
+            g_autofree gchar *with_gpus =
+                g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%s · %" G_GINT64_FORMAT " GPU",
+                                            "%s · %" G_GINT64_FORMAT " GPUs", (gulong)gpus),
+                                capacity, gpus);
+            g_free(capacity);
+            capacity = g_steal_pointer(&with_gpus);
+        }
+        adw_action_row_set_subtitle(ADW_ACTION_ROW(self->class_row), capacity);
+        if (gpus == 0 || quota < 0)
+            self->quota_text = g_strdup(_("This class uses no GPU quota"));
+        else
+            self->quota_text = g_strdup_printf(_("%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                                                 " in use; this one takes %" G_GINT64_FORMAT),
+                                               held, quota, gpus);
+    }
+    adw_action_row_set_subtitle(self->quota_row, self->quota_text);
+}
+
+/* Images that serve the kind and have a runtime for the class's
+ * accelerator; classes offered in the chosen region. */
+static void
+update_choices(EinsoraNewWorkloadDialog *self)
+{
+    const char *kind = selected(self->kind_row);
+    const char *region = selected(self->region_row);
+    g_autoptr(GPtrArray) classes = g_ptr_array_new();
+    g_autoptr(GPtrArray) images = g_ptr_array_new();
+    JsonArray *array = member_array(self->catalog, "classes");
+    JsonObject *class;
+    const char *accelerator;
+
+    for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
+        JsonNode *node = json_array_get_element(array, i);
+        JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        const char *name = member_string(object, "name");
+        if (name != NULL &&
+            (region == NULL || array_has_string(member_array(object, "regions"), region)))
+            g_ptr_array_add(classes, (gpointer)name);
+    }
+    set_choices(self->class_row, classes);
+    class = find_named(self, "classes", selected(self->class_row));
+    accelerator = member_string(class, "accelerator");
+    array = member_array(self->catalog, "images");
+    for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
+        JsonNode *node = json_array_get_element(array, i);
+        JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        const char *name = member_string(object, "name");
+        if (name != NULL && array_has_string(member_array(object, "kinds"), kind) &&
+            array_has_string(member_array(object, "accelerators"), accelerator))
+            g_ptr_array_add(images, (gpointer)name);
+    }
+    set_choices(self->image_row, images);
+    update_class_details(self);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "dialog.create",
+                                  kind != NULL && class != NULL && images->len > 0);
+}
+
+static void
+on_choice(AdwComboRow *row, GParamSpec *pspec, EinsoraNewWorkloadDialog *self)
+{
+    /* The image list follows the kind and class; not the other way. */
+    if (row != self->image_row)
+        update_choices(self);
+}
+
+static void
+on_created(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    EinsoraNewWorkloadDialog *self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_object_unref(self);
+        return;
+    }
+    gtk_widget_set_sensitive(self->create_button, TRUE);
+    if (answer == NULL || !JSON_NODE_HOLDS_OBJECT(answer)) {
+        show_error(self, error != NULL ? error->message : _("The daemon's answer isn't readable."));
+        g_object_unref(self);
+        return;
+    }
+    g_signal_emit(self, signals[SIGNAL_CREATED], 0, json_node_get_object(answer));
+    gtk_window_close(GTK_WINDOW(self));
+    g_object_unref(self);
+}
+
+static void
+on_create(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    EinsoraNewWorkloadDialog *self = EINSORA_NEW_WORKLOAD_DIALOG(widget);
+    g_autofree gchar *name =
+        g_strstrip(g_strdup(gtk_editable_get_text(GTK_EDITABLE(self->name_row))));
+
+    show_error(self, NULL);
+    gtk_widget_set_sensitive(self->create_button, FALSE);
+    einsora_client_create_workload_async(
+        self->client, selected(self->kind_row), *name != '\0' ? name : NULL,
+        selected(self->class_row), selected(self->image_row), selected(self->region_row),
+        self->idempotency_key, self->cancellable, on_created, g_object_ref(self));
+}
+
+static void
+einsora_new_workload_dialog_dispose(GObject *object)
+{
+    EinsoraNewWorkloadDialog *self = EINSORA_NEW_WORKLOAD_DIALOG(object);
+
+    if (self->cancellable != NULL)
+        g_cancellable_cancel(self->cancellable);
+    g_clear_object(&self->cancellable);
+    g_clear_object(&self->client);
+    g_clear_pointer(&self->catalog, json_object_unref);
+    g_clear_pointer(&self->idempotency_key, g_free);
+    g_clear_pointer(&self->quota_text, g_free);
+    gtk_widget_dispose_template(GTK_WIDGET(self), EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
+    G_OBJECT_CLASS(einsora_new_workload_dialog_parent_class)->dispose(object);
+}
+
+static void
+einsora_new_workload_dialog_class_init(EinsoraNewWorkloadDialogClass *klass)
+{
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+
+    G_OBJECT_CLASS(klass)->dispose = einsora_new_workload_dialog_dispose;
+    gtk_widget_class_set_template_from_resource(
+        widget_class, "/dev/einsora/Einsora/einsora-new-workload-dialog.ui");
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, create_button);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, error_revealer);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, error_label);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, name_row);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, kind_row);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, class_row);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, image_row);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, region_row);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraNewWorkloadDialog, quota_row);
+    gtk_widget_class_install_action(widget_class, "dialog.create", NULL, on_create);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Escape, 0, "window.close", NULL);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Return, GDK_CONTROL_MASK,
+                                        "dialog.create", NULL);
+    /* The new workload, as the API answered it. */
+    signals[SIGNAL_CREATED] = g_signal_new("created", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST,
+                                           0, NULL, NULL, NULL, G_TYPE_NONE, 1, JSON_TYPE_OBJECT);
+}
+
+static void
+einsora_new_workload_dialog_init(EinsoraNewWorkloadDialog *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    self->cancellable = g_cancellable_new();
+    self->idempotency_key = g_uuid_string_random();
+}
+
+/* The names in the catalog's list @list ("kinds" holds plain strings). */
+static GPtrArray *
+names_of(EinsoraNewWorkloadDialog *self, const char *list, guint *default_index)
+{
+    GPtrArray *names = g_ptr_array_new();
+    JsonArray *array = member_array(self->catalog, list);
+
+    for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
+        JsonNode *node = json_array_get_element(array, i);
+        JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        const char *name = object != NULL ? member_string(object, "name")
+                           : json_node_get_value_type(node) == G_TYPE_STRING
+                               ? json_node_get_string(node)
+                               : NULL;
+        JsonNode *is_default = object != NULL ? json_object_get_member(object, "default") : NULL;
+
+        if (name == NULL)
+            continue;
+        if (default_index != NULL && is_default != NULL &&
+            json_node_get_value_type(is_default) == G_TYPE_BOOLEAN &&
+            json_node_get_boolean(is_default))
+            *default_index = names->len;
+        g_ptr_array_add(names, (gpointer)name);
+    }
+    return names;
+}
+
+EinsoraNewWorkloadDialog *
+einsora_new_workload_dialog_new(GtkWindow *parent, EinsoraClient *client, JsonObject *catalog)
+{
+    EinsoraNewWorkloadDialog *self =
+        g_object_new(EINSORA_TYPE_NEW_WORKLOAD_DIALOG, "transient-for", parent, NULL);
+    g_autoptr(GPtrArray) kinds = NULL;
+    g_autoptr(GPtrArray) regions = NULL;
+    guint default_region = 0;
+
+    self->client = g_object_ref(client);
+    self->catalog = json_object_ref(catalog);
+    kinds = names_of(self, "kinds", NULL);
+    regions = names_of(self, "regions", &default_region);
+    set_choices(self->kind_row, kinds);
+    set_choices(self->region_row, regions);
+    if (regions->len > 0)
+        adw_combo_row_set_selected(self->region_row, default_region);
+    update_choices(self);
+    g_signal_connect_object(self->kind_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
+    g_signal_connect_object(self->class_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
+    g_signal_connect_object(self->region_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
+    return self;
+}
+
+gboolean
+einsora_new_workload_dialog_select(EinsoraNewWorkloadDialog *self, const char *row,
+                                   const char *name)
+{
+    AdwComboRow *combo = g_str_equal(row, "kind")     ? self->kind_row
+                         : g_str_equal(row, "class")  ? self->class_row
+                         : g_str_equal(row, "image")  ? self->image_row
+                         : g_str_equal(row, "region") ? self->region_row
+                                                      : NULL;
+    GListModel *model = combo != NULL ? adw_combo_row_get_model(combo) : NULL;
+
+    for (guint i = 0; model != NULL && i < g_list_model_get_n_items(model); i++) {
+        g_autoptr(GtkStringObject) item = g_list_model_get_item(model, i);
+        if (g_strcmp0(gtk_string_object_get_string(item), name) == 0) {
+            adw_combo_row_set_selected(combo, i);
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+void
+einsora_new_workload_dialog_set_name(EinsoraNewWorkloadDialog *self, const char *name)
+{
+    gtk_editable_set_text(GTK_EDITABLE(self->name_row), name);
+}
+
+const char *
+einsora_new_workload_dialog_get_quota_text(EinsoraNewWorkloadDialog *self)
+{
+    return self->quota_text;
+}
+
+const char *
+einsora_new_workload_dialog_get_error(EinsoraNewWorkloadDialog *self)
+{
+    if (!gtk_revealer_get_reveal_child(self->error_revealer))
+        return NULL;
+    return gtk_label_get_text(self->error_label);
+}

@@ -1,0 +1,32 @@
+/* The new-workload dialog: kind, class, image and region from the
+ * installation's catalog (GET /v1/catalog), with the class's capacity and
+ * the tenant's GPU quota shown. Create sends the request (with an
+ * Idempotency-Key, so a retry can't create two) and shows the API's own
+ * message if it is refused; on success it emits "created" and closes. */
+#pragma once
+
+#include <adwaita.h>
+#include <json-glib/json-glib.h>
+
+#include "einsora-client.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_TYPE_NEW_WORKLOAD_DIALOG (einsora_new_workload_dialog_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraNewWorkloadDialog, einsora_new_workload_dialog, EINSORA,
+                     NEW_WORKLOAD_DIALOG, AdwWindow)
+
+/* @catalog: the API's catalog object. */
+EinsoraNewWorkloadDialog *einsora_new_workload_dialog_new(GtkWindow *parent, EinsoraClient *client,
+                                                          JsonObject *catalog);
+/* Choose by name, as a person would in the combo rows; FALSE if that
+ * choice isn't offered (for the current kind and class). */
+gboolean einsora_new_workload_dialog_select(EinsoraNewWorkloadDialog *self, const char *row,
+                                            const char *name);
+void einsora_new_workload_dialog_set_name(EinsoraNewWorkloadDialog *self, const char *name);
+/* What the quota row says now. */
+const char *einsora_new_workload_dialog_get_quota_text(EinsoraNewWorkloadDialog *self);
+/* (nullable) The error shown, if any. */
+const char *einsora_new_workload_dialog_get_error(EinsoraNewWorkloadDialog *self);
+
+G_END_DECLS

@@ -1,0 +1,453 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-window.h"
+
+#include <glib/gi18n.h>
+
+#include "einsora-format.h"
+#include "einsora-workload-item.h"
+#include "einsora-workload-row.h"
+
+/* Ages ("5 min") are re-read once a minute: a clock, not the daemon. */
+#define AGE_REFRESH_SECONDS 60
+
+struct _EinsoraWindow {
+    AdwApplicationWindow parent_instance;
+    AdwToastOverlay *toasts;
+    GtkStack *main_stack;
+    AdwStatusPage *connecting_page;
+    GtkLabel *error_label;
+    GtkStack *list_stack;
+    GtkLabel *count_label;
+    AdwViewSwitcherTitle *switcher_title;
+    GtkDropDown *filter_dropdown;
+    GtkListView *workload_list_view;
+    GtkListBox *machines_list;
+    AdwLeaflet *leaflet;
+    GtkWidget *main_box;
+    EinsoraWorkloadPage *workload_page;
+
+    GSettings *settings;
+    GListModel *workloads;
+    GtkFilterListModel *filtered;
+    GtkCustomFilter *filter;
+    GHashTable *bound_rows; /* EinsoraWorkloadRow shown now */
+    guint age_source;
+    /* bench/app-bench.sh: when the first frame, and the first with the
+     * list, were painted (EINSORA_APP_TIMING set). */
+    gulong paint_handler;
+    gboolean first_frame_told;
+    gboolean list_shown;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraWindow, einsora_window, ADW_TYPE_APPLICATION_WINDOW)
+
+static void
+einsora_window_dispose(GObject *object)
+{
+    EinsoraWindow *self = EINSORA_WINDOW(object);
+
+    g_clear_handle_id(&self->age_source, g_source_remove);
+    if (self->paint_handler != 0 && gtk_widget_get_frame_clock(GTK_WIDGET(self)) != NULL)
+        g_clear_signal_handler(&self->paint_handler, gtk_widget_get_frame_clock(GTK_WIDGET(self)));
+    g_clear_pointer(&self->bound_rows, g_hash_table_unref);
+    g_clear_object(&self->filtered);
+    g_clear_object(&self->filter);
+    g_clear_object(&self->workloads);
+    g_clear_object(&self->settings);
+    gtk_widget_dispose_template(GTK_WIDGET(self), EINSORA_TYPE_WINDOW);
+    G_OBJECT_CLASS(einsora_window_parent_class)->dispose(object);
+}
+
+static gboolean
+einsora_window_close_request(GtkWindow *window)
+{
+    EinsoraWindow *self = EINSORA_WINDOW(window);
+    int width = 0, height = 0;
+
+    gtk_window_get_default_size(window, &width, &height);
+    g_settings_set_int(self->settings, "window-width", width);
+    g_settings_set_int(self->settings, "window-height", height);
+    g_settings_set_boolean(self->settings, "window-maximized", gtk_window_is_maximized(window));
+    return GTK_WINDOW_CLASS(einsora_window_parent_class)->close_request(window);
+}
+
+static void
+einsora_window_class_init(EinsoraWindowClass *klass)
+{
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+
+    G_OBJECT_CLASS(klass)->dispose = einsora_window_dispose;
+    GTK_WINDOW_CLASS(klass)->close_request = einsora_window_close_request;
+    g_type_ensure(EINSORA_TYPE_WORKLOAD_PAGE);
+    gtk_widget_class_set_template_from_resource(widget_class,
+                                                "/dev/einsora/Einsora/einsora-window.ui");
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, toasts);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, main_stack);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, connecting_page);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, error_label);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, list_stack);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, count_label);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, switcher_title);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, filter_dropdown);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, workload_list_view);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, machines_list);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, leaflet);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, main_box);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, workload_page);
+}
+
+static void
+on_setup_row(GtkSignalListItemFactory *factory, GtkListItem *list_item, EinsoraWindow *self)
+{
+    gtk_list_item_set_child(list_item, einsora_workload_row_new());
+}
+
+static void
+on_bind_row(GtkSignalListItemFactory *factory, GtkListItem *list_item, EinsoraWindow *self)
+{
+    EinsoraWorkloadRow *row = EINSORA_WORKLOAD_ROW(gtk_list_item_get_child(list_item));
+
+    einsora_workload_row_set_item(row, gtk_list_item_get_item(list_item));
+    g_hash_table_add(self->bound_rows, row);
+}
+
+static void
+on_unbind_row(GtkSignalListItemFactory *factory, GtkListItem *list_item, EinsoraWindow *self)
+{
+    EinsoraWorkloadRow *row = EINSORA_WORKLOAD_ROW(gtk_list_item_get_child(list_item));
+
+    g_hash_table_remove(self->bound_rows, row);
+    einsora_workload_row_set_item(row, NULL);
+}
+
+static gboolean
+on_age_tick(gpointer user_data)
+{
+    EinsoraWindow *self = user_data;
+    GHashTableIter iter;
+    gpointer row;
+
+    g_hash_table_iter_init(&iter, self->bound_rows);
+    while (g_hash_table_iter_next(&iter, &row, NULL))
+        einsora_workload_row_refresh_age(row);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+matches_filter(gpointer item, gpointer user_data)
+{
+    EinsoraWindow *self = user_data;
+    EinsoraStateFilter filter =
+        (EinsoraStateFilter)gtk_drop_down_get_selected(self->filter_dropdown);
+
+    return einsora_format_state_matches(einsora_workload_item_get_state(item), filter);
+}
+
+static void
+update_count(EinsoraWindow *self)
+{
+    guint shown = g_list_model_get_n_items(G_LIST_MODEL(self->filtered));
+    guint all = g_list_model_get_n_items(self->workloads);
+    g_autofree gchar *text = NULL;
+
+    if (shown == all)
+        text =
+            g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%u workload", "%u workloads", all), all);
+    else
+        text = g_strdup_printf(_("%u of %u workloads"), shown, all);
+    gtk_label_set_text(self->count_label, text);
+    gtk_stack_set_visible_child_name(self->list_stack, shown > 0 ? "list" : "empty");
+}
+
+static void
+on_filtered_changed(GListModel *model, guint position, guint removed, guint added,
+                    EinsoraWindow *self)
+{
+    update_count(self);
+}
+
+/* A state change can move an item in or out of the filter. */
+static void
+on_workload_state(EinsoraWorkloadItem *item, GParamSpec *pspec, EinsoraWindow *self)
+{
+    gtk_filter_changed(GTK_FILTER(self->filter), GTK_FILTER_CHANGE_DIFFERENT);
+}
+
+static void
+watch_states(EinsoraWindow *self, guint position, guint added)
+{
+    for (guint i = position; i < position + added; i++) {
+        g_autoptr(EinsoraWorkloadItem) item = g_list_model_get_item(self->workloads, i);
+        g_signal_connect_object(item, "notify::state", G_CALLBACK(on_workload_state), self, 0);
+    }
+}
+
+static void
+on_workloads_changed(GListModel *model, guint position, guint removed, guint added,
+                     EinsoraWindow *self)
+{
+    watch_states(self, position, added);
+}
+
+static void
+on_filter_selected(GtkDropDown *dropdown, GParamSpec *pspec, EinsoraWindow *self)
+{
+    EinsoraStateFilter filter = (EinsoraStateFilter)gtk_drop_down_get_selected(dropdown);
+
+    gtk_filter_changed(GTK_FILTER(self->filter), GTK_FILTER_CHANGE_DIFFERENT);
+    g_settings_set_string(self->settings, "state-filter",
+                          einsora_format_state_filter_to_string(filter));
+}
+
+static void
+on_row_activated(GtkListView *view, guint position, EinsoraWindow *self)
+{
+    g_autoptr(EinsoraWorkloadItem) item =
+        g_list_model_get_item(G_LIST_MODEL(self->filtered), position);
+
+    /* The app shows the page and loads its timeline. */
+    if (item != NULL)
+        gtk_widget_activate_action(GTK_WIDGET(self), "app.show-workload", "s",
+                                   einsora_workload_item_get_id(item));
+}
+
+static void
+on_page_back(EinsoraWorkloadPage *page, EinsoraWindow *self)
+{
+    einsora_window_show_list(self);
+}
+
+static void
+on_after_paint(GdkFrameClock *clock, EinsoraWindow *self)
+{
+    if (!self->first_frame_told) {
+        self->first_frame_told = TRUE;
+        g_print("einsora-app timing: first-frame %" G_GINT64_FORMAT "\n", g_get_real_time());
+    }
+    if (self->list_shown) {
+        g_print("einsora-app timing: list-frame %" G_GINT64_FORMAT " workloads %u\n",
+                g_get_real_time(), g_list_model_get_n_items(self->workloads));
+        g_clear_signal_handler(&self->paint_handler, clock);
+    }
+}
+
+static void
+on_realize(GtkWidget *widget, EinsoraWindow *self)
+{
+    GdkFrameClock *clock = gtk_widget_get_frame_clock(widget);
+
+    if (clock != NULL && g_getenv("EINSORA_APP_TIMING") != NULL)
+        self->paint_handler =
+            g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), self);
+}
+
+static void
+einsora_window_init(EinsoraWindow *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    self->bound_rows = g_hash_table_new(NULL, NULL);
+    g_signal_connect_object(self->workload_list_view, "activate", G_CALLBACK(on_row_activated),
+                            self, 0);
+    g_signal_connect_object(self->workload_page, "back", G_CALLBACK(on_page_back), self, 0);
+    g_signal_connect(self, "realize", G_CALLBACK(on_realize), self);
+}
+
+EinsoraWindow *
+einsora_window_new(GtkApplication *application, GListModel *workloads, GSettings *settings)
+{
+    EinsoraWindow *self = g_object_new(EINSORA_TYPE_WINDOW, "application", application, NULL);
+    g_autoptr(GtkListItemFactory) factory = gtk_signal_list_item_factory_new();
+    g_autofree gchar *filter_name = g_settings_get_string(settings, "state-filter");
+
+    self->settings = g_object_ref(settings);
+    self->workloads = g_object_ref(workloads);
+    gtk_window_set_default_size(GTK_WINDOW(self), g_settings_get_int(settings, "window-width"),
+                                g_settings_get_int(settings, "window-height"));
+    if (g_settings_get_boolean(settings, "window-maximized"))
+        gtk_window_maximize(GTK_WINDOW(self));
+
+    gtk_drop_down_set_selected(self->filter_dropdown,
+                               einsora_format_state_filter_from_string(filter_name));
+    self->filter = gtk_custom_filter_new(matches_filter, self, NULL);
+    self->filtered =
+        gtk_filter_list_model_new(g_object_ref(workloads), GTK_FILTER(g_object_ref(self->filter)));
+    g_signal_connect_object(self->filtered, "items-changed", G_CALLBACK(on_filtered_changed), self,
+                            0);
+    g_signal_connect_object(workloads, "items-changed", G_CALLBACK(on_workloads_changed), self, 0);
+    watch_states(self, 0, g_list_model_get_n_items(workloads));
+    g_signal_connect_object(self->filter_dropdown, "notify::selected",
+                            G_CALLBACK(on_filter_selected), self, 0);
+
+    g_signal_connect(factory, "setup", G_CALLBACK(on_setup_row), self);
+    g_signal_connect(factory, "bind", G_CALLBACK(on_bind_row), self);
+    g_signal_connect(factory, "unbind", G_CALLBACK(on_unbind_row), self);
+    gtk_list_view_set_factory(self->workload_list_view, factory);
+    gtk_list_view_set_model(
+        self->workload_list_view,
+        GTK_SELECTION_MODEL(gtk_no_selection_new(G_LIST_MODEL(g_object_ref(self->filtered)))));
+    update_count(self);
+    self->age_source = g_timeout_add_seconds(AGE_REFRESH_SECONDS, on_age_tick, self);
+    return self;
+}
+
+void
+einsora_window_show_connecting(EinsoraWindow *self, const char *what)
+{
+    adw_status_page_set_description(self->connecting_page, what);
+    gtk_stack_set_visible_child_name(self->main_stack, "connecting");
+}
+
+void
+einsora_window_show_error(EinsoraWindow *self, const char *message)
+{
+    gtk_label_set_text(self->error_label, message);
+    gtk_stack_set_visible_child_name(self->main_stack, "error");
+}
+
+void
+einsora_window_show_ready(EinsoraWindow *self)
+{
+    gtk_stack_set_visible_child_name(self->main_stack, "ready");
+    self->list_shown = TRUE;
+}
+
+static const char *
+member_string(JsonObject *object, const char *name)
+{
+    JsonNode *node = json_object_get_member(object, name);
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+static gint64
+member_int(JsonObject *object, const char *name)
+{
+    JsonNode *node = json_object_get_member(object, name);
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_INT64)
+        return 0;
+    return json_node_get_int(node);
+}
+
+/* "online · 4 CPUs · 16 GiB · 1 GPU (nvidia-a100) · linux-native · 2 workloads" */
+static gchar *
+describe_machine(JsonObject *machine)
+{
+    g_autoptr(GString) text = g_string_new(member_string(machine, "status"));
+    g_autofree gchar *capacity =
+        einsora_format_capacity(member_int(machine, "cpus"), member_int(machine, "memory_mib"));
+    JsonNode *gpus = json_object_get_member(machine, "gpus");
+    JsonNode *drivers = json_object_get_member(machine, "drivers");
+    gint64 workloads = member_int(machine, "workloads");
+
+    g_string_append_printf(text, " · %s", capacity);
+    if (gpus != NULL && JSON_NODE_HOLDS_ARRAY(gpus)) {
+        JsonArray *list = json_node_get_array(gpus);
+        for (guint i = 0; i < json_array_get_length(list); i++) {
+            JsonNode *element = json_array_get_element(list, i);
+            JsonObject *gpu =
+                JSON_NODE_HOLDS_OBJECT(element) ? json_node_get_object(element) : NULL;
+            const char *model = gpu != NULL ? member_string(gpu, "model") : NULL;
+            const char *class = gpu != NULL ? member_string(gpu, "gpu_class") : NULL;
+            g_string_append_printf(text, " · %s", model != NULL ? model : _("GPU"));
+            if (class != NULL)
+                g_string_append_printf(text, " (%s)", class);
+        }
+    }
+    if (drivers != NULL && JSON_NODE_HOLDS_ARRAY(drivers)) {
+        JsonArray *list = json_node_get_array(drivers);
+        for (guint i = 0; i < json_array_get_length(list); i++) {
+            JsonNode *driver = json_array_get_element(list, i);
+            if (json_node_get_value_type(driver) == G_TYPE_STRING)
+                g_string_append_printf(text, "%s%s", i == 0 ? " · " : ", ",
+                                       json_node_get_string(driver));
+        }
+    }
+    g_string_append_printf(text, " · ");
+    g_string_append_printf(text,
+                           g_dngettext(GETTEXT_PACKAGE, "%" G_GINT64_FORMAT " workload",
+                                       "%" G_GINT64_FORMAT " workloads", (gulong)workloads),
+                           workloads);
+    return g_string_free(g_steal_pointer(&text), FALSE);
+}
+
+void
+einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines)
+{
+    GtkWidget *child;
+
+    while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->machines_list))) != NULL)
+        gtk_list_box_remove(self->machines_list, child);
+    for (guint i = 0; i < json_array_get_length(machines); i++) {
+        JsonNode *node = json_array_get_element(machines, i);
+        JsonObject *machine = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        GtkWidget *row;
+        g_autofree gchar *subtitle = NULL;
+
+        if (machine == NULL)
+            continue;
+        subtitle = describe_machine(machine);
+        row = adw_action_row_new();
+        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), member_string(machine, "name"));
+        adw_preferences_row_set_use_markup(ADW_PREFERENCES_ROW(row), FALSE);
+        adw_action_row_set_subtitle(ADW_ACTION_ROW(row), subtitle);
+        gtk_list_box_append(self->machines_list, row);
+    }
+}
+
+void
+einsora_window_toast(EinsoraWindow *self, const char *text)
+{
+    /* A toast's title is markup in libadwaita 1.2. */
+    g_autofree gchar *escaped = g_markup_escape_text(text, -1);
+
+    adw_toast_overlay_add_toast(self->toasts, adw_toast_new(escaped));
+}
+
+EinsoraWorkloadPage *
+einsora_window_show_workload(EinsoraWindow *self, EinsoraWorkloadItem *item)
+{
+    einsora_workload_page_set_item(self->workload_page, item);
+    gtk_stack_set_visible_child_name(self->main_stack, "ready");
+    adw_leaflet_set_visible_child(self->leaflet, GTK_WIDGET(self->workload_page));
+    return self->workload_page;
+}
+
+EinsoraWorkloadPage *
+einsora_window_get_workload_page(EinsoraWindow *self)
+{
+    return self->workload_page;
+}
+
+void
+einsora_window_show_list(EinsoraWindow *self)
+{
+    adw_leaflet_set_visible_child(self->leaflet, self->main_box);
+}
+
+/* Which daemon, said discreetly: a server's name in the window's title
+ * (task switchers show it) and the header's subtitle when narrow; the
+ * whole address on the workload count's tooltip. */
+void
+einsora_window_set_server(EinsoraWindow *self, const char *server, gboolean local)
+{
+    g_autoptr(GUri) uri = server != NULL ? g_uri_parse(server, G_URI_FLAGS_NONE, NULL) : NULL;
+    const char *host = uri != NULL ? g_uri_get_host(uri) : NULL;
+    g_autofree gchar *title = NULL, *tooltip = NULL;
+
+    if (local || host == NULL) {
+        title = g_strdup(_("Einsora"));
+        tooltip = g_strdup_printf(_("This machine’s daemon, at %s"), server);
+        host = "";
+    } else {
+        /* Translators: the main window's title; %s is a server's name. */
+        title = g_strdup_printf(_("Einsora — %s"), host);
+        tooltip = g_strdup_printf(_("The daemon at %s"), server);
+    }
+    gtk_window_set_title(GTK_WINDOW(self), title);
+    adw_view_switcher_title_set_subtitle(self->switcher_title, host);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self->count_label), tooltip);
+}

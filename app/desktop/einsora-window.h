@@ -1,0 +1,35 @@
+/* The main window: while connecting, what it is doing; if the daemon
+ * can't be reached, why, with a way to try again; then the workloads
+ * (a live list, filtered by state) and the machines. */
+#pragma once
+
+#include <adwaita.h>
+#include <json-glib/json-glib.h>
+
+#include "einsora-workload-item.h"
+#include "einsora-workload-page.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_TYPE_WINDOW (einsora_window_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraWindow, einsora_window, EINSORA, WINDOW, AdwApplicationWindow)
+
+/* @workloads: the application's list (EinsoraWorkloadItem). */
+EinsoraWindow *einsora_window_new(GtkApplication *application, GListModel *workloads,
+                                  GSettings *settings);
+void einsora_window_show_connecting(EinsoraWindow *self, const char *what);
+void einsora_window_show_error(EinsoraWindow *self, const char *message);
+void einsora_window_show_ready(EinsoraWindow *self);
+/* @machines: the API's machine objects. */
+void einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines);
+void einsora_window_toast(EinsoraWindow *self, const char *text);
+/* Shows @item's page (its timeline starts empty: the app fills it). */
+EinsoraWorkloadPage *einsora_window_show_workload(EinsoraWindow *self, EinsoraWorkloadItem *item);
+/* The workload page, whether shown or not. */
+EinsoraWorkloadPage *einsora_window_get_workload_page(EinsoraWindow *self);
+void einsora_window_show_list(EinsoraWindow *self);
+/* Says which daemon the app uses: @server, its address; @local, whether
+ * it is this machine's. */
+void einsora_window_set_server(EinsoraWindow *self, const char *server, gboolean local);
+
+G_END_DECLS

@@ -1,0 +1,385 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-workload-page.h"
+
+#include <glib/gi18n.h>
+
+#include "einsora-format.h"
+
+#define REASON_MAX_CHARS 400
+
+struct _EinsoraWorkloadPage {
+    GtkWidget parent_instance;
+    GtkWidget *box;
+    AdwWindowTitle *title;
+    GtkGrid *properties_grid;
+    GtkListBox *timeline_list;
+    GPtrArray *property_values; /* GtkLabel, in the order of property_names */
+    EinsoraWorkloadItem *item;
+    gulong notify_handler;
+    GHashTable *event_ids;
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraWorkloadPage, einsora_workload_page, GTK_TYPE_WIDGET)
+
+enum { SIGNAL_BACK, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+typedef enum {
+    ROW_STATE,
+    ROW_KIND,
+    ROW_CLASS,
+    ROW_IMAGE,
+    ROW_REGION,
+    ROW_MACHINE,
+    ROW_DRIVER,
+    ROW_CREATED,
+    ROW_ID,
+    N_ROWS
+} PropertyRow;
+
+static const char *const property_names[N_ROWS] = {
+    N_("State"),   N_("Kind"),   N_("Class"),   N_("Image"), N_("Region"),
+    N_("Machine"), N_("Driver"), N_("Created"), N_("ID"),
+};
+
+static const char *
+item_id(EinsoraWorkloadPage *self)
+{
+    return self->item != NULL ? einsora_workload_item_get_id(self->item) : NULL;
+}
+
+static void
+activate_app_action(EinsoraWorkloadPage *self, const char *name)
+{
+    if (item_id(self) != NULL)
+        gtk_widget_activate_action(GTK_WIDGET(self), name, "s", item_id(self));
+}
+
+static void
+on_back(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    g_signal_emit(widget, signals[SIGNAL_BACK], 0);
+}
+
+static void
+on_open(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.open-workload");
+}
+
+static void
+on_open_in_browser(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.open-in-browser");
+}
+
+static void
+on_stop(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.stop-workload");
+}
+
+static void
+on_start(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.start-workload");
+}
+
+static void
+on_delete_response(AdwMessageDialog *dialog, const char *response, EinsoraWorkloadPage *self)
+{
+    if (g_strcmp0(response, "delete") == 0)
+        activate_app_action(self, "app.delete-workload");
+}
+
+static void
+on_delete(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    EinsoraWorkloadPage *self = EINSORA_WORKLOAD_PAGE(widget);
+    GtkRoot *root = gtk_widget_get_root(widget);
+    GtkWidget *dialog;
+
+    if (self->item == NULL)
+        return;
+    dialog = adw_message_dialog_new(GTK_IS_WINDOW(root) ? GTK_WINDOW(root) : NULL,
+                                    _("Delete Workload?"), NULL);
+    adw_message_dialog_format_body(
+        ADW_MESSAGE_DIALOG(dialog),
+        _("“%s” and everything it stored will be deleted. This can't be undone."),
+        einsora_workload_item_get_name(self->item));
+    adw_message_dialog_add_responses(ADW_MESSAGE_DIALOG(dialog), "cancel", _("_Cancel"), "delete",
+                                     _("_Delete"), NULL);
+    adw_message_dialog_set_response_appearance(ADW_MESSAGE_DIALOG(dialog), "delete",
+                                               ADW_RESPONSE_DESTRUCTIVE);
+    adw_message_dialog_set_default_response(ADW_MESSAGE_DIALOG(dialog), "cancel");
+    adw_message_dialog_set_close_response(ADW_MESSAGE_DIALOG(dialog), "cancel");
+    g_signal_connect_object(dialog, "response", G_CALLBACK(on_delete_response), self, 0);
+    gtk_window_present(GTK_WINDOW(dialog));
+}
+
+static void
+on_export_chosen(GtkNativeDialog *chooser, int response, EinsoraWorkloadPage *self)
+{
+    g_autoptr(GFile) file = NULL;
+    g_autofree gchar *path = NULL;
+
+    if (response == GTK_RESPONSE_ACCEPT)
+        file = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(chooser));
+    path = file != NULL ? g_file_get_path(file) : NULL;
+    if (path != NULL && item_id(self) != NULL)
+        gtk_widget_activate_action(GTK_WIDGET(self), "app.export-workload", "(ss)", item_id(self),
+                                   path);
+    g_object_unref(chooser);
+}
+
+static void
+on_export(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    EinsoraWorkloadPage *self = EINSORA_WORKLOAD_PAGE(widget);
+    GtkRoot *root = gtk_widget_get_root(widget);
+    GtkFileChooserNative *chooser;
+    g_autofree gchar *name = NULL;
+
+    if (self->item == NULL)
+        return;
+    chooser = gtk_file_chooser_native_new(_("Export Timeline"),
+                                          GTK_IS_WINDOW(root) ? GTK_WINDOW(root) : NULL,
+                                          GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"), NULL);
+    name = g_strdup_printf("%s.json", einsora_workload_item_get_name(self->item));
+    gtk_file_chooser_set_current_name(GTK_FILE_CHOOSER(chooser), name);
+    g_signal_connect(chooser, "response", G_CALLBACK(on_export_chosen), self);
+    gtk_native_dialog_show(GTK_NATIVE_DIALOG(chooser));
+}
+
+static void
+einsora_workload_page_dispose(GObject *object)
+{
+    EinsoraWorkloadPage *self = EINSORA_WORKLOAD_PAGE(object);
+
+    einsora_workload_page_set_item(self, NULL);
+    g_clear_pointer(&self->property_values, g_ptr_array_unref);
+    g_clear_pointer(&self->event_ids, g_hash_table_unref);
+    gtk_widget_dispose_template(GTK_WIDGET(self), EINSORA_TYPE_WORKLOAD_PAGE);
+    G_OBJECT_CLASS(einsora_workload_page_parent_class)->dispose(object);
+}
+
+static void
+einsora_workload_page_class_init(EinsoraWorkloadPageClass *klass)
+{
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+
+    G_OBJECT_CLASS(klass)->dispose = einsora_workload_page_dispose;
+    gtk_widget_class_set_layout_manager_type(widget_class, GTK_TYPE_BIN_LAYOUT);
+    gtk_widget_class_set_template_from_resource(widget_class,
+                                                "/dev/einsora/Einsora/einsora-workload-page.ui");
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, box);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, title);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, properties_grid);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, timeline_list);
+    gtk_widget_class_install_action(widget_class, "page.back", NULL, on_back);
+    gtk_widget_class_install_action(widget_class, "page.open", NULL, on_open);
+    gtk_widget_class_install_action(widget_class, "page.open-in-browser", NULL, on_open_in_browser);
+    gtk_widget_class_install_action(widget_class, "page.stop", NULL, on_stop);
+    gtk_widget_class_install_action(widget_class, "page.start", NULL, on_start);
+    gtk_widget_class_install_action(widget_class, "page.delete", NULL, on_delete);
+    gtk_widget_class_install_action(widget_class, "page.export", NULL, on_export);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Escape, 0, "page.back", NULL);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Left, GDK_ALT_MASK, "page.back",
+                                        NULL);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_o, GDK_CONTROL_MASK, "page.open",
+                                        NULL);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Delete, 0, "page.delete", NULL);
+    gtk_widget_class_add_binding_action(widget_class, GDK_KEY_e, GDK_CONTROL_MASK, "page.export",
+                                        NULL);
+    /* The user asked to go back to the list. */
+    signals[SIGNAL_BACK] = g_signal_new("back", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
+                                        NULL, NULL, NULL, G_TYPE_NONE, 0);
+}
+
+static void
+einsora_workload_page_init(EinsoraWorkloadPage *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    self->property_values = g_ptr_array_new();
+    self->event_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    /* Two columns of name and value: the timeline stays in view. */
+    for (guint i = 0; i < N_ROWS; i++) {
+        GtkWidget *name = gtk_label_new(_(property_names[i]));
+        GtkWidget *value = gtk_label_new(NULL);
+        int column = i % 2 == 0 ? 0 : 2, line = (int)(i / 2);
+
+        gtk_label_set_xalign(GTK_LABEL(name), 0);
+        gtk_widget_add_css_class(name, "dim-label");
+        gtk_label_set_xalign(GTK_LABEL(value), 0);
+        gtk_label_set_selectable(GTK_LABEL(value), TRUE);
+        gtk_label_set_ellipsize(GTK_LABEL(value), PANGO_ELLIPSIZE_MIDDLE);
+        gtk_widget_set_hexpand(value, TRUE);
+        gtk_grid_attach(self->properties_grid, name, column, line, 1, 1);
+        gtk_grid_attach(self->properties_grid, value, column + 1, line, 1, 1);
+        g_ptr_array_add(self->property_values, value);
+    }
+}
+
+GtkWidget *
+einsora_workload_page_new(void)
+{
+    return g_object_new(EINSORA_TYPE_WORKLOAD_PAGE, NULL);
+}
+
+static void
+set_row(EinsoraWorkloadPage *self, PropertyRow row, const char *value)
+{
+    gtk_label_set_text(g_ptr_array_index(self->property_values, row),
+                       value != NULL && *value != '\0' ? value : "—");
+}
+
+static gboolean
+state_in(const char *state, const char *const *states)
+{
+    return state != NULL && g_strv_contains(states, state);
+}
+
+static void
+show_item(EinsoraWorkloadPage *self)
+{
+    EinsoraWorkloadItem *item = self->item;
+    const char *state = item != NULL ? einsora_workload_item_get_state(item) : NULL;
+    gboolean notebook =
+        item != NULL && g_strcmp0(einsora_workload_item_get_kind(item), "notebook") == 0;
+    g_autoptr(GDateTime) created = NULL;
+    g_autofree gchar *created_text = NULL;
+
+    if (item == NULL)
+        return;
+    adw_window_title_set_title(self->title, einsora_workload_item_get_name(item));
+    adw_window_title_set_subtitle(self->title, einsora_format_state_label(state));
+    set_row(self, ROW_STATE, einsora_format_state_label(state));
+    set_row(self, ROW_KIND, einsora_workload_item_get_kind(item));
+    set_row(self, ROW_CLASS, einsora_workload_item_get_class(item));
+    set_row(self, ROW_IMAGE, einsora_workload_item_get_image(item));
+    set_row(self, ROW_REGION, einsora_workload_item_get_region(item));
+    set_row(self, ROW_MACHINE,
+            einsora_workload_item_get_machine_name(item) != NULL
+                ? einsora_workload_item_get_machine_name(item)
+                : einsora_workload_item_get_machine_id(item));
+    set_row(self, ROW_DRIVER, einsora_workload_item_get_driver(item));
+    created = einsora_format_parse_time(einsora_workload_item_get_created_at(item));
+    if (created != NULL) {
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+        created_text = einsora_format_event_time(created, now);
+    }
+    set_row(self, ROW_CREATED, created_text);
+    set_row(self, ROW_ID, einsora_workload_item_get_id(item));
+
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open",
+                                  notebook && g_strcmp0(state, "running") == 0);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open-in-browser",
+                                  notebook && g_strcmp0(state, "running") == 0);
+    gtk_widget_action_set_enabled(
+        GTK_WIDGET(self), "page.stop",
+        state_in(state,
+                 (const char *const[]){"pending", "queued", "provisioning", "running", NULL}));
+    gtk_widget_action_set_enabled(
+        GTK_WIDGET(self), "page.start",
+        state_in(state, (const char *const[]){"stopped", "failed", NULL}));
+    gtk_widget_action_set_enabled(
+        GTK_WIDGET(self), "page.delete",
+        !state_in(state, (const char *const[]){"deleting", "deleted", NULL}));
+}
+
+static void
+on_item_notify(EinsoraWorkloadItem *item, GParamSpec *pspec, EinsoraWorkloadPage *self)
+{
+    show_item(self);
+}
+
+void
+einsora_workload_page_set_item(EinsoraWorkloadPage *self, EinsoraWorkloadItem *item)
+{
+    GtkWidget *child;
+
+    if (self->item == item)
+        return;
+    if (self->item != NULL) {
+        g_clear_signal_handler(&self->notify_handler, self->item);
+        g_clear_object(&self->item);
+    }
+    g_hash_table_remove_all(self->event_ids);
+    while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->timeline_list))) != NULL)
+        gtk_list_box_remove(self->timeline_list, child);
+    if (item == NULL)
+        return;
+    self->item = g_object_ref(item);
+    self->notify_handler = g_signal_connect(item, "notify", G_CALLBACK(on_item_notify), self);
+    show_item(self);
+}
+
+EinsoraWorkloadItem *
+einsora_workload_page_get_item(EinsoraWorkloadPage *self)
+{
+    return self->item;
+}
+
+static const char *
+member_string(JsonObject *object, const char *name)
+{
+    JsonNode *node = json_object_get_member(object, name);
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+void
+einsora_workload_page_add_event(EinsoraWorkloadPage *self, JsonObject *event)
+{
+    const char *id = member_string(event, "id");
+    g_autofree gchar *transition = NULL;
+    g_autofree gchar *reason = NULL;
+    g_autofree gchar *title = NULL;
+    g_autofree gchar *subtitle = NULL;
+    g_autofree gchar *when = NULL;
+    g_autoptr(GDateTime) time = NULL;
+    GtkWidget *row, *time_label;
+
+    if (id == NULL || self->item == NULL ||
+        g_strcmp0(member_string(event, "workload_id"), item_id(self)) != 0 ||
+        g_hash_table_contains(self->event_ids, id))
+        return;
+    g_hash_table_add(self->event_ids, g_strdup(id));
+    transition = einsora_format_transition(member_string(event, "from_state"),
+                                           member_string(event, "to_state"));
+    reason = einsora_format_reason(member_string(event, "reason"), REASON_MAX_CHARS);
+    time = einsora_format_parse_time(member_string(event, "created_at"));
+    if (time != NULL) {
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+        when = einsora_format_event_time(time, now);
+    }
+    title = g_markup_escape_text(transition, -1);
+    subtitle = g_markup_escape_text(reason, -1);
+    row = adw_action_row_new();
+    adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), title);
+    adw_action_row_set_subtitle(ADW_ACTION_ROW(row), subtitle);
+    time_label = gtk_label_new(when != NULL ? when : "");
+    gtk_widget_add_css_class(time_label, "dim-label");
+    gtk_widget_add_css_class(time_label, "numeric");
+    adw_action_row_add_suffix(ADW_ACTION_ROW(row), time_label);
+    gtk_list_box_append(self->timeline_list, row);
+}
+
+void
+einsora_workload_page_add_events(EinsoraWorkloadPage *self, JsonArray *events)
+{
+    for (guint i = 0; i < json_array_get_length(events); i++) {
+        JsonNode *node = json_array_get_element(events, i);
+        if (JSON_NODE_HOLDS_OBJECT(node))
+            einsora_workload_page_add_event(self, json_node_get_object(node));
+    }
+}
+
+guint
+einsora_workload_page_get_n_events(EinsoraWorkloadPage *self)
+{
+    return g_hash_table_size(self->event_ids);
+}

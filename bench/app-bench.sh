@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The desktop app's launch time and memory, next to a peer measured in the
+# same run: bench/einsora-app-peer, a bare libadwaita window with a list of
+# as many rows, and nothing else (no daemon, no client, no WebKit).
+#
+#   meson setup /tmp/bapp -Dbuildtype=release -Dapp=enabled && ninja -C /tmp/bapp
+#   bash bench/app-bench.sh /tmp/bapp            # default: build/
+#
+# It runs under its own Xvfb and session bus (tests/run-under-xvfb.sh), with
+# a real einsora-daemon (sim driver) holding BENCH_WORKLOADS workloads
+# (default 100). Each round launches einsora-app and the peer once each, the
+# order alternating, and takes from each:
+#   first frame: from the exec to the window's first painted frame;
+#   list frame:  to the first frame painted with the list of workloads in
+#                it (for einsora-app: after /readyz, the event feed and the
+#                list were read from the daemon; for the peer, the first);
+#   RSS:         VmRSS of the process 1 s after the list frame.
+# Medians over BENCH_ROUNDS rounds (default 7) go to standard output as a
+# markdown table; progress to standard error.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+if [ -z "${EINSORA_BENCH_UNDER_X:-}" ]; then
+  EINSORA_BENCH_UNDER_X=1 exec bash "$root/tests/run-under-xvfb.sh" bash "$0" "$@"
+fi
+build=${1:-$root/build}
+[ -d "$build" ] || build=$root/$build
+rounds=${BENCH_ROUNDS:-7}
+workloads=${BENCH_WORKLOADS:-100}
+app=$build/app/desktop/einsora-app
+peer=$build/bench/einsora-app-peer
+daemon=$build/daemon/einsora-daemon
+die() {
+  echo "app-bench: $*" >&2
+  exit 1
+}
+for program in "$app" "$peer" "$daemon"; do
+  [ -x "$program" ] || die "no $program: meson setup $build -Dapp=enabled && ninja -C $build"
+done
+command -v curl >/dev/null || die "missing: curl"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/einsora-app-bench.XXXXXX")
+pids=()
+cleanup() {
+  local status=$? pid
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$tmp"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port=$((20000 + RANDOM % 40000))
+export EINSORA_DATA_DIR=$tmp/data EINSORA_AGENT_STATE_DIR=$tmp/data
+export EINSORA_AGENT_RUN_DIR=$tmp/run EINSORA_DRIVERS=sim
+export EINSORA_API_ADDR=127.0.0.1:$port EINSORA_ACCESS_ADDR=127.0.0.1:0
+export EINSORA_SERVER=http://127.0.0.1:$port EINSORA_NO_SYSTEMD=1
+export XDG_STATE_HOME=$tmp/state GSETTINGS_SCHEMA_DIR=$build/data
+"$daemon" >"$tmp/daemon.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -fsS "$EINSORA_SERVER/readyz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fsS "$EINSORA_SERVER/readyz" >/dev/null || die "the daemon didn't start: $(tail -5 "$tmp/daemon.log")"
+token_header="Authorization: Bearer $(cat "$tmp/data/token")"
+echo "app-bench: creating $workloads workloads" >&2
+for i in $(seq "$workloads"); do
+  curl -fsS -o /dev/null -H "$token_header" -H 'Content-Type: application/json' \
+    -d "{\"kind\": \"notebook\", \"name\": \"nb-$i\", \"gpu_class\": \"cpu-1c-2g\", \"image\": \"jupyter-notebook\"}" \
+    "$EINSORA_SERVER/v1/workloads" || die "creating workload $i failed"
+done
+
+# measure PROGRAM ARGS...: prints "first_ms list_ms rss_kib rows".
+measure() {
+  local out=$tmp/out.$RANDOM start pid line first list rows rss
+  start=$(date +%s%6N)
+  EINSORA_APP_TIMING=1 "$@" >"$out" 2>"$out.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q 'list-frame' "$out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  line=$(grep 'list-frame' "$out" || true)
+  [ -n "$line" ] || {
+    kill "$pid" 2>/dev/null || true
+    die "$1 painted no list in 30 s: $(tail -5 "$out.err")"
+  }
+  first=$(awk '/first-frame/ { print $4 }' "$out")
+  list=$(awk '{ print $4 }' <<<"$line")
+  rows=$(awk '{ print $6 }' <<<"$line")
+  sleep 1
+  rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+  kill -TERM "$pid"
+  wait "$pid" 2>/dev/null || true
+  echo "$(((first - start) / 1000)) $(((list - start) / 1000)) $rss $rows"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+: >"$tmp/app.txt"
+: >"$tmp/peer.txt"
+for round in $(seq "$rounds"); do
+  if ((round % 2)); then order="app peer"; else order="peer app"; fi
+  for who in $order; do
+    if [ "$who" = app ]; then
+      result=$(measure "$app")
+    else
+      result=$(measure "$peer" "$workloads")
+    fi
+    echo "$result" >>"$tmp/$who.txt"
+    echo "app-bench: round $round/$rounds $who: $result (first ms, list ms, RSS KiB, rows)" >&2
+  done
+done
+rows=$(awk 'NR == 1 { print $4 }' "$tmp/app.txt")
+[ "$rows" = "$workloads" ] || die "einsora-app listed $rows workloads, not $workloads"
+
+col() { awk -v c="$2" '{ print $c }' "$tmp/$1.txt" | median; }
+af=$(col app 1) al=$(col app 2) ar=$(col app 3)
+pf=$(col peer 1) pl=$(col peer 2) pr=$(col peer 3)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "einsora-app (built from $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')) vs a bare libadwaita window listing as many rows; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, Xvfb (software rendering); $workloads workloads; medians of $rounds rounds"
+echo
+echo "| | einsora-app | peer | ratio |"
+echo "| --- | ---: | ---: | ---: |"
+echo "| launch to first frame (ms) | $af | $pf | $(ratio "$af" "$pf") |"
+echo "| launch to first frame with the list (ms) | $al | $pl | $(ratio "$al" "$pl") |"
+echo "| RSS with the list shown (MiB) | $(awk -v k="$ar" 'BEGIN { printf "%.1f", k / 1024 }') | $(awk -v k="$pr" 'BEGIN { printf "%.1f", k / 1024 }') | $(ratio "$ar" "$pr") |"

@@ -1,0 +1,439 @@
+/* The desktop app, for real, under Xvfb with a private session bus
+ * (tests/run-under-xvfb.sh): EinsoraApplication in this process starts
+ * the real einsora-daemon (default drivers: the native one, real Jupyter
+ * in bubblewrap), and the test works the UI as a person would: the
+ * new-workload dialog's rows and Create button, the list, the workload
+ * page and its actions. Notifications are observed on the session bus,
+ * where the test is the notification server. Screenshots of the windows
+ * go to EINSORA_ARTIFACTS_DIR (else the build's tests/artifacts). */
+#include <adwaita.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+
+#include "einsora-application.h"
+#include "einsora-connection.h"
+#include "einsora-new-workload-dialog.h"
+#include "einsora-notebook-window.h"
+#include "einsora-test-dir.h"
+#include "einsora-window.h"
+#include "einsora-workload-page.h"
+
+#define NOTEBOOK_NAME "ui-notebook"
+
+typedef struct {
+    gchar *dir;
+    gchar *artifacts;
+    EinsoraApplication *app;
+    GPtrArray *notifications; /* summaries the app sent */
+    guint bus_owner;
+    guint registration;
+    GDBusConnection *bus;
+} Fixture;
+
+static Fixture fixture;
+
+/* ---- a notification server on the session bus ------------------------ */
+
+static const char notifications_xml[] =
+    "<node><interface name='org.freedesktop.Notifications'>"
+    "<method name='Notify'><arg type='s' direction='in'/><arg type='u' direction='in'/>"
+    "<arg type='s' direction='in'/><arg type='s' direction='in'/><arg type='s' direction='in'/>"
+    "<arg type='as' direction='in'/><arg type='a{sv}' direction='in'/>"
+    "<arg type='i' direction='in'/><arg type='u' direction='out'/></method>"
+    "<method name='CloseNotification'><arg type='u' direction='in'/></method>"
+    "<method name='GetCapabilities'><arg type='as' direction='out'/></method>"
+    "<method name='GetServerInformation'><arg type='s' direction='out'/>"
+    "<arg type='s' direction='out'/><arg type='s' direction='out'/>"
+    "<arg type='s' direction='out'/></method>"
+    "<signal name='ActionInvoked'><arg type='u'/><arg type='s'/></signal>"
+    "<signal name='NotificationClosed'><arg type='u'/><arg type='u'/></signal>"
+    "</interface></node>";
+
+static void
+on_notifications_call(GDBusConnection *connection, const char *sender, const char *path,
+                      const char *interface, const char *method, GVariant *parameters,
+                      GDBusMethodInvocation *invocation, gpointer user_data)
+{
+    static guint32 next_id = 1;
+
+    if (g_str_equal(method, "Notify")) {
+        const char *summary = NULL, *body = NULL;
+
+        g_variant_get(parameters, "(&su&s&s&s@as@a{sv}i)", NULL, NULL, NULL, &summary, &body, NULL,
+                      NULL, NULL);
+        g_ptr_array_add(fixture.notifications, g_strdup_printf("%s|%s", summary, body));
+        g_dbus_method_invocation_return_value(invocation, g_variant_new("(u)", next_id++));
+    } else if (g_str_equal(method, "GetCapabilities")) {
+        const char *caps[] = {"body", "actions", NULL};
+        g_dbus_method_invocation_return_value(invocation, g_variant_new("(^as)", (gchar **)caps));
+    } else if (g_str_equal(method, "GetServerInformation")) {
+        g_dbus_method_invocation_return_value(
+            invocation, g_variant_new("(ssss)", "einsora-test", "einsora", "1", "1.2"));
+    } else {
+        g_dbus_method_invocation_return_value(invocation, NULL);
+    }
+}
+
+static void
+serve_notifications(void)
+{
+    static const GDBusInterfaceVTable vtable = {on_notifications_call, NULL, NULL, {0}};
+    g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml(notifications_xml, NULL);
+    g_autoptr(GError) error = NULL;
+
+    fixture.bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    g_assert_no_error(error);
+    fixture.registration =
+        g_dbus_connection_register_object(fixture.bus, "/org/freedesktop/Notifications",
+                                          info->interfaces[0], &vtable, NULL, NULL, &error);
+    g_assert_no_error(error);
+    fixture.bus_owner =
+        g_bus_own_name_on_connection(fixture.bus, "org.freedesktop.Notifications",
+                                     G_BUS_NAME_OWNER_FLAGS_NONE, NULL, NULL, NULL, NULL);
+}
+
+/* ---- waiting with the main loop turning -------------------------------- */
+
+typedef gboolean (*Condition)(gpointer data);
+
+static gboolean
+wait_for(Condition condition, gpointer data, guint seconds)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
+
+    while (!condition(data)) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    return TRUE;
+}
+
+static gboolean
+app_ready(gpointer data)
+{
+    return einsora_application_is_ready(fixture.app);
+}
+
+static EinsoraWindow *
+main_window(void)
+{
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(fixture.app)); l != NULL;
+         l = l->next)
+        if (EINSORA_IS_WINDOW(l->data))
+            return l->data;
+    return NULL;
+}
+
+static gpointer
+find_toplevel(GType type)
+{
+    GListModel *toplevels = gtk_window_get_toplevels();
+
+    for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+        g_autoptr(GObject) window = g_list_model_get_item(toplevels, i);
+        if (G_TYPE_CHECK_INSTANCE_TYPE(window, type) && gtk_widget_get_visible(GTK_WIDGET(window)))
+            return window;
+    }
+    return NULL;
+}
+
+static gboolean
+dialog_shown(gpointer data)
+{
+    return find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG) != NULL;
+}
+
+static EinsoraWorkloadItem *
+notebook_item(void)
+{
+    EinsoraWorkloadList *list = einsora_application_get_workloads(fixture.app);
+
+    for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(list)); i++) {
+        g_autoptr(EinsoraWorkloadItem) item = g_list_model_get_item(G_LIST_MODEL(list), i);
+        if (g_strcmp0(einsora_workload_item_get_name(item), NOTEBOOK_NAME) == 0)
+            return item;
+    }
+    return NULL;
+}
+
+static gboolean
+notebook_in_state(gpointer state)
+{
+    EinsoraWorkloadItem *item = notebook_item();
+
+    return item != NULL && g_strcmp0(einsora_workload_item_get_state(item), state) == 0;
+}
+
+static gboolean
+notified(gpointer prefix)
+{
+    for (guint i = 0; i < fixture.notifications->len; i++)
+        if (g_str_has_prefix(g_ptr_array_index(fixture.notifications, i), prefix))
+            return TRUE;
+    return FALSE;
+}
+
+static gboolean
+page_has_events(gpointer data)
+{
+    EinsoraWorkloadPage *page = einsora_window_get_workload_page(main_window());
+
+    return einsora_workload_page_get_n_events(page) >= GPOINTER_TO_UINT(data);
+}
+
+static gboolean
+notebook_window_shown(gpointer data)
+{
+    return find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW) != NULL;
+}
+
+/* Jupyter's own page, through the access proxy: its file browser. */
+static gboolean
+notebook_ui_loaded(gpointer view)
+{
+    const char *uri = webkit_web_view_get_uri(view);
+    const char *title = webkit_web_view_get_title(view);
+
+    return !webkit_web_view_is_loading(view) && uri != NULL && strstr(uri, "/tree") != NULL &&
+           title != NULL && strstr(title, "Home") != NULL;
+}
+
+static gboolean
+on_open_in_browser(EinsoraApplication *app, const char *url, gchar **seen)
+{
+    g_free(*seen);
+    *seen = g_strdup(url);
+    return TRUE; /* opened: no browser is started */
+}
+
+static gboolean
+string_set(gpointer pointer)
+{
+    return *(gchar **)pointer != NULL;
+}
+
+/* ---- screenshots ------------------------------------------------------- */
+
+static void
+settle(guint ms)
+{
+    gint64 until = g_get_monotonic_time() + ms * 1000;
+
+    while (g_get_monotonic_time() < until) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(2000);
+    }
+}
+
+static gboolean
+widget_drawn(gpointer widget)
+{
+    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
+}
+
+static void
+save_screenshot(GtkWidget *widget, const char *name)
+{
+    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
+    GtkSnapshot *snapshot = NULL;
+    int width, height;
+    g_autoptr(GskRenderNode) node = NULL;
+    g_autoptr(GdkTexture) texture = NULL;
+    g_autofree gchar *path = g_build_filename(fixture.artifacts, name, NULL);
+    GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
+
+    g_assert_true(wait_for(widget_drawn, widget, 10));
+    settle(300);
+    width = gtk_widget_get_width(widget);
+    height = gtk_widget_get_height(widget);
+    snapshot = gtk_snapshot_new();
+    gdk_paintable_snapshot(paintable, snapshot, width, height);
+    node = gtk_snapshot_free_to_node(snapshot);
+    g_assert_nonnull(node);
+    texture = gsk_renderer_render_texture(renderer, node,
+                                          &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
+    g_assert_true(gdk_texture_save_to_png(texture, path));
+    g_test_message("screenshot: %s", path);
+}
+
+/* ---- the test -------------------------------------------------------- */
+
+static void
+test_notebook_through_the_ui(void)
+{
+    EinsoraWindow *window;
+    EinsoraNewWorkloadDialog *dialog;
+    GtkWidget *create_button;
+    EinsoraWorkloadPage *page;
+    EinsoraWorkloadItem *item;
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(g_application_register(G_APPLICATION(fixture.app), NULL, &error));
+    g_assert_no_error(error);
+    g_application_activate(G_APPLICATION(fixture.app));
+    /* The app started the daemon itself (nothing answered) and listed. */
+    g_assert_true(wait_for(app_ready, NULL, 120));
+    window = main_window();
+    g_assert_nonnull(window);
+
+    /* The new-workload dialog, from the catalog, as a person fills it. */
+    g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
+    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "notebook"));
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "class", "cpu-1c-2g"));
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "image", "jupyter-linux"));
+    /* An image of another kind isn't offered for a notebook. */
+    g_assert_false(einsora_new_workload_dialog_select(dialog, "image", "vllm"));
+    g_assert_cmpstr(einsora_new_workload_dialog_get_quota_text(dialog), ==,
+                    "This class uses no GPU quota");
+    einsora_new_workload_dialog_set_name(dialog, NOTEBOOK_NAME);
+    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog.png");
+    create_button = (GtkWidget *)gtk_widget_get_template_child(
+        GTK_WIDGET(dialog), EINSORA_TYPE_NEW_WORKLOAD_DIALOG, "create_button");
+    g_assert_nonnull(create_button);
+    g_assert_true(gtk_widget_activate(create_button));
+
+    /* It reaches running in the list, through the event feed alone. */
+    g_assert_true(wait_for(notebook_in_state, "running", 120));
+    g_assert_false(dialog_shown(NULL));
+    /* A notification said so, on the session bus. */
+    g_assert_true(wait_for(notified, NOTEBOOK_NAME " is running|", 30));
+    save_screenshot(GTK_WIDGET(window), "main-window.png");
+
+    /* Its page: properties and the whole timeline. */
+    item = notebook_item();
+    g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "show-workload",
+                                   g_variant_new_string(einsora_workload_item_get_id(item)));
+    page = einsora_window_get_workload_page(window);
+    g_assert_true(einsora_workload_page_get_item(page) == item);
+    /* created, admitted (provisioning), running at least */
+    g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    settle(5500); /* the "Created" toast goes (libadwaita's 5 s) */
+    save_screenshot(GTK_WIDGET(window), "workload-page.png");
+
+    /* Open: the notebook's UI in a WebKit window, through the proxy. */
+    gtk_widget_activate_action(GTK_WIDGET(page), "page.open", NULL);
+    g_assert_true(wait_for(notebook_window_shown, NULL, 30));
+    {
+        EinsoraNotebookWindow *notebook = find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW);
+        WebKitWebView *view = einsora_notebook_window_get_web_view(notebook);
+        g_autofree gchar *host =
+            g_strdup_printf("w-%s.localhost", einsora_workload_item_get_id(item));
+        g_autofree gchar *browser_url = NULL;
+        gulong handler;
+
+        g_assert_cmpstr(einsora_notebook_window_get_workload_id(notebook), ==,
+                        einsora_workload_item_get_id(item));
+        g_assert_true(wait_for(notebook_ui_loaded, view, 90));
+        /* At the workload's own site; the one-time ticket is spent and gone. */
+        g_assert_nonnull(strstr(webkit_web_view_get_uri(view), host));
+        g_assert_null(strstr(webkit_web_view_get_uri(view), "ticket="));
+        settle(2000); /* the web process paints on its own time */
+        save_screenshot(GTK_WIDGET(notebook), "notebook-window.png");
+
+        /* Open in Browser: a fresh one-time link, to the user's browser. */
+        handler = g_signal_connect(fixture.app, "open-in-browser", G_CALLBACK(on_open_in_browser),
+                                   &browser_url);
+        gtk_widget_activate_action(GTK_WIDGET(page), "page.open-in-browser", NULL);
+        g_assert_true(wait_for(string_set, &browser_url, 30));
+        g_signal_handler_disconnect(fixture.app, handler);
+        g_assert_true(g_str_has_prefix(browser_url, "http://"));
+        g_assert_nonnull(strstr(browser_url, host));
+        g_assert_nonnull(strstr(browser_url, "/_einsora/open?ticket=tkt_"));
+        gtk_window_destroy(GTK_WINDOW(notebook));
+    }
+
+    /* Stop from the page: the timeline grows as it stops. */
+    {
+        guint before = einsora_workload_page_get_n_events(page);
+        gtk_widget_activate_action(GTK_WIDGET(page), "page.stop", NULL);
+        g_assert_true(wait_for(notebook_in_state, "stopped", 60));
+        g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(before + 2), 30));
+    }
+    /* Asked to stop: no "stopped by itself" notification. */
+    g_assert_false(notified(NOTEBOOK_NAME " stopped by itself"));
+}
+
+static guint
+free_port(void)
+{
+    g_autoptr(GSocket) socket =
+        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(loopback, 0);
+    g_autoptr(GSocketAddress) bound = NULL;
+
+    g_assert_true(g_socket_bind(socket, any, FALSE, NULL));
+    bound = g_socket_get_local_address(socket, NULL);
+    return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
+}
+
+static void
+set_up_daemon_env(void)
+{
+    guint port = free_port();
+    g_autofree gchar *addr = g_strdup_printf("127.0.0.1:%u", port);
+    g_autofree gchar *server = g_strdup_printf("http://%s", addr);
+    g_autofree gchar *data_dir = g_build_filename(fixture.dir, "data", NULL);
+    g_autofree gchar *run_dir = g_build_filename(fixture.dir, "run", NULL);
+    g_autofree gchar *state_dir = g_build_filename(fixture.dir, "state", NULL);
+
+    g_setenv("EINSORA_DATA_DIR", data_dir, TRUE);
+    g_setenv("EINSORA_AGENT_STATE_DIR", data_dir, TRUE);
+    g_setenv("EINSORA_AGENT_RUN_DIR", run_dir, TRUE);
+    g_setenv("EINSORA_API_ADDR", addr, TRUE);
+    g_setenv("EINSORA_ACCESS_ADDR", "127.0.0.1:0", TRUE);
+    g_setenv("EINSORA_SERVER", server, TRUE);
+    g_setenv("EINSORA_CONTROLLER_INTERVAL", "1s", TRUE);
+    g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
+    g_setenv("XDG_STATE_HOME", state_dir, TRUE);
+    g_unsetenv("EINSORA_DRIVERS"); /* the real ones that work here */
+}
+
+/* The app leaves its daemon running, as it should: stop it here. */
+static void
+stop_daemon(void)
+{
+    EinsoraConnection *connection = einsora_application_get_connection(fixture.app);
+    const char *pid_text =
+        connection != NULL ? einsora_connection_get_daemon_pid(connection) : NULL;
+    GPid pid = pid_text != NULL ? (GPid)g_ascii_strtoll(pid_text, NULL, 10) : 0;
+
+    if (pid <= 0)
+        return;
+    kill(pid, SIGTERM);
+    for (int tries = 0; tries < 200 && kill(pid, 0) == 0; tries++)
+        g_usleep(50 * 1000);
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *artifacts = g_getenv("EINSORA_ARTIFACTS_DIR");
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    if (g_getenv("DISPLAY") == NULL || g_getenv("DBUS_SESSION_BUS_ADDRESS") == NULL) {
+        g_test_skip("needs a display and a session bus: run under tests/run-under-xvfb.sh");
+        return g_test_run();
+    }
+    fixture.dir = einsora_test_dir_new();
+    fixture.artifacts = artifacts != NULL
+                            ? g_strdup(artifacts)
+                            : g_build_filename(g_get_current_dir(), "artifacts", NULL);
+    g_mkdir_with_parents(fixture.artifacts, 0755);
+    fixture.notifications = g_ptr_array_new_with_free_func(g_free);
+    set_up_daemon_env();
+    serve_notifications();
+    adw_init();
+    fixture.app = einsora_application_new();
+    g_test_add_func("/app/ui/notebook-through-the-ui", test_notebook_through_the_ui);
+    status = g_test_run();
+    stop_daemon();
+    g_clear_object(&fixture.app);
+    einsora_test_dir_remove(fixture.dir);
+    return status;
+}
