@@ -8,6 +8,7 @@
 
 #include "einsora-connection.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-port.h"
 #include "einsora-token-store.h"
 
 typedef struct {
@@ -16,24 +17,10 @@ typedef struct {
     GPtrArray *pids; /* daemons the tests started, killed at the end */
 } Fixture;
 
-static guint
-free_port(void)
-{
-    g_autoptr(GSocket) socket =
-        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
-    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(loopback, 0);
-    g_autoptr(GSocketAddress) bound = NULL;
-
-    g_assert_true(g_socket_bind(socket, any, FALSE, NULL));
-    bound = g_socket_get_local_address(socket, NULL);
-    return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
-}
-
 static void
 fixture_set_up(Fixture *f, gconstpointer data)
 {
-    guint port = free_port();
+    guint port = einsora_test_free_port();
     g_autofree gchar *addr = g_strdup_printf("127.0.0.1:%u", port);
     g_autofree gchar *data_dir = NULL, *run_dir = NULL, *state_dir = NULL;
 

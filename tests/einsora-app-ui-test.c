@@ -15,6 +15,7 @@
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-window.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-port.h"
 #include "einsora-window.h"
 #include "einsora-workload-page.h"
 
@@ -357,24 +358,10 @@ test_notebook_through_the_ui(void)
     g_assert_false(notified(NOTEBOOK_NAME " stopped by itself"));
 }
 
-static guint
-free_port(void)
-{
-    g_autoptr(GSocket) socket =
-        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
-    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(loopback, 0);
-    g_autoptr(GSocketAddress) bound = NULL;
-
-    g_assert_true(g_socket_bind(socket, any, FALSE, NULL));
-    bound = g_socket_get_local_address(socket, NULL);
-    return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
-}
-
 static void
 set_up_daemon_env(void)
 {
-    guint port = free_port();
+    guint port = einsora_test_free_port();
     g_autofree gchar *addr = g_strdup_printf("127.0.0.1:%u", port);
     g_autofree gchar *server = g_strdup_printf("http://%s", addr);
     g_autofree gchar *data_dir = g_build_filename(fixture.dir, "data", NULL);

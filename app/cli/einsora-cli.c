@@ -220,22 +220,6 @@ read_token_file(EinsoraCli *cli, GError **error)
     return g_steal_pointer(&contents);
 }
 
-/* The local token file belongs to the local daemon: it is sent only to a
- * server on this machine, never to one named elsewhere. */
-static gboolean
-server_is_local(const char *server)
-{
-    g_autoptr(GUri) uri = g_uri_parse(server, G_URI_FLAGS_NONE, NULL);
-    const char *host = uri != NULL ? g_uri_get_host(uri) : NULL;
-    g_autoptr(GInetAddress) address = host != NULL ? g_inet_address_new_from_string(host) : NULL;
-
-    if (host == NULL)
-        return FALSE;
-    if (g_ascii_strcasecmp(host, "localhost") == 0)
-        return TRUE;
-    return address != NULL && g_inet_address_get_is_loopback(address);
-}
-
 EinsoraClient *
 einsora_cli_get_client(EinsoraCli *cli, GError **error)
 {
@@ -253,7 +237,9 @@ einsora_cli_get_client(EinsoraCli *cli, GError **error)
         return NULL;
     if (!resolve_setting(cli->options.token, "EINSORA_TOKEN", "--token", &token, error))
         return NULL;
-    if (token == NULL && !server_is_local(server)) {
+    /* The local token file belongs to the local daemon: it is sent only to a
+     * server on this machine, never to one named elsewhere. */
+    if (token == NULL && !einsora_client_server_is_local(server)) {
         g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
                     _("no API token for %s: the local token file is only for this machine's "
                       "daemon; set EINSORA_TOKEN or --token"),

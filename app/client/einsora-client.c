@@ -109,6 +109,20 @@ einsora_client_init(EinsoraClient *self)
                                                   "einsora/" EINSORA_VERSION, NULL);
 }
 
+gboolean
+einsora_client_server_is_local(const char *server)
+{
+    g_autoptr(GUri) uri = server != NULL ? g_uri_parse(server, G_URI_FLAGS_NONE, NULL) : NULL;
+    const char *host = uri != NULL ? g_uri_get_host(uri) : NULL;
+    g_autoptr(GInetAddress) address = host != NULL ? g_inet_address_new_from_string(host) : NULL;
+
+    if (host == NULL)
+        return FALSE;
+    if (g_ascii_strcasecmp(host, "localhost") == 0)
+        return TRUE;
+    return address != NULL && g_inet_address_get_is_loopback(address);
+}
+
 EinsoraClient *
 einsora_client_new(const char *base_url, const char *token)
 {

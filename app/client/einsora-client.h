@@ -22,6 +22,9 @@ G_DECLARE_FINAL_TYPE(EinsoraClient, einsora_client, EINSORA, CLIENT, GObject)
 /* @base_url: "http://127.0.0.1:8080" (a final slash is ignored).
  * @token: (nullable): an API token, sent as a bearer token and never logged. */
 EinsoraClient *einsora_client_new(const char *base_url, const char *token);
+/* Whether @server (a URL) names this machine (localhost or a loopback
+ * address): a local daemon's token file is sent only to such a server. */
+gboolean einsora_client_server_is_local(const char *server);
 const char *einsora_client_get_base_url(EinsoraClient *self);
 /* The change feed of this client's server, with its token (not started). */
 EinsoraEventFeed *einsora_client_new_event_feed(EinsoraClient *self);

@@ -12,6 +12,7 @@
 #include "einsora-server-dialog.h"
 #include "einsora-tray.h"
 #include "einsora-window.h"
+#include "einsora-json-member.h"
 
 /* How long a local daemon the app starts may take to answer. */
 #define DAEMON_START_TIMEOUT_MS 30000
@@ -117,30 +118,21 @@ on_workloads(GObject *source, GAsyncResult *result, gpointer user_data)
     g_signal_emit(self, signals[SIGNAL_READY], 0);
 }
 
-static const char *
-member_string(JsonObject *object, const char *name)
-{
-    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
 /* A desktop notification when a workload starts running, fails, or stops
  * without being asked to. */
 static void
 notify_event(EinsoraApplication *self, JsonObject *event, EinsoraWorkloadItem *item)
 {
-    const char *from = member_string(event, "from_state");
-    const char *to = member_string(event, "to_state");
-    const char *id = member_string(event, "workload_id");
+    const char *from = einsora_json_member_string(event, "from_state");
+    const char *to = einsora_json_member_string(event, "to_state");
+    const char *id = einsora_json_member_string(event, "workload_id");
     const char *name = item != NULL ? einsora_workload_item_get_name(item) : id;
     gboolean notebook =
         item != NULL && g_strcmp0(einsora_workload_item_get_kind(item), "notebook") == 0;
     g_autoptr(GNotification) notification = NULL;
     g_autofree gchar *title = NULL;
-    g_autofree gchar *reason = einsora_format_reason(member_string(event, "reason"), 200);
+    g_autofree gchar *reason =
+        einsora_format_reason(einsora_json_member_string(event, "reason"), 200);
     g_autofree gchar *notification_id = NULL;
 
     if (!g_settings_get_boolean(self->settings, "notify") || from == NULL ||
@@ -189,8 +181,8 @@ on_event_workload(GObject *source, GAsyncResult *result, gpointer user_data)
     if (answer != NULL && JSON_NODE_HOLDS_OBJECT(answer))
         item = einsora_workload_list_upsert(self->workloads, json_node_get_object(answer));
     else if (error != NULL && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        g_message("can't read workload %s: %s", member_string(fetch->event, "workload_id"),
-                  error->message);
+        g_message("can't read workload %s: %s",
+                  einsora_json_member_string(fetch->event, "workload_id"), error->message);
     if (answer != NULL || !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
         notify_event(self, fetch->event, item);
         g_signal_emit(self, signals[SIGNAL_WORKLOAD_EVENT], 0, fetch->event);
@@ -205,7 +197,7 @@ on_event_workload(GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 on_feed_event(EinsoraEventFeed *feed, JsonObject *event, EinsoraApplication *self)
 {
-    const char *id = member_string(event, "workload_id");
+    const char *id = einsora_json_member_string(event, "workload_id");
     g_autofree gchar *path = NULL;
     EventFetch *fetch;
 
@@ -490,7 +482,8 @@ on_export_workload(GSimpleAction *action, GVariant *parameter, gpointer user_dat
 static void
 on_dialog_created(EinsoraNewWorkloadDialog *dialog, JsonObject *workload, EinsoraApplication *self)
 {
-    g_autofree gchar *text = g_strdup_printf(_("Created %s"), member_string(workload, "name"));
+    g_autofree gchar *text =
+        g_strdup_printf(_("Created %s"), einsora_json_member_string(workload, "name"));
 
     einsora_workload_list_upsert(self->workloads, workload);
     toast(self, text);
@@ -591,7 +584,7 @@ on_access_link(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(JsonNode) answer =
         einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
     const char *url = answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
-                          ? member_string(json_node_get_object(answer), "url")
+                          ? einsora_json_member_string(json_node_get_object(answer), "url")
                           : NULL;
     EinsoraWorkloadItem *item = einsora_workload_list_lookup(self->workloads, opening->workload_id);
     gboolean handled = FALSE;

@@ -5,6 +5,7 @@
 #include <glib/gi18n.h>
 
 #include "einsora-format.h"
+#include "einsora-json-member.h"
 
 struct _EinsoraNewWorkloadDialog {
     AdwWindow parent_instance;
@@ -30,34 +31,6 @@ G_DEFINE_FINAL_TYPE(EinsoraNewWorkloadDialog, einsora_new_workload_dialog, ADW_T
 enum { SIGNAL_CREATED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
-static const char *
-member_string(JsonObject *object, const char *name)
-{
-    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
-static gint64
-member_int(JsonObject *object, const char *name, gint64 fallback)
-{
-    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_INT64)
-        return fallback;
-    return json_node_get_int(node);
-}
-
-static JsonArray *
-member_array(JsonObject *object, const char *name)
-{
-    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
-
-    return node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
-}
-
 static gboolean
 array_has_string(JsonArray *array, const char *value)
 {
@@ -74,12 +47,12 @@ array_has_string(JsonArray *array, const char *value)
 static JsonObject *
 find_named(EinsoraNewWorkloadDialog *self, const char *list, const char *name)
 {
-    JsonArray *array = member_array(self->catalog, list);
+    JsonArray *array = einsora_json_member_array(self->catalog, list);
 
     for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         if (JSON_NODE_HOLDS_OBJECT(node) &&
-            g_strcmp0(member_string(json_node_get_object(node), "name"), name) == 0)
+            g_strcmp0(einsora_json_member_string(json_node_get_object(node), "name"), name) == 0)
             return json_node_get_object(node);
     }
     return NULL;
@@ -123,17 +96,17 @@ update_class_details(EinsoraNewWorkloadDialog *self)
 {
     JsonObject *class = find_named(self, "classes", selected(self->class_row));
     g_autofree gchar *capacity = NULL;
-    gint64 gpus = member_int(class, "gpus", 0);
-    gint64 quota = member_int(class, "quota", -1);
-    gint64 held = member_int(class, "held", 0);
+    gint64 gpus = einsora_json_member_int(class, "gpus", 0);
+    gint64 quota = einsora_json_member_int(class, "quota", -1);
+    gint64 held = einsora_json_member_int(class, "held", 0);
 
     g_clear_pointer(&self->quota_text, g_free);
     if (class == NULL) {
         adw_action_row_set_subtitle(ADW_ACTION_ROW(self->class_row), "");
         self->quota_text = g_strdup("");
     } else {
-        capacity = einsora_format_capacity(member_int(class, "cpus", 0),
-                                           member_int(class, "memory_mib", 0));
+        capacity = einsora_format_capacity(einsora_json_member_int(class, "cpus", 0),
+                                           einsora_json_member_int(class, "memory_mib", 0));
         if (gpus > 0) {
             g_autofree gchar *with_gpus =
                 g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%s · %" G_GINT64_FORMAT " GPU",
@@ -162,28 +135,29 @@ update_choices(EinsoraNewWorkloadDialog *self)
     const char *region = selected(self->region_row);
     g_autoptr(GPtrArray) classes = g_ptr_array_new();
     g_autoptr(GPtrArray) images = g_ptr_array_new();
-    JsonArray *array = member_array(self->catalog, "classes");
+    JsonArray *array = einsora_json_member_array(self->catalog, "classes");
     JsonObject *class;
     const char *accelerator;
 
     for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-        const char *name = member_string(object, "name");
+        const char *name = einsora_json_member_string(object, "name");
         if (name != NULL &&
-            (region == NULL || array_has_string(member_array(object, "regions"), region)))
+            (region == NULL ||
+             array_has_string(einsora_json_member_array(object, "regions"), region)))
             g_ptr_array_add(classes, (gpointer)name);
     }
     set_choices(self->class_row, classes);
     class = find_named(self, "classes", selected(self->class_row));
-    accelerator = member_string(class, "accelerator");
-    array = member_array(self->catalog, "images");
+    accelerator = einsora_json_member_string(class, "accelerator");
+    array = einsora_json_member_array(self->catalog, "images");
     for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-        const char *name = member_string(object, "name");
-        if (name != NULL && array_has_string(member_array(object, "kinds"), kind) &&
-            array_has_string(member_array(object, "accelerators"), accelerator))
+        const char *name = einsora_json_member_string(object, "name");
+        if (name != NULL && array_has_string(einsora_json_member_array(object, "kinds"), kind) &&
+            array_has_string(einsora_json_member_array(object, "accelerators"), accelerator))
             g_ptr_array_add(images, (gpointer)name);
     }
     set_choices(self->image_row, images);
@@ -293,12 +267,12 @@ static GPtrArray *
 names_of(EinsoraNewWorkloadDialog *self, const char *list, guint *default_index)
 {
     GPtrArray *names = g_ptr_array_new();
-    JsonArray *array = member_array(self->catalog, list);
+    JsonArray *array = einsora_json_member_array(self->catalog, list);
 
     for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-        const char *name = object != NULL ? member_string(object, "name")
+        const char *name = object != NULL ? einsora_json_member_string(object, "name")
                            : json_node_get_value_type(node) == G_TYPE_STRING
                                ? json_node_get_string(node)
                                : NULL;

@@ -7,6 +7,7 @@
 #include "einsora-format.h"
 #include "einsora-workload-item.h"
 #include "einsora-workload-row.h"
+#include "einsora-json-member.h"
 
 /* Ages ("5 min") are re-read once a minute: a clock, not the daemon. */
 #define AGE_REFRESH_SECONDS 60
@@ -312,36 +313,17 @@ einsora_window_show_ready(EinsoraWindow *self)
     self->list_shown = TRUE;
 }
 
-static const char *
-member_string(JsonObject *object, const char *name)
-{
-    JsonNode *node = json_object_get_member(object, name);
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
-static gint64
-member_int(JsonObject *object, const char *name)
-{
-    JsonNode *node = json_object_get_member(object, name);
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int(node);
-}
-
 /* "online · 4 CPUs · 16 GiB · 1 GPU (nvidia-a100) · linux-native · 2 workloads" */
 static gchar *
 describe_machine(JsonObject *machine)
 {
-    g_autoptr(GString) text = g_string_new(member_string(machine, "status"));
+    g_autoptr(GString) text = g_string_new(einsora_json_member_string(machine, "status"));
     g_autofree gchar *capacity =
-        einsora_format_capacity(member_int(machine, "cpus"), member_int(machine, "memory_mib"));
+        einsora_format_capacity(einsora_json_member_int(machine, "cpus", 0),
+                                einsora_json_member_int(machine, "memory_mib", 0));
     JsonNode *gpus = json_object_get_member(machine, "gpus");
     JsonNode *drivers = json_object_get_member(machine, "drivers");
-    gint64 workloads = member_int(machine, "workloads");
+    gint64 workloads = einsora_json_member_int(machine, "workloads", 0);
 
     g_string_append_printf(text, " · %s", capacity);
     if (gpus != NULL && JSON_NODE_HOLDS_ARRAY(gpus)) {
@@ -350,8 +332,8 @@ describe_machine(JsonObject *machine)
             JsonNode *element = json_array_get_element(list, i);
             JsonObject *gpu =
                 JSON_NODE_HOLDS_OBJECT(element) ? json_node_get_object(element) : NULL;
-            const char *model = gpu != NULL ? member_string(gpu, "model") : NULL;
-            const char *class = gpu != NULL ? member_string(gpu, "gpu_class") : NULL;
+            const char *model = gpu != NULL ? einsora_json_member_string(gpu, "model") : NULL;
+            const char *class = gpu != NULL ? einsora_json_member_string(gpu, "gpu_class") : NULL;
             g_string_append_printf(text, " · %s", model != NULL ? model : _("GPU"));
             if (class != NULL)
                 g_string_append_printf(text, " (%s)", class);
@@ -391,7 +373,8 @@ einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines)
             continue;
         subtitle = describe_machine(machine);
         row = adw_action_row_new();
-        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row), member_string(machine, "name"));
+        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row),
+                                      einsora_json_member_string(machine, "name"));
         adw_preferences_row_set_use_markup(ADW_PREFERENCES_ROW(row), FALSE);
         adw_action_row_set_subtitle(ADW_ACTION_ROW(row), subtitle);
         gtk_list_box_append(self->machines_list, row);

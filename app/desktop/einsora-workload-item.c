@@ -2,6 +2,8 @@
 
 #include "einsora-workload-item.h"
 
+#include "einsora-json-member.h"
+
 struct _EinsoraWorkloadItem {
     GObject parent_instance;
     gchar *id;
@@ -130,29 +132,6 @@ einsora_workload_item_init(EinsoraWorkloadItem *self)
 {
 }
 
-/* A string member, or NULL when it is absent, null or not a string. */
-static const char *
-member_string(JsonObject *object, const char *name)
-{
-    JsonNode *node = json_object_get_member(object, name);
-
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
-        json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
-static gint64
-member_int(JsonObject *object, const char *name)
-{
-    JsonNode *node = json_object_get_member(object, name);
-
-    if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
-        json_node_get_value_type(node) != G_TYPE_INT64)
-        return 0;
-    return json_node_get_int(node);
-}
-
 /* Sets *field to @value; TRUE if it changed. */
 static gboolean
 take_string(gchar **field, const char *value)
@@ -186,11 +165,11 @@ take_fields(EinsoraWorkloadItem *self, JsonObject *workload, gboolean notify)
         {&self->created_at, "created_at", PROP_CREATED_AT},
     };
 
-    self->version = member_int(workload, "version");
+    self->version = einsora_json_member_int(workload, "version", 0);
     g_object_freeze_notify(G_OBJECT(self));
     for (gsize i = 0; i < G_N_ELEMENTS(fields); i++)
-        if (take_string(fields[i].field, member_string(workload, fields[i].member)) && notify &&
-            fields[i].prop != 0)
+        if (take_string(fields[i].field, einsora_json_member_string(workload, fields[i].member)) &&
+            notify && fields[i].prop != 0)
             g_object_notify_by_pspec(G_OBJECT(self), props[fields[i].prop]);
     if (notify && g_strcmp0(class_before, einsora_workload_item_get_class(self)) != 0)
         g_object_notify_by_pspec(G_OBJECT(self), props[PROP_CLASS]);
@@ -200,7 +179,7 @@ take_fields(EinsoraWorkloadItem *self, JsonObject *workload, gboolean notify)
 EinsoraWorkloadItem *
 einsora_workload_item_new(JsonObject *workload)
 {
-    const char *id = member_string(workload, "id");
+    const char *id = einsora_json_member_string(workload, "id");
     EinsoraWorkloadItem *self;
 
     if (id == NULL)
@@ -216,10 +195,10 @@ einsora_workload_item_update(EinsoraWorkloadItem *self, JsonObject *workload)
 {
     g_return_val_if_fail(EINSORA_IS_WORKLOAD_ITEM(self), FALSE);
 
-    if (g_strcmp0(member_string(workload, "id"), self->id) != 0)
+    if (g_strcmp0(einsora_json_member_string(workload, "id"), self->id) != 0)
         return FALSE;
     /* Answers can cross: an older copy never undoes a newer one. */
-    if (member_int(workload, "version") < self->version)
+    if (einsora_json_member_int(workload, "version", 0) < self->version)
         return FALSE;
     take_fields(self, workload, TRUE);
     return TRUE;

@@ -5,6 +5,7 @@
 #include <glib/gi18n.h>
 
 #include "einsora-format.h"
+#include "einsora-json-member.h"
 
 #define REASON_MAX_CHARS 400
 
@@ -321,20 +322,10 @@ einsora_workload_page_get_item(EinsoraWorkloadPage *self)
     return self->item;
 }
 
-static const char *
-member_string(JsonObject *object, const char *name)
-{
-    JsonNode *node = json_object_get_member(object, name);
-
-    if (node == NULL || json_node_get_value_type(node) != G_TYPE_STRING)
-        return NULL;
-    return json_node_get_string(node);
-}
-
 void
 einsora_workload_page_add_event(EinsoraWorkloadPage *self, JsonObject *event)
 {
-    const char *id = member_string(event, "id");
+    const char *id = einsora_json_member_string(event, "id");
     g_autofree gchar *transition = NULL;
     g_autofree gchar *reason = NULL;
     g_autofree gchar *title = NULL;
@@ -344,14 +335,14 @@ einsora_workload_page_add_event(EinsoraWorkloadPage *self, JsonObject *event)
     GtkWidget *row, *time_label;
 
     if (id == NULL || self->item == NULL ||
-        g_strcmp0(member_string(event, "workload_id"), item_id(self)) != 0 ||
+        g_strcmp0(einsora_json_member_string(event, "workload_id"), item_id(self)) != 0 ||
         g_hash_table_contains(self->event_ids, id))
         return;
     g_hash_table_add(self->event_ids, g_strdup(id));
-    transition = einsora_format_transition(member_string(event, "from_state"),
-                                           member_string(event, "to_state"));
-    reason = einsora_format_reason(member_string(event, "reason"), REASON_MAX_CHARS);
-    time = einsora_format_parse_time(member_string(event, "created_at"));
+    transition = einsora_format_transition(einsora_json_member_string(event, "from_state"),
+                                           einsora_json_member_string(event, "to_state"));
+    reason = einsora_format_reason(einsora_json_member_string(event, "reason"), REASON_MAX_CHARS);
+    time = einsora_format_parse_time(einsora_json_member_string(event, "created_at"));
     if (time != NULL) {
         g_autoptr(GDateTime) now = g_date_time_new_now_utc();
         when = einsora_format_event_time(time, now);
