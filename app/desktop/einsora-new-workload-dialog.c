@@ -22,7 +22,7 @@ struct _EinsoraNewWorkloadDialog {
     EinsoraClient *client;
     JsonObject *catalog;
     GCancellable *cancellable;
-    gchar *idempotency_key; /* one per dialog: a retried create is one create */
+    gchar *idempotency_key; /* one per request: a retried create is one create */
     gchar *quota_text;
 };
 
@@ -188,6 +188,14 @@ on_created(GObject *source, GAsyncResult *result, gpointer user_data)
     }
     gtk_widget_set_sensitive(self->create_button, TRUE);
     if (answer == NULL || !JSON_NODE_HOLDS_OBJECT(answer)) {
+        /* Answered and refused: a changed request is another request, with
+         * a key of its own. Unanswered: the same key, so a retry of a create
+         * that did happen can't make a second workload. */
+        if (error != NULL && error->domain == EINSORA_CLIENT_ERROR &&
+            einsora_client_error_get_status(error) != 0) {
+            g_free(self->idempotency_key);
+            self->idempotency_key = g_uuid_string_random();
+        }
         show_error(self, error != NULL ? error->message : _("The daemon's answer isn't readable."));
         g_object_unref(self);
         return;
