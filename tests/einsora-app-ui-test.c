@@ -25,7 +25,8 @@ typedef struct {
     gchar *dir;
     gchar *artifacts;
     EinsoraApplication *app;
-    GPtrArray *notifications; /* summaries the app sent */
+    GPtrArray *notifications; /* "summary|body" of each the app sent */
+    GArray *notification_ids; /* the ID the server gave each (guint32) */
     guint bus_owner;
     guint registration;
     GDBusConnection *bus;
@@ -63,6 +64,7 @@ on_notifications_call(GDBusConnection *connection, const char *sender, const cha
         g_variant_get(parameters, "(&su&s&s&s@as@a{sv}i)", NULL, NULL, NULL, &summary, &body, NULL,
                       NULL, NULL);
         g_ptr_array_add(fixture.notifications, g_strdup_printf("%s|%s", summary, body));
+        g_array_append_val(fixture.notification_ids, next_id);
         g_dbus_method_invocation_return_value(invocation, g_variant_new("(u)", next_id++));
     } else if (g_str_equal(method, "GetCapabilities")) {
         const char *caps[] = {"body", "actions", NULL};
@@ -174,6 +176,32 @@ notified(gpointer prefix)
         if (g_str_has_prefix(g_ptr_array_index(fixture.notifications, i), prefix))
             return TRUE;
     return FALSE;
+}
+
+/* The person clicks the notification: the server says so on the bus. */
+static void
+click_notification(const char *prefix)
+{
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < fixture.notifications->len; i++)
+        if (g_str_has_prefix(g_ptr_array_index(fixture.notifications, i), prefix)) {
+            g_dbus_connection_emit_signal(
+                fixture.bus, NULL, "/org/freedesktop/Notifications",
+                "org.freedesktop.Notifications", "ActionInvoked",
+                g_variant_new("(us)", g_array_index(fixture.notification_ids, guint32, i),
+                              "default"),
+                &error);
+            g_assert_no_error(error);
+            return;
+        }
+    g_assert_not_reached();
+}
+
+static gboolean
+dialog_error_shown(gpointer dialog)
+{
+    return einsora_new_workload_dialog_get_error(dialog) != NULL;
 }
 
 static gboolean
@@ -295,6 +323,18 @@ test_notebook_through_the_ui(void)
     create_button = (GtkWidget *)gtk_widget_get_template_child(
         GTK_WIDGET(dialog), EINSORA_TYPE_NEW_WORKLOAD_DIALOG, "create_button");
     g_assert_nonnull(create_button);
+    /* A request the API refuses: its own message, in the dialog. */
+    {
+        g_autofree gchar *long_name = g_strnfill(150, 'x');
+        einsora_new_workload_dialog_set_name(dialog, long_name);
+        g_assert_true(gtk_widget_activate(create_button));
+        g_assert_true(wait_for(dialog_error_shown, dialog, 30));
+        g_test_message("refused: %s", einsora_new_workload_dialog_get_error(dialog));
+        g_assert_nonnull(strstr(einsora_new_workload_dialog_get_error(dialog), "name"));
+        g_assert_true(dialog_shown(NULL));
+        g_assert_null(notebook_item());
+    }
+    einsora_new_workload_dialog_set_name(dialog, NOTEBOOK_NAME);
     g_assert_true(gtk_widget_activate(create_button));
 
     /* It reaches running in the list, through the event feed alone. */
@@ -303,6 +343,14 @@ test_notebook_through_the_ui(void)
     /* A notification said so, on the session bus. */
     g_assert_true(wait_for(notified, NOTEBOOK_NAME " is running|", 30));
     save_screenshot(GTK_WIDGET(window), "main-window.png");
+
+    /* Clicking that notification opens the notebook. */
+    click_notification(NOTEBOOK_NAME " is running|");
+    g_assert_true(wait_for(notebook_window_shown, NULL, 30));
+    g_assert_cmpstr(
+        einsora_notebook_window_get_workload_id(find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW)), ==,
+        einsora_workload_item_get_id(notebook_item()));
+    gtk_window_destroy(GTK_WINDOW(find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW)));
 
     /* Its page: properties and the whole timeline. */
     item = notebook_item();
@@ -413,6 +461,7 @@ main(int argc, char **argv)
                             : g_build_filename(g_get_current_dir(), "artifacts", NULL);
     g_mkdir_with_parents(fixture.artifacts, 0755);
     fixture.notifications = g_ptr_array_new_with_free_func(g_free);
+    fixture.notification_ids = g_array_new(FALSE, FALSE, sizeof(guint32));
     set_up_daemon_env();
     serve_notifications();
     adw_init();
