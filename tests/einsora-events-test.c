@@ -630,6 +630,42 @@ test_follow_live(void)
     }
 }
 
+/* A feed runs as long as the token that opened it holds: once revoked,
+ * the stream ends at its next write and shows nothing more. */
+static void
+test_revoked_token_ends_feed(void)
+{
+    g_autoptr(EinsoraTestResponse) made =
+        call("POST", "/v1/tokens", server->owner_token, "{\"name\":\"feed-revoked\"}");
+    g_autoptr(EinsoraTestResponse) revoked = NULL;
+    g_autoptr(Sse) sse = NULL;
+    g_autofree gchar *secret = NULL;
+    g_autofree gchar *token_id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *id = NULL;
+    JsonObject *answer;
+
+    g_assert_cmpuint(made->status, ==, 201);
+    answer = json_node_get_object(made->json);
+    secret = g_strdup(json_object_get_string_member(answer, "secret"));
+    token_id = g_strdup(
+        json_object_get_string_member(json_object_get_object_member(answer, "token"), "id"));
+    sse = sse_open_ok(secret, "?follow=true", NULL, NULL);
+
+    path = g_strdup_printf("/v1/tokens/%s", token_id);
+    revoked = call("DELETE", path, server->owner_token, NULL);
+    g_assert_cmpuint(revoked->status, ==, 204);
+    /* An event for the tenant wakes the feed: it ends instead. */
+    id = create_workload(server->owner_token, "after-revoke");
+    for (;;) {
+        g_autofree gchar *line = read_line_within(sse->lines, WAIT_SECONDS);
+
+        if (line == NULL)
+            break; /* the end of the stream */
+        g_assert_false(g_str_has_prefix(line, "data:"));
+    }
+}
+
 /* Last-Event-ID (or after) resumes right after what the client had:
  * the backlog first, in order, then what happens next. */
 static void
@@ -1186,6 +1222,7 @@ main(int argc, char **argv)
     g_test_add_func("/events/follow/resume-without-gap-or-repeat", test_resume);
     g_test_add_func("/events/follow/tenant-isolation", test_tenant_isolation);
     g_test_add_func("/events/follow/session-cookie", test_session_cookie);
+    g_test_add_func("/events/follow/revoked-token-ends-feed", test_revoked_token_ends_feed);
     g_test_add_func("/events/follow/keep-alive", test_keep_alive);
     g_test_add_func("/events/follow/closed-feeds-freed-and-limit", test_close_frees_and_limit);
     g_test_add_func("/events/client/feed-resumes-across-restart", test_client_feed);

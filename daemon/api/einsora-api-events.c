@@ -177,6 +177,7 @@ respond_page(EinsoraApiServer *server, EinsoraApiRequest *request, gint64 after)
 typedef struct {
     FeedRegistry *registry;     /* owned reference */
     EinsoraService *service;    /* owned */
+    EinsoraApiServer *server;   /* owned: to ask again who the caller is */
     EinsoraApiRequest *request; /* owned: its ID is on the feed's log lines */
     SoupServerMessage *msg;     /* owned */
     gchar *tenant_id;
@@ -209,6 +210,7 @@ feed_free(Feed *feed)
         g_idle_add(release_message, g_steal_pointer(&feed->msg));
     g_clear_object(&feed->request);
     g_clear_object(&feed->service);
+    g_clear_object(&feed->server);
     g_clear_pointer(&feed->registry, feed_registry_unref);
     g_free(feed->tenant_id);
     g_free(feed);
@@ -237,6 +239,26 @@ feed_end(Feed *feed, const char *why)
                             feed->sent);
 }
 
+static void feed_close(Feed *feed, const char *why);
+
+/* A feed runs for hours: the token or session that opened it must still
+ * be good (not revoked, not expired) each time it writes. A store that
+ * fails to answer is not a refusal: the next try decides. */
+static gboolean
+feed_still_allowed(Feed *feed)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraActor) actor =
+        einsora_api_server_authenticate(feed->server, feed->request, &error);
+
+    if (actor != NULL && g_strcmp0(actor->tenant_id, feed->tenant_id) == 0)
+        return TRUE;
+    if (actor == NULL && !g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED))
+        return TRUE;
+    feed_close(feed, "its credentials no longer hold");
+    return FALSE;
+}
+
 static void
 feed_write(Feed *feed, GString *text)
 {
@@ -257,7 +279,7 @@ feed_pump(Feed *feed)
     g_autoptr(GPtrArray) events = NULL;
     GString *text;
 
-    if (feed->ended || feed->in_flight > 0)
+    if (feed->ended || feed->in_flight > 0 || !feed_still_allowed(feed))
         return;
     events = einsora_service_list_tenant_events(feed->service, feed->tenant_id, feed->last_seq,
                                                 PAGE_SIZE, &error);
@@ -312,6 +334,8 @@ on_keep_alive(gpointer user_data)
 {
     Feed *feed = user_data;
 
+    if (!feed_still_allowed(feed))
+        return G_SOURCE_REMOVE; /* closed: its source is already gone */
     if (feed->stalled)
         feed_pump(feed);
     /* Something is still on its way out: that says enough. */
@@ -417,6 +441,7 @@ start_feed(EinsoraApiServer *server, EinsoraApiRequest *request, gint64 start, g
     feed = g_new0(Feed, 1);
     feed->registry = feed_registry_ref(registry);
     feed->service = g_object_ref(service);
+    feed->server = g_object_ref(server);
     feed->request = g_object_ref(request);
     feed->msg = g_object_ref(msg);
     feed->tenant_id = g_strdup(tenant_id);

@@ -136,8 +136,8 @@ is_unsafe(const char *method)
 
 /* Bearer tokens first; otherwise the browser session cookie, which needs
  * the CSRF token on every unsafe method. */
-static EinsoraActor *
-authenticate(EinsoraApiServer *self, EinsoraApiRequest *request, GError **error)
+EinsoraActor *
+einsora_api_server_authenticate(EinsoraApiServer *self, EinsoraApiRequest *request, GError **error)
 {
     SoupServerMessage *message = einsora_api_request_get_message(request);
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(message);
@@ -308,7 +308,7 @@ handle_request(SoupServer *server, SoupServerMessage *message, const char *path,
         return;
     }
     if (route->auth == EINSORA_API_AUTH_REQUIRED) {
-        EinsoraActor *actor = authenticate(self, request, &error);
+        EinsoraActor *actor = einsora_api_server_authenticate(self, request, &error);
         if (actor == NULL) {
             einsora_api_request_respond_error(request, error);
             return;

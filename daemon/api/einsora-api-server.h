@@ -28,5 +28,11 @@ guint einsora_api_server_get_access_port(EinsoraApiServer *self);
 EinsoraService *einsora_api_server_get_service(EinsoraApiServer *self);
 EinsoraAuth *einsora_api_server_get_auth(EinsoraApiServer *self);
 gint64 einsora_api_server_now(EinsoraApiServer *self);
+struct _EinsoraApiRequest;
+/* Who @request's credentials (bearer token or session cookie) belong to
+ * now; a long answer (the event feed) asks again while it runs. (The
+ * request's header includes this one: hence the struct.) */
+EinsoraActor *einsora_api_server_authenticate(EinsoraApiServer *self,
+                                              struct _EinsoraApiRequest *request, GError **error);
 
 G_END_DECLS
