@@ -303,8 +303,11 @@ test_check_server(void)
     const char *const good[] = {"http://127.0.0.1:8080", "https://lab.example.org:8443/",
                                 "HTTPS://lab.example.org", "http://[2001:db8::1]:8080"};
     const char *const bad[] = {
-        "",          "lab.example.org:8080", "ftp://lab.example.org", "file:///tmp/x", "https://",
-        "just words"};
+        "", "lab.example.org:8080", "ftp://lab.example.org", "file:///tmp/x", "https://",
+        "just words",
+        /* credentials or more than an address: kept, shown and logged otherwise */
+        "https://user:secret@lab.example.org", "https://lab.example.org/?token=tok_x",
+        "https://lab.example.org/#tok_x"};
 
     for (guint i = 0; i < G_N_ELEMENTS(good); i++) {
         g_autoptr(GError) error = NULL;

@@ -9,6 +9,7 @@
 
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
+#include <string.h>
 
 #include "einsora-sse-parser.h"
 
@@ -392,6 +393,7 @@ open_stream(EinsoraEventFeed *self)
     if (self->token != NULL) {
         g_autofree gchar *authorization = g_strdup_printf("Bearer %s", self->token);
         soup_message_headers_replace(headers, "Authorization", authorization);
+        explicit_bzero(authorization, strlen(authorization));
     }
     if (self->last_event_id != NULL)
         soup_message_headers_replace(headers, "Last-Event-ID", self->last_event_id);
@@ -461,6 +463,15 @@ einsora_event_feed_new(const char *base_url, const char *token)
     return g_object_new(EINSORA_TYPE_EVENT_FEED, "base-url", base_url, "token", token, NULL);
 }
 
+/* A secret: wiped before its memory goes back. */
+static void
+forget_token(EinsoraEventFeed *self)
+{
+    if (self->token != NULL)
+        explicit_bzero(self->token, strlen(self->token));
+    g_clear_pointer(&self->token, g_free);
+}
+
 static void
 einsora_event_feed_set_property(GObject *object, guint prop_id, const GValue *value,
                                 GParamSpec *pspec)
@@ -479,7 +490,7 @@ einsora_event_feed_set_property(GObject *object, guint prop_id, const GValue *va
         break;
     }
     case PROP_TOKEN:
-        g_free(self->token);
+        forget_token(self);
         self->token = g_value_dup_string(value);
         break;
     default:
@@ -530,7 +541,7 @@ einsora_event_feed_finalize(GObject *object)
     EinsoraEventFeed *self = EINSORA_EVENT_FEED(object);
 
     g_free(self->base_url);
-    g_free(self->token);
+    forget_token(self);
     g_free(self->last_event_id);
     g_main_context_unref(self->context);
     G_OBJECT_CLASS(einsora_event_feed_parent_class)->finalize(object);

@@ -293,11 +293,11 @@ connect_daemon(EinsoraApplication *self)
     if (self->feed != NULL)
         einsora_event_feed_stop(self->feed);
     g_clear_object(&self->feed);
-    if (self->feed != NULL)
-        einsora_event_feed_stop(self->feed);
-    g_clear_object(&self->feed);
     g_clear_object(&self->cancellable);
     g_clear_object(&self->connection);
+    /* Nothing acts on, or shows, the daemon it was connected to before. */
+    g_clear_object(&self->client);
+    einsora_workload_list_replace(self->workloads, NULL);
     self->ready = FALSE;
     self->cancellable = g_cancellable_new();
     self->connection = einsora_connection_new(server, NULL);

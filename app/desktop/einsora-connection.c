@@ -112,6 +112,15 @@ einsora_connection_check_server(const char *server, GError **error)
                     _("The address has no server name, as in https://lab.example.org:8080"));
         return FALSE;
     }
+    /* The address is kept in settings, shown and logged: no credentials
+     * in it (the token has its own field), and nothing after the path. */
+    if (g_uri_get_userinfo(uri) != NULL || g_uri_get_query(uri) != NULL ||
+        g_uri_get_fragment(uri) != NULL) {
+        g_set_error(error, EINSORA_CONNECTION_ERROR, EINSORA_CONNECTION_ERROR_BAD_SERVER,
+                    _("Give the server’s address alone, without a name and password, ? or #, "
+                      "as in https://lab.example.org:8080; the token has its own field"));
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -350,10 +359,10 @@ have_user_unit(void)
     g_autofree gchar *mine =
         g_build_filename(g_get_user_config_dir(), "systemd", "user", UNIT_NAME, NULL);
     g_autofree gchar *bus = NULL;
+    g_autofree gchar *systemctl = g_find_program_in_path("systemctl");
     const char *runtime = g_getenv("XDG_RUNTIME_DIR");
 
-    if (g_getenv("EINSORA_NO_SYSTEMD") != NULL || runtime == NULL ||
-        g_find_program_in_path("systemctl") == NULL)
+    if (g_getenv("EINSORA_NO_SYSTEMD") != NULL || runtime == NULL || systemctl == NULL)
         return FALSE;
     bus = g_build_filename(runtime, "systemd", "private", NULL);
     if (!g_file_test(bus, G_FILE_TEST_EXISTS))

@@ -831,5 +831,8 @@ einsora_notebook_window_toast(EinsoraNotebookWindow *self, const char *text)
     g_autofree gchar *escaped = g_markup_escape_text(text, -1);
 
     g_return_if_fail(EINSORA_IS_NOTEBOOK_WINDOW(self));
+    /* A late answer (a launch, a download) after the window went. */
+    if (self->toasts == NULL)
+        return;
     adw_toast_overlay_add_toast(self->toasts, adw_toast_new(escaped));
 }

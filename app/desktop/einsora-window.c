@@ -180,7 +180,11 @@ watch_states(EinsoraWindow *self, guint position, guint added)
 {
     for (guint i = position; i < position + added; i++) {
         g_autoptr(EinsoraWorkloadItem) item = g_list_model_get_item(self->workloads, i);
-        g_signal_connect_object(item, "notify::state", G_CALLBACK(on_workload_state), self, 0);
+
+        /* A reload hands back the same items: watched once each. */
+        if (g_signal_handler_find(item, G_SIGNAL_MATCH_FUNC | G_SIGNAL_MATCH_DATA, 0, 0, NULL,
+                                  on_workload_state, self) == 0)
+            g_signal_connect_object(item, "notify::state", G_CALLBACK(on_workload_state), self, 0);
     }
 }
 

@@ -125,7 +125,7 @@ einsora_workload_list_replace(EinsoraWorkloadList *self, JsonArray *workloads)
     g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_object_unref);
     guint removed = self->items->len;
 
-    for (guint i = 0; i < json_array_get_length(workloads); i++) {
+    for (guint i = 0; workloads != NULL && i < json_array_get_length(workloads); i++) {
         JsonNode *node = json_array_get_element(workloads, i);
         EinsoraWorkloadItem *item;
         guint position;

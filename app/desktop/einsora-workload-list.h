@@ -15,8 +15,8 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE(EinsoraWorkloadList, einsora_workload_list, EINSORA, WORKLOAD_LIST, GObject)
 
 EinsoraWorkloadList *einsora_workload_list_new(void);
-/* @workloads: the API's list (objects with an "id"). Deleted ones and
- * entries without an id are left out. */
+/* @workloads: (nullable): the API's list (objects with an "id"); NULL
+ * empties the list. Deleted ones and entries without an id are left out. */
 void einsora_workload_list_replace(EinsoraWorkloadList *self, JsonArray *workloads);
 /* Adds or updates one workload; a deleted one leaves the list. Returns
  * its item, or NULL when it isn't (or is no longer) in the list. */

@@ -87,11 +87,26 @@ on_start(GtkWidget *widget, const char *action, GVariant *parameter)
     activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.start-workload");
 }
 
+/* The answer of a dialog may come after the page shows another workload,
+ * or is gone: it acts on the workload the dialog named, through the app. */
+#define DIALOG_WORKLOAD_ID "einsora-workload-id"
+
 static void
-on_delete_response(AdwMessageDialog *dialog, const char *response, EinsoraWorkloadPage *self)
+activate_for_dialog(GObject *dialog, const char *action, GVariant *parameter)
 {
-    if (g_strcmp0(response, "delete") == 0)
-        activate_app_action(self, "app.delete-workload");
+    GApplication *application = g_application_get_default();
+
+    if (application != NULL)
+        g_action_group_activate_action(G_ACTION_GROUP(application), action, parameter);
+}
+
+static void
+on_delete_response(AdwMessageDialog *dialog, const char *response, gpointer user_data)
+{
+    const char *id = g_object_get_data(G_OBJECT(dialog), DIALOG_WORKLOAD_ID);
+
+    if (g_strcmp0(response, "delete") == 0 && id != NULL)
+        activate_for_dialog(G_OBJECT(dialog), "delete-workload", g_variant_new_string(id));
 }
 
 static void
@@ -115,22 +130,23 @@ on_delete(GtkWidget *widget, const char *action, GVariant *parameter)
                                                ADW_RESPONSE_DESTRUCTIVE);
     adw_message_dialog_set_default_response(ADW_MESSAGE_DIALOG(dialog), "cancel");
     adw_message_dialog_set_close_response(ADW_MESSAGE_DIALOG(dialog), "cancel");
-    g_signal_connect_object(dialog, "response", G_CALLBACK(on_delete_response), self, 0);
+    g_object_set_data_full(G_OBJECT(dialog), DIALOG_WORKLOAD_ID, g_strdup(item_id(self)), g_free);
+    g_signal_connect(dialog, "response", G_CALLBACK(on_delete_response), NULL);
     gtk_window_present(GTK_WINDOW(dialog));
 }
 
 static void
-on_export_chosen(GtkNativeDialog *chooser, int response, EinsoraWorkloadPage *self)
+on_export_chosen(GtkNativeDialog *chooser, int response, gpointer user_data)
 {
+    const char *id = g_object_get_data(G_OBJECT(chooser), DIALOG_WORKLOAD_ID);
     g_autoptr(GFile) file = NULL;
     g_autofree gchar *path = NULL;
 
     if (response == GTK_RESPONSE_ACCEPT)
         file = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(chooser));
     path = file != NULL ? g_file_get_path(file) : NULL;
-    if (path != NULL && item_id(self) != NULL)
-        gtk_widget_activate_action(GTK_WIDGET(self), "app.export-workload", "(ss)", item_id(self),
-                                   path);
+    if (path != NULL && id != NULL)
+        activate_for_dialog(G_OBJECT(chooser), "export-workload", g_variant_new("(ss)", id, path));
     g_object_unref(chooser);
 }
 
@@ -149,7 +165,9 @@ on_export(GtkWidget *widget, const char *action, GVariant *parameter)
                                           GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"), NULL);
     name = g_strdup_printf("%s.json", einsora_workload_item_get_name(self->item));
     gtk_file_chooser_set_current_name(GTK_FILE_CHOOSER(chooser), name);
-    g_signal_connect(chooser, "response", G_CALLBACK(on_export_chosen), self);
+    gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(chooser), TRUE);
+    g_object_set_data_full(G_OBJECT(chooser), DIALOG_WORKLOAD_ID, g_strdup(item_id(self)), g_free);
+    g_signal_connect(chooser, "response", G_CALLBACK(on_export_chosen), NULL);
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(chooser));
 }
 
