@@ -238,6 +238,14 @@ on_open_in_browser(EinsoraApplication *app, const char *url, gchar **seen)
 }
 
 static gboolean
+file_written(gpointer path)
+{
+    GStatBuf buf;
+
+    return g_stat(path, &buf) == 0 && buf.st_size > 0;
+}
+
+static gboolean
 string_set(gpointer pointer)
 {
     return *(gchar **)pointer != NULL;
@@ -404,6 +412,20 @@ test_notebook_through_the_ui(void)
     }
     /* Asked to stop: no "stopped by itself" notification. */
     g_assert_false(notified(NOTEBOOK_NAME " stopped by itself"));
+
+    /* Export: the API's export, byte for byte, into the chosen file. */
+    {
+        g_autofree gchar *path = g_build_filename(fixture.dir, "exported.json", NULL);
+        g_autofree gchar *contents = NULL;
+
+        g_action_group_activate_action(
+            G_ACTION_GROUP(fixture.app), "export-workload",
+            g_variant_new("(ss)", einsora_workload_item_get_id(item), path));
+        g_assert_true(wait_for(file_written, path, 30));
+        g_assert_true(g_file_get_contents(path, &contents, NULL, NULL));
+        g_assert_nonnull(strstr(contents, einsora_workload_item_get_id(item)));
+        g_assert_nonnull(strstr(contents, "\"events\""));
+    }
 }
 
 static void

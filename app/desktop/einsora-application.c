@@ -436,6 +436,21 @@ on_workload_event(EinsoraApplication *self, JsonObject *event, gpointer user_dat
 }
 
 static void
+on_export_written(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *done = NULL;
+
+    if (!g_file_replace_contents_finish(G_FILE(source), result, NULL, &error)) {
+        toast(self, error->message);
+        return;
+    }
+    done = g_strdup_printf(_("Exported to %s"), g_file_peek_path(G_FILE(source)));
+    toast(self, done);
+}
+
+static void
 on_exported(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     g_autoptr(GFile) file = user_data;
@@ -444,21 +459,15 @@ on_exported(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(JsonNode) answer =
         einsora_client_request_finish(EINSORA_CLIENT(source), result, &raw, &error);
     EinsoraApplication *self = g_object_get_data(G_OBJECT(file), "einsora-app");
-    g_autofree gchar *done = NULL;
 
     if (answer == NULL) {
         if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             toast(self, error->message);
         return;
     }
-    /* As the API gave it, byte for byte. */
-    if (!g_file_replace_contents(file, g_bytes_get_data(raw, NULL), g_bytes_get_size(raw), NULL,
-                                 FALSE, G_FILE_CREATE_PRIVATE, NULL, NULL, &error)) {
-        toast(self, error->message);
-        return;
-    }
-    done = g_strdup_printf(_("Exported to %s"), g_file_peek_path(file));
-    toast(self, done);
+    /* As the API gave it, byte for byte; written off the main loop. */
+    g_file_replace_contents_bytes_async(file, raw, NULL, FALSE, G_FILE_CREATE_PRIVATE, NULL,
+                                        on_export_written, g_object_ref(self));
 }
 
 static void
