@@ -670,9 +670,13 @@ static void
 on_connect_server(GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
     EinsoraApplication *self = user_data;
-    EinsoraServerDialog *dialog =
-        einsora_server_dialog_new(GTK_WINDOW(main_window(self)), self->settings);
+    EinsoraServerDialog *dialog;
 
+    /* Asked over D-Bus with no window open: the dialog needs one (its
+     * parent, and the application its Connect reaches). */
+    if (main_window(self) == NULL)
+        g_application_activate(G_APPLICATION(self));
+    dialog = einsora_server_dialog_new(GTK_WINDOW(main_window(self)), self->settings);
     gtk_window_present(GTK_WINDOW(dialog));
 }
 
