@@ -101,12 +101,11 @@ einsora_format_age(GDateTime *then, GDateTime *now)
     if (minutes < 1)
         return g_strdup(_("just now"));
     if (hours < 1)
-        return g_strdup_printf(_("%" G_GINT64_FORMAT " min"), minutes);
+        return g_strdup_printf(_("%d min"), (int)minutes);
     if (days < 1)
-        return g_strdup_printf(_("%" G_GINT64_FORMAT " h"), hours);
-    return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%" G_GINT64_FORMAT " day",
-                                       "%" G_GINT64_FORMAT " days", (gulong)days),
-                           days);
+        return g_strdup_printf(_("%d h"), (int)hours);
+    return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d day", "%d days", (gulong)days),
+                           (int)days);
 }
 
 gchar *
@@ -169,9 +168,7 @@ einsora_format_capacity(gint64 cpus, gint64 memory_mib)
     g_autofree gchar *memory =
         g_format_size_full((guint64)MAX(memory_mib, 0) * 1024 * 1024, G_FORMAT_SIZE_IEC_UNITS);
     g_autofree gchar *cpu_text =
-        g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%" G_GINT64_FORMAT " CPU",
-                                    "%" G_GINT64_FORMAT " CPUs", (gulong)cpus),
-                        cpus);
+        g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d CPU", "%d CPUs", (gulong)cpus), (int)cpus);
 
     return g_strdup_printf("%s · %s", cpu_text, memory);
 }

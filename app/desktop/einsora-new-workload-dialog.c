@@ -108,10 +108,9 @@ update_class_details(EinsoraNewWorkloadDialog *self)
         capacity = einsora_format_capacity(einsora_json_member_int(class, "cpus", 0),
                                            einsora_json_member_int(class, "memory_mib", 0));
         if (gpus > 0) {
-            g_autofree gchar *with_gpus =
-                g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%s · %" G_GINT64_FORMAT " GPU",
-                                            "%s · %" G_GINT64_FORMAT " GPUs", (gulong)gpus),
-                                capacity, gpus);
+            g_autofree gchar *with_gpus = g_strdup_printf(
+                g_dngettext(GETTEXT_PACKAGE, "%s · %d GPU", "%s · %d GPUs", (gulong)gpus), capacity,
+                (int)gpus);
             g_free(capacity);
             capacity = g_steal_pointer(&with_gpus);
         }
@@ -119,9 +118,10 @@ update_class_details(EinsoraNewWorkloadDialog *self)
         if (gpus == 0 || quota < 0)
             self->quota_text = g_strdup(_("This class uses no GPU quota"));
         else
-            self->quota_text = g_strdup_printf(_("%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
-                                                 " in use; this one takes %" G_GINT64_FORMAT),
-                                               held, quota, gpus);
+            /* TRANSLATORS: GPUs of the tenant's quota in use, the quota,
+             * and how many the chosen class takes */
+            self->quota_text = g_strdup_printf(_("%d of %d in use; this one takes %d"), (int)held,
+                                               (int)quota, (int)gpus);
     }
     adw_action_row_set_subtitle(self->quota_row, self->quota_text);
 }

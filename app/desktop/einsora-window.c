@@ -353,10 +353,9 @@ describe_machine(JsonObject *machine)
         }
     }
     g_string_append_printf(text, " · ");
-    g_string_append_printf(text,
-                           g_dngettext(GETTEXT_PACKAGE, "%" G_GINT64_FORMAT " workload",
-                                       "%" G_GINT64_FORMAT " workloads", (gulong)workloads),
-                           workloads);
+    g_string_append_printf(
+        text, g_dngettext(GETTEXT_PACKAGE, "%d workload", "%d workloads", (gulong)workloads),
+        (int)workloads);
     return g_string_free(g_steal_pointer(&text), FALSE);
 }
 
