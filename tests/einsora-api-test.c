@@ -221,6 +221,7 @@ test_bad_input(void)
          "field \"gpu_class\" is required"},
         {"POST", "/v1/workloads", JSON, "{not json", 400, "invalid_request", "not valid JSON"},
         {"POST", "/v1/workloads", JSON, "[1,2]", 400, "invalid_request", "JSON object"},
+        {"POST", "/v1/workloads", JSON, "{}{}", 400, "invalid_request", "not valid JSON"},
         {"POST", "/v1/workloads", JSON, "", 400, "invalid_request", "JSON object"},
         {"POST", "/v1/workloads", "text/plain", "{}", 415, "invalid_request", "application/json"},
         {"POST", "/v1/workloads", JSON,

@@ -178,7 +178,7 @@ lost(EinsoraEventFeed *self, const char *why, guint at_least_ms)
 static void
 fail(EinsoraEventFeed *self, GError *error)
 {
-    g_autoptr(EinsoraEventFeed) hold = g_object_ref(self);
+    g_autoptr(EinsoraEventFeed) hold G_GNUC_UNUSED = g_object_ref(self);
 
     einsora_event_feed_stop(self);
     g_signal_emit(self, signals[SIGNAL_FAILED], 0, error);
@@ -229,7 +229,7 @@ on_line(GObject *source, GAsyncResult *result, gpointer user_data)
     set_last_event_id(self, einsora_sse_parser_get_last_event_id(connection->parser));
     if (event != NULL) {
         /* A handler may stop the feed, or drop the last reference to it. */
-        g_autoptr(EinsoraEventFeed) hold = g_object_ref(self);
+        g_autoptr(EinsoraEventFeed) hold G_GNUC_UNUSED = g_object_ref(self);
 
         deliver(self, event);
         if (connection->feed == NULL)

@@ -55,13 +55,20 @@ einsora_access_cookie_take(const char *header, gchar **rest)
     for (guint i = 0; pairs[i] != NULL; i++) {
         const char *pair = pairs[i];
         const char *equals;
+        const char *name_end;
 
-        while (*pair == ' ' || *pair == '\t')
+        /* " einsora_access =x" is the same cookie to the workload's own
+         * parser (Python's trims any space around the name), so it is
+         * taken too. */
+        while (g_ascii_isspace(*pair))
             pair++;
         if (*pair == '\0')
             continue;
         equals = strchr(pair, '=');
-        if (equals != NULL && (gsize)(equals - pair) == strlen(EINSORA_ACCESS_COOKIE) &&
+        name_end = equals;
+        while (name_end != NULL && name_end > pair && g_ascii_isspace(name_end[-1]))
+            name_end--;
+        if (equals != NULL && (gsize)(name_end - pair) == strlen(EINSORA_ACCESS_COOKIE) &&
             strncmp(pair, EINSORA_ACCESS_COOKIE, strlen(EINSORA_ACCESS_COOKIE)) == 0) {
             if (value != NULL)
                 twice = TRUE;

@@ -3,6 +3,7 @@
 #include "einsora-api-request.h"
 
 #include "einsora-error.h"
+#include "einsora-json-text.h"
 #include "einsora-redact.h"
 
 struct _EinsoraApiRequest {
@@ -12,6 +13,8 @@ struct _EinsoraApiRequest {
     gint64 started_us;
     GStrv params;
     EinsoraActor *actor;
+    gchar *idempotency_key;
+    gchar *request_sha256;
     guint status;
     gboolean finished;
 };
@@ -25,6 +28,8 @@ einsora_api_request_finalize(GObject *object)
 
     g_clear_object(&self->message);
     g_free(self->id);
+    g_free(self->idempotency_key);
+    g_free(self->request_sha256);
     g_strfreev(self->params);
     einsora_actor_free(self->actor);
     G_OBJECT_CLASS(einsora_api_request_parent_class)->finalize(object);
@@ -118,6 +123,28 @@ einsora_api_request_set_actor(EinsoraApiRequest *self, EinsoraActor *actor)
 {
     einsora_actor_free(self->actor);
     self->actor = actor;
+}
+
+void
+einsora_api_request_set_idempotency(EinsoraApiRequest *self, const char *key,
+                                    const char *request_sha256)
+{
+    g_free(self->idempotency_key);
+    g_free(self->request_sha256);
+    self->idempotency_key = g_strdup(key);
+    self->request_sha256 = g_strdup(request_sha256);
+}
+
+const char *
+einsora_api_request_get_idempotency_key(EinsoraApiRequest *self)
+{
+    return self->idempotency_key;
+}
+
+const char *
+einsora_api_request_get_request_sha256(EinsoraApiRequest *self)
+{
+    return self->request_sha256;
 }
 
 gboolean
@@ -279,24 +306,21 @@ type_name(GType type)
 }
 
 JsonObject *
-einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *fields,
-                               GError **error)
+einsora_api_parse_body(const char *data, gsize length, const EinsoraApiField *fields,
+                       GError **error)
 {
-    g_autoptr(GBytes) bytes =
-        soup_message_body_flatten(soup_server_message_get_request_body(self->message));
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GList) members = NULL;
-    gsize length = 0;
-    const char *data = g_bytes_get_data(bytes, &length);
     JsonNode *root;
     JsonObject *object;
 
-    if (length == 0) {
+    if (data == NULL || length == 0) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the body must be a JSON object");
         return NULL;
     }
     if (!g_utf8_validate(data, (gssize)length, NULL) ||
+        !einsora_json_text_is_one_value(data, length) ||
         !json_parser_load_from_data(parser, data, (gssize)length, NULL)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the body is not valid JSON");
@@ -337,6 +361,18 @@ einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *f
         }
     }
     return json_object_ref(object);
+}
+
+JsonObject *
+einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *fields,
+                               GError **error)
+{
+    g_autoptr(GBytes) bytes =
+        soup_message_body_flatten(soup_server_message_get_request_body(self->message));
+    gsize length = 0;
+    const char *data = g_bytes_get_data(bytes, &length);
+
+    return einsora_api_parse_body(data, length, fields, error);
 }
 
 gboolean

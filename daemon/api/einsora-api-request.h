@@ -38,6 +38,13 @@ gchar *einsora_api_request_get_cookie(EinsoraApiRequest *self, const char *name)
 
 const EinsoraActor *einsora_api_request_get_actor(EinsoraApiRequest *self);
 void einsora_api_request_set_actor(EinsoraApiRequest *self, EinsoraActor *actor);
+/* The request's Idempotency-Key and the SHA-256 of what it asks, when it
+ * has one: a handler that commits can save the answer in the same
+ * transaction (a create), so a crash between the two can't lose it. */
+void einsora_api_request_set_idempotency(EinsoraApiRequest *self, const char *key,
+                                         const char *request_sha256);
+const char *einsora_api_request_get_idempotency_key(EinsoraApiRequest *self);
+const char *einsora_api_request_get_request_sha256(EinsoraApiRequest *self);
 
 gboolean einsora_api_request_is_finished(EinsoraApiRequest *self);
 guint einsora_api_request_get_status(EinsoraApiRequest *self);
@@ -45,6 +52,9 @@ guint einsora_api_request_get_status(EinsoraApiRequest *self);
 /* Reads the body as one JSON object whose members are all in @fields. */
 JsonObject *einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *fields,
                                            GError **error);
+/* The same, from the body's bytes (tests/fuzz/fuzz-api-body.c). */
+JsonObject *einsora_api_parse_body(const char *data, gsize length, const EinsoraApiField *fields,
+                                   GError **error);
 /* Reads a boolean query parameter; refuses any parameter not in @allowed. */
 gboolean einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allowed,
                                          GError **error);

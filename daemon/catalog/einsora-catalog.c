@@ -9,6 +9,7 @@
 
 #include "einsora-catalog-resources.h"
 #include "einsora-error.h"
+#include "einsora-json-text.h"
 
 #define BUILTIN_PATH "/org/einsora/catalog/catalog.json"
 #define BUILTIN_ORIGIN "resource://" BUILTIN_PATH
@@ -733,6 +734,11 @@ einsora_catalog_new_from_data(const char *data, gssize length, const char *origi
     g_return_val_if_fail(data != NULL, NULL);
 
     self->origin = g_strdup(origin != NULL ? origin : "(data)");
+    if (!einsora_json_text_is_one_value(data, length < 0 ? strlen(data) : (gsize)length)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "catalog %s: not valid JSON: more than one value", self->origin);
+        return NULL;
+    }
     g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &keys);
     parsed = json_parser_load_from_data(parser, data, length, &parse_error);
     duplicate = keys.duplicate;

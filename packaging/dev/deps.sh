@@ -29,6 +29,8 @@ if [ "$what" = test ]; then
   packages+=(xvfb dbus-daemon libxtst6)
   # The token store's test against a real Secret Service on a private bus.
   packages+=(gnome-keyring)
+  # The fuzz tree (tests/fuzz): clang 14 and its libFuzzer runtime.
+  packages+=(clang libclang-rt-14-dev)
   command -v node >/dev/null || packages+=(nodejs)
 fi
 

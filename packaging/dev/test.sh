@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test: the normal tree with warnings as
 # errors and the desktop app (all suites, the UI ones under Xvfb), then a
 # second tree with AddressSanitizer and UndefinedBehaviorSanitizer, leak
-# detection on (unit suite).
+# detection on (unit suite), then the fuzzers for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -29,6 +29,24 @@ meson compile -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:fast_unwind_on_malloc=0 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --suite unit --print-errorlogs || status=1
+
+# A third tree, clang's libFuzzer with both sanitizers: only the harnesses
+# are built, and each runs against its seed corpus for a bounded time
+# (tests/fuzz/run.sh; docs/fuzzing.md). Not a meson test: a finding sets
+# the status and names the input.
+if command -v clang >/dev/null; then
+  if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang meson setup build-fuzz -Dfuzz=enabled -Dwerror=true \
+      -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+  fi
+  if meson compile -C build-fuzz fuzz; then
+    bash tests/fuzz/run.sh build-fuzz "${EINSORA_FUZZ_SECONDS:-45}" || status=1
+  else
+    status=1
+  fi
+else
+  echo "fuzz: skipped, no clang" >&2
+fi
 
 python3 "$root/packaging/dev/summarize-tests.py" build/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json || status=1
