@@ -3,6 +3,7 @@
 #include "einsora-error.h"
 #include "einsora-reason.h"
 #include "einsora-service.h"
+#include "einsora-workload-json.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-test-dir.h"
 #include "einsora-uuid.h"
@@ -119,6 +120,49 @@ fixture_tear_down(Fixture *f, gconstpointer data)
     einsora_test_dir_remove(f->dir);
     g_free(f->db_path);
     g_free(f->dir);
+}
+
+/* A create with an Idempotency-Key saves the key's record (the 201 and
+ * the workload's JSON) in its own transaction; a refused create saves
+ * nothing. */
+static EinsoraWorkload *create(Fixture *f, const EinsoraActor *actor, const char *gpu_class,
+                               GError **error);
+
+static void
+test_create_keeps_idempotency_record(Fixture *f, gconstpointer data)
+{
+    const char *digest = "0000000000000000000000000000000000000000000000000000000000000abc";
+    EinsoraWorkloadRequest request = {"notebook", "keyed", "cpu-2c-4g", "jupyter",
+                                      NULL,       "key-1", digest};
+    EinsoraWorkloadRequest refused = {"notebook", "keyed", "no-such-class", "jupyter",
+                                      NULL,       "key-2", digest};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+    g_autoptr(EinsoraWorkload) none = NULL;
+    g_autoptr(EinsoraIdempotencyRecord) record = NULL;
+    g_autoptr(EinsoraIdempotencyRecord) missing = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *body = NULL;
+
+    g_assert_no_error(error);
+    record =
+        einsora_service_get_idempotency_record(f->service, f->alice->tenant_id, "key-1", &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(record);
+    g_assert_cmpuint(record->response_status, ==, 201);
+    g_assert_cmpstr(record->request_sha256, ==, digest);
+    node = einsora_workload_to_json(workload);
+    body = json_to_string(node, FALSE);
+    g_assert_cmpstr(record->response_body, ==, body);
+
+    none = einsora_service_create_workload(f->service, f->alice, &refused, &error);
+    g_assert_null(none);
+    g_clear_error(&error);
+    missing =
+        einsora_service_get_idempotency_record(f->service, f->alice->tenant_id, "key-2", &error);
+    g_assert_null(missing);
+    g_clear_error(&error);
 }
 
 static EinsoraWorkload *
@@ -1440,6 +1484,7 @@ main(int argc, char **argv)
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/service/create/records-pending-with-creation-event", test_create);
     ADD("/service/create/refuses-bad-input-and-changes-nothing", test_create_refuses_bad_input);
+    ADD("/service/create/keeps-idempotency-record", test_create_keeps_idempotency_record);
     ADD("/service/transition/every-allowed-step", test_every_allowed_step);
     ADD("/service/transition/every-forbidden-step", test_every_forbidden_step);
     ADD("/service/transition/placement-and-attempts", test_placement);

@@ -329,6 +329,7 @@ handle_request(SoupServer *server, SoupServerMessage *message, const char *path,
         digest = request_digest(request);
         if (replay_idempotent(self, request, key, digest))
             return;
+        einsora_api_request_set_idempotency(request, key, digest);
     }
 
     route->handler(self, request);

@@ -47,6 +47,8 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
         json_object_get_string_member_with_default(body, "gpu_class", NULL),
         json_object_get_string_member_with_default(body, "image", NULL),
         json_object_get_string_member_with_default(body, "region", NULL),
+        einsora_api_request_get_idempotency_key(request),
+        einsora_api_request_get_request_sha256(request),
     };
     workload =
         einsora_service_create_workload(einsora_api_server_get_service(server),

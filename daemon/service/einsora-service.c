@@ -519,8 +519,25 @@ typedef struct {
     EinsoraService *self;
     const EinsoraActor *actor;
     const EinsoraWorkload *workload;
+    const EinsoraWorkloadRequest *request;
     gint64 now_us;
 } CreateContext;
+
+static EinsoraIdempotencyRecord *
+idempotency_record_new(const char *tenant_id, const char *key, const char *request_sha256,
+                       guint status, const char *body, gint64 now_us)
+{
+    EinsoraIdempotencyRecord *record = einsora_idempotency_record_new();
+
+    record->tenant_id = g_strdup(tenant_id);
+    record->key = g_strdup(key);
+    record->request_sha256 = g_strdup(request_sha256);
+    record->response_status = status;
+    record->response_body = g_strdup(body);
+    record->created_at = einsora_timestamp_format(now_us);
+    record->expires_at = einsora_timestamp_format(now_us + IDEMPOTENCY_TTL_US);
+    return record;
+}
 
 static gboolean
 create_tx(EinsoraStore *store, gpointer user_data, GError **error)
@@ -535,7 +552,19 @@ create_tx(EinsoraStore *store, gpointer user_data, GError **error)
     if (!einsora_store_insert_workload(store, ctx->workload, error))
         return FALSE;
     event = event_new(ctx->self, ctx->workload, FALSE, ctx->workload->state, reason, ctx->now_us);
-    return einsora_store_append_event(store, event, error);
+    if (!einsora_store_append_event(store, event, error))
+        return FALSE;
+    /* The answer the API is about to give, kept with the workload. */
+    if (ctx->request->idempotency_key != NULL && ctx->request->request_sha256 != NULL) {
+        g_autoptr(JsonNode) node = einsora_workload_to_json(ctx->workload);
+        g_autofree gchar *body = json_to_string(node, FALSE);
+        g_autoptr(EinsoraIdempotencyRecord) record =
+            idempotency_record_new(ctx->workload->tenant_id, ctx->request->idempotency_key,
+                                   ctx->request->request_sha256, 201, body, ctx->now_us);
+
+        return einsora_store_insert_idempotency_record(store, record, error);
+    }
+    return TRUE;
 }
 
 EinsoraWorkload *
@@ -554,7 +583,7 @@ einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
     workload = workload_from_request(self, actor, request, now_us, error);
     if (workload == NULL)
         return NULL;
-    ctx = (CreateContext){self, actor, workload, now_us};
+    ctx = (CreateContext){self, actor, workload, request, now_us};
     if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
         return NULL;
     events_added(self, workload->tenant_id);
@@ -1164,16 +1193,9 @@ einsora_service_save_idempotency_record(EinsoraService *self, const char *tenant
                                         const char *key, const char *request_sha256, guint status,
                                         const char *body, GError **error)
 {
-    g_autoptr(EinsoraIdempotencyRecord) record = einsora_idempotency_record_new();
-    gint64 now_us = service_now(self);
+    g_autoptr(EinsoraIdempotencyRecord) record =
+        idempotency_record_new(tenant_id, key, request_sha256, status, body, service_now(self));
 
-    record->tenant_id = g_strdup(tenant_id);
-    record->key = g_strdup(key);
-    record->request_sha256 = g_strdup(request_sha256);
-    record->response_status = status;
-    record->response_body = g_strdup(body);
-    record->created_at = einsora_timestamp_format(now_us);
-    record->expires_at = einsora_timestamp_format(now_us + IDEMPOTENCY_TTL_US);
     return einsora_store_insert_idempotency_record(self->store, record, error);
 }
 

@@ -25,6 +25,12 @@ typedef struct {
     const char *gpu_class;
     const char *image;
     const char *region; /* NULL: the catalog's default region */
+    /* With an Idempotency-Key (NULL: none), its record (the 201 and the
+     * workload's JSON) is saved in the create's own transaction: a crash
+     * can't keep the workload and lose the key, so a retry can't make a
+     * second one. @request_sha256: of the request, as the API hashes it. */
+    const char *idempotency_key;
+    const char *request_sha256;
 } EinsoraWorkloadRequest;
 
 /* Where the controller placed a workload; recorded with the move to
