@@ -9,34 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* einsora-fuzz.c defines LLVMFuzzerInitialize for every harness. */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static GLogWriterOutput
-einsora_fuzz_quiet_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-                          gpointer user_data)
-{
-    return G_LOG_WRITER_HANDLED;
-}
-
-static inline void
-einsora_fuzz_init(void)
-{
-    g_log_set_always_fatal(G_LOG_FATAL_MASK);
-    g_log_set_writer_func(einsora_fuzz_quiet_writer, NULL, NULL);
-}
-
 /* A NUL-terminated copy of the input (it may hold NULs of its own). */
-static inline gchar *
-einsora_fuzz_text(const uint8_t *data, size_t size)
-{
-    gchar *text = g_malloc(size + 1);
-
-    if (size > 0)
-        memcpy(text, data, size);
-    text[size] = '\0';
-    return text;
-}
+gchar *einsora_fuzz_text(const uint8_t *data, size_t size);
 
 /* A property the code documents does not hold: a finding. */
 #define EINSORA_FUZZ_CHECK(condition)                                                              \

@@ -28,13 +28,6 @@ static const EinsoraApiField every_type[] = {
     {NULL},
 };
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    einsora_fuzz_init();
-    return 0;
-}
-
 static void
 check(const char *text, gsize size, const EinsoraApiField *fields)
 {

@@ -7,13 +7,6 @@
 #include "einsora-reason.h"
 
 int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    einsora_fuzz_init();
-    return 0;
-}
-
-int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree gchar *text = einsora_fuzz_text(data, size);

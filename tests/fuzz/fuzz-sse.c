@@ -8,13 +8,6 @@
 #include "einsora-sse-parser.h"
 
 int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    einsora_fuzz_init();
-    return 0;
-}
-
-int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autoptr(EinsoraSseParser) parser = einsora_sse_parser_new(NULL);

@@ -8,13 +8,6 @@
 #include "einsora-json-text.h"
 #include "einsora-protocol.h"
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    einsora_fuzz_init();
-    return 0;
-}
-
 static void
 check_report(JsonNode *node)
 {
