@@ -337,26 +337,28 @@ on_change_answered(GObject *source, GAsyncResult *result, gpointer user_data)
         toast(self, error->message);
 }
 
+typedef void (*WorkloadChange)(EinsoraClient *client, const char *id, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data);
+
+/* Stop, start or delete: the same request shape and the same answer. */
+static void
+change_workload(EinsoraApplication *self, GVariant *parameter, WorkloadChange change)
+{
+    if (self->client != NULL)
+        change(self->client, g_variant_get_string(parameter, NULL), self->cancellable,
+               on_change_answered, g_object_ref(self));
+}
+
 static void
 on_stop_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
-    EinsoraApplication *self = user_data;
-
-    if (self->client != NULL)
-        einsora_client_stop_workload_async(self->client, g_variant_get_string(parameter, NULL),
-                                           self->cancellable, on_change_answered,
-                                           g_object_ref(self));
+    change_workload(user_data, parameter, einsora_client_stop_workload_async);
 }
 
 static void
 on_start_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
-    EinsoraApplication *self = user_data;
-
-    if (self->client != NULL)
-        einsora_client_start_workload_async(self->client, g_variant_get_string(parameter, NULL),
-                                            self->cancellable, on_change_answered,
-                                            g_object_ref(self));
+    change_workload(user_data, parameter, einsora_client_start_workload_async);
 }
 
 static void
@@ -365,14 +367,12 @@ on_delete_workload(GSimpleAction *action, GVariant *parameter, gpointer user_dat
     EinsoraApplication *self = user_data;
     EinsoraWindow *window = main_window(self);
 
-    if (self->client == NULL)
-        return;
     /* Its page has nothing left to show. */
-    if (window != NULL && einsora_workload_page_get_item(
-                              einsora_window_get_workload_page(window)) == lookup(self, parameter))
+    if (self->client != NULL && window != NULL &&
+        einsora_workload_page_get_item(einsora_window_get_workload_page(window)) ==
+            lookup(self, parameter))
         einsora_window_show_list(window);
-    einsora_client_delete_workload_async(self->client, g_variant_get_string(parameter, NULL),
-                                         self->cancellable, on_change_answered, g_object_ref(self));
+    change_workload(self, parameter, einsora_client_delete_workload_async);
 }
 
 typedef struct {
