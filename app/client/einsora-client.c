@@ -39,16 +39,10 @@ einsora_client_set_property(GObject *object, guint prop_id, const GValue *value,
     EinsoraClient *self = EINSORA_CLIENT(object);
 
     switch (prop_id) {
-    case PROP_BASE_URL: {
-        gchar *url = g_value_dup_string(value);
-        gsize length = url != NULL ? strlen(url) : 0;
-
-        while (length > 0 && url[length - 1] == '/')
-            url[--length] = '\0';
+    case PROP_BASE_URL:
         g_free(self->base_url);
-        self->base_url = url;
+        self->base_url = einsora_client_base_url_new(g_value_get_string(value));
         break;
-    }
     case PROP_TOKEN:
         g_free(self->token);
         self->token = g_value_dup_string(value);
@@ -107,6 +101,17 @@ einsora_client_init(EinsoraClient *self)
 {
     self->session = soup_session_new_with_options("timeout", TIMEOUT_SECONDS, "user-agent",
                                                   "einsora/" EINSORA_VERSION, NULL);
+}
+
+gchar *
+einsora_client_base_url_new(const char *url)
+{
+    gchar *copy = g_strdup(url);
+    gsize length = copy != NULL ? strlen(copy) : 0;
+
+    while (length > 0 && copy[length - 1] == '/')
+        copy[--length] = '\0';
+    return copy;
 }
 
 gboolean

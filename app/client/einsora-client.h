@@ -22,6 +22,9 @@ G_DECLARE_FINAL_TYPE(EinsoraClient, einsora_client, EINSORA, CLIENT, GObject)
 /* @base_url: "http://127.0.0.1:8080" (a final slash is ignored).
  * @token: (nullable): an API token, sent as a bearer token and never logged. */
 EinsoraClient *einsora_client_new(const char *base_url, const char *token);
+/* @url without its final slashes, as the client and the event feed keep
+ * a base URL (paths are appended with their own "/"). */
+gchar *einsora_client_base_url_new(const char *url);
 /* Whether @server (a URL) names this machine (localhost or a loopback
  * address): a local daemon's token file is sent only to such a server. */
 gboolean einsora_client_server_is_local(const char *server);

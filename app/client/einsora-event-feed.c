@@ -11,6 +11,7 @@
 #include <libsoup/soup.h>
 #include <string.h>
 
+#include "einsora-client.h"
 #include "einsora-sse-parser.h"
 
 #define FIRST_BACKOFF_MS 1000
@@ -479,16 +480,10 @@ einsora_event_feed_set_property(GObject *object, guint prop_id, const GValue *va
     EinsoraEventFeed *self = EINSORA_EVENT_FEED(object);
 
     switch (prop_id) {
-    case PROP_BASE_URL: {
-        gchar *url = g_value_dup_string(value);
-        gsize length = url != NULL ? strlen(url) : 0;
-
-        while (length > 0 && url[length - 1] == '/')
-            url[--length] = '\0';
+    case PROP_BASE_URL:
         g_free(self->base_url);
-        self->base_url = url;
+        self->base_url = einsora_client_base_url_new(g_value_get_string(value));
         break;
-    }
     case PROP_TOKEN:
         forget_token(self);
         self->token = g_value_dup_string(value);
