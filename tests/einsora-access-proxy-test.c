@@ -554,6 +554,40 @@ test_cookie_parse(void)
     g_assert_false(einsora_access_cookie_is_ours("_xsrf=x"));
 }
 
+static void
+test_ticket_parse(void)
+{
+    const char *good = "tkt_0123456789abcdefghijklmnopqrstuvwxyzABCD-_C";
+    g_autofree gchar *query = g_strdup_printf("ticket=%s", good);
+    g_autofree gchar *with_other = g_strdup_printf("a=1&ticket=%s&b=", good);
+    g_autofree gchar *ticket = einsora_access_ticket_parse(query);
+    g_autofree gchar *ticket2 = einsora_access_ticket_parse(with_other);
+    g_autofree gchar *twice = g_strdup_printf("ticket=%s&ticket=%s", good, good);
+    g_autofree gchar *escaped = g_strdup_printf("ticket=%s&x=%%zz", good);
+    g_autofree gchar *longer = g_strdup_printf("ticket=%sx", good);
+    const char *refused[] = {twice,
+                             escaped,
+                             longer,
+                             "",
+                             "ticket=",
+                             "ticket=x",
+                             "ticket=tsk_0123456789abcdefghijklmnopqrstuvwxyzABCD-_C",
+                             "ticket=tkt_0123456789abcdefghijklmnopqrstuvwxyzABCD+/C",
+                             "ticket=tkt_0123456789abcdefghijklmnopqrstuvwxyzABCD%00C",
+                             "Ticket=tkt_0123456789abcdefghijklmnopqrstuvwxyzABCD-_C",
+                             NULL};
+
+    g_assert_cmpuint(strlen(good), ==, strlen("tkt_") + 43);
+    g_assert_cmpstr(ticket, ==, good);
+    g_assert_cmpstr(ticket2, ==, good);
+    g_assert_null(einsora_access_ticket_parse(NULL));
+    for (guint i = 0; refused[i] != NULL; i++) {
+        g_autofree gchar *none = einsora_access_ticket_parse(refused[i]);
+        if (none != NULL)
+            g_error("\"%s\" was taken for a ticket", refused[i]);
+    }
+}
+
 /* Opening sets a host-only, HttpOnly, SameSite=Strict cookie; what then
  * reaches the workload has its token and none of the proxy's cookie, and
  * what comes back has neither. */
@@ -673,6 +707,25 @@ test_ticket_expired(Fixture *f, gconstpointer data)
     answer = open_with(f, host, ticket);
     g_assert_cmpuint(answer->status, ==, 403);
     g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
+}
+
+/* A link with the ticket twice, or beside a malformed one, opens nothing
+ * and spends nothing: the real ticket still works afterwards. */
+static void
+test_ticket_malformed(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *ticket = grant(f, f->notebook);
+    g_autofree gchar *host = host_of(f, f->notebook);
+    g_autofree gchar *twice = g_strdup_printf("%s&ticket=%s", ticket, ticket);
+    g_autoptr(Answer) doubled = open_with(f, host, twice);
+    g_autoptr(Answer) garbage = open_with(f, host, "tkt_%ff");
+    g_autoptr(Answer) then = NULL;
+
+    g_assert_cmpuint(doubled->status, ==, 400);
+    g_assert_cmpuint(garbage->status, ==, 400);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
+    then = open_with(f, host, ticket);
+    g_assert_cmpuint(then->status, ==, 200);
 }
 
 /* A ticket works at its own workload's host only, and is spent trying. */
@@ -1015,6 +1068,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/access/host/parse", test_host_parse);
     g_test_add_func("/access/cookie/parse", test_cookie_parse);
+    g_test_add_func("/access/ticket/parse", test_ticket_parse);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/access/open-and-forward", test_open_and_forward);
     ADD("/access/upstream-cannot-set-our-cookie", test_upstream_cannot_set_our_cookie);
@@ -1024,6 +1078,7 @@ main(int argc, char **argv)
     ADD("/access/refused/ticket-used-twice", test_ticket_once);
     ADD("/access/refused/ticket-expired", test_ticket_expired);
     ADD("/access/refused/ticket-at-another-host", test_ticket_other_host);
+    ADD("/access/refused/ticket-malformed", test_ticket_malformed);
     ADD("/access/refused/not-workload-hosts", test_not_workload_hosts);
     ADD("/access/refused/other-origins", test_other_origins_refused);
     ADD("/access/refused/cookie-of-another-workload", test_cookie_of_another_workload);

@@ -4,11 +4,14 @@
 
 #include <string.h>
 
+#include "einsora-credential.h"
 #include "einsora-uuid.h"
 
 #define HOST_PREFIX "w-"
 #define HOST_SUFFIX ".localhost"
 #define UUID_LENGTH 36
+/* 32 random bytes in base64url without padding (einsora-credential.c). */
+#define TICKET_SECRET_LENGTH 43
 
 gchar *
 einsora_access_host_parse(const char *host, guint *port)
@@ -105,4 +108,43 @@ einsora_access_cookie_is_ours(const char *set_cookie)
         equals--;
     return (gsize)(equals - name) == strlen(EINSORA_ACCESS_COOKIE) &&
            g_ascii_strncasecmp(name, EINSORA_ACCESS_COOKIE, strlen(EINSORA_ACCESS_COOKIE)) == 0;
+}
+
+gchar *
+einsora_access_ticket_parse(const char *query)
+{
+    GUriParamsIter iter;
+    g_autofree gchar *ticket = NULL;
+    gchar *name = NULL;
+    gchar *value = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *secret;
+
+    if (query == NULL)
+        return NULL;
+    g_uri_params_iter_init(&iter, query, -1, "&", G_URI_PARAMS_WWW_FORM);
+    while (g_uri_params_iter_next(&iter, &name, &value, &error)) {
+        g_autofree gchar *owned_name = name;
+        g_autofree gchar *owned_value = value;
+
+        if (g_strcmp0(owned_name, "ticket") != 0)
+            continue;
+        /* Two tickets in one link: which one was meant is anyone's guess. */
+        if (ticket != NULL)
+            return NULL;
+        ticket = g_steal_pointer(&owned_value);
+    }
+    /* A malformed escape anywhere: the link was not one of ours. */
+    if (error != NULL)
+        return NULL;
+    if (ticket == NULL || !g_str_has_prefix(ticket, EINSORA_CREDENTIAL_ACCESS_TICKET_PREFIX))
+        return NULL;
+    secret = ticket + strlen(EINSORA_CREDENTIAL_ACCESS_TICKET_PREFIX);
+    if (strlen(secret) != TICKET_SECRET_LENGTH)
+        return NULL;
+    for (const char *p = secret; *p != '\0'; p++) {
+        if (!g_ascii_isalnum(*p) && *p != '-' && *p != '_')
+            return NULL;
+    }
+    return g_steal_pointer(&ticket);
 }

@@ -20,6 +20,12 @@ gchar *einsora_access_host_parse(const char *host, guint *port);
  * (NULL), as a page could plant one for a path. */
 gchar *einsora_access_cookie_take(const char *header, gchar **rest);
 
+/* The ticket in the query of an opening link: exactly one "ticket"
+ * parameter shaped as the API makes them (EINSORA_CREDENTIAL_ACCESS_
+ * TICKET_PREFIX and 43 base64url characters), or NULL. Anything else is
+ * refused before a hash or a store lookup is spent on it. */
+gchar *einsora_access_ticket_parse(const char *query);
+
 /* Whether a Set-Cookie header value sets the proxy's own cookie. */
 gboolean einsora_access_cookie_is_ours(const char *set_cookie);
 

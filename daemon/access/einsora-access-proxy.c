@@ -216,10 +216,10 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
 
 /* Opening: the ticket, once, at its own workload's host. */
 static void
-handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *workload_id,
-            GHashTable *query)
+handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *workload_id)
 {
-    const char *ticket = query != NULL ? g_hash_table_lookup(query, "ticket") : NULL;
+    const char *query = g_uri_get_query(soup_server_message_get_uri(msg));
+    g_autofree gchar *ticket = einsora_access_ticket_parse(query);
     g_autofree gchar *ticket_hash = NULL;
     g_autoptr(EinsoraAccessTicket) taken = NULL;
     g_autoptr(GError) error = NULL;
@@ -237,7 +237,7 @@ handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *worklo
     if (g_strcmp0(soup_server_message_get_method(msg), "GET") != 0 || ticket == NULL) {
         respond_page(msg, SOUP_STATUS_BAD_REQUEST, "Not a way in",
                      "Open notebooks from Einsora: it gives a link that works once.");
-        log_request(msg, workload_id, SOUP_STATUS_BAD_REQUEST, "no ticket");
+        log_request(msg, workload_id, SOUP_STATUS_BAD_REQUEST, "no ticket, or not one of ours");
         return;
     }
     ticket_hash = einsora_credential_sha256_hex(ticket);
@@ -1058,7 +1058,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
         return;
     }
     if (opening) {
-        handle_open(self, msg, workload_id, query);
+        handle_open(self, msg, workload_id);
         return;
     }
     target = session_target(self, msg, workload_id, &refusal);

@@ -1,6 +1,6 @@
 /* The access proxy's reading of what a browser sends: the Host header,
- * the Cookie header (taking the proxy's own cookie out) and the
- * workload's Set-Cookie values. */
+ * the opening link's ticket, the Cookie header (taking the proxy's own
+ * cookie out) and the workload's Set-Cookie values. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +14,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_autofree gchar *id = NULL;
     g_autofree gchar *cookie = NULL;
     g_autofree gchar *rest = NULL;
+    g_autofree gchar *ticket = NULL;
     guint port = 0;
 
     id = einsora_access_host_parse(text, &port);
@@ -22,6 +23,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         EINSORA_FUZZ_CHECK(strlen(id) == 36);
         for (const char *p = id; *p != '\0'; p++)
             EINSORA_FUZZ_CHECK(!g_ascii_isupper(*p));
+    }
+    ticket = einsora_access_ticket_parse(text);
+    if (ticket != NULL) {
+        /* Only the shape the API makes: "tkt_" and 43 base64url characters,
+         * so nothing else is hashed or looked up. */
+        EINSORA_FUZZ_CHECK(strlen(ticket) == 4 + 43);
+        EINSORA_FUZZ_CHECK(g_str_has_prefix(ticket, "tkt_"));
+        for (const char *p = ticket + 4; *p != '\0'; p++)
+            EINSORA_FUZZ_CHECK(g_ascii_isalnum(*p) || *p == '-' || *p == '_');
     }
     cookie = einsora_access_cookie_take(text, &rest);
     if (rest != NULL) {
