@@ -110,6 +110,44 @@ check_address(const char *value, const char *variable, const char *option, GErro
     return TRUE;
 }
 
+/* Whether @value (checked by check_address) can be listened on, asked
+ * before the store is opened or anything started, so that a port in use
+ * stops the daemon with nothing changed. Port 0 (any free one) always
+ * can. */
+static gboolean
+check_can_listen(const char *value, const char *variable, const char *option, GError **error)
+{
+    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(value, 0, NULL);
+    g_autoptr(GInetAddress) host =
+        g_inet_address_new_from_string(g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
+    guint16 port = g_network_address_get_port(G_NETWORK_ADDRESS(parsed));
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GSocket) socket = NULL;
+    g_autoptr(GError) local_error = NULL;
+
+    if (port == 0)
+        return TRUE;
+    address = g_inet_socket_address_new(host, port);
+    /* As the server will: SO_REUSEADDR, so only a listener is in the way,
+     * not a connection of the last run still closing. */
+    socket = g_socket_new(g_inet_address_get_family(host), G_SOCKET_TYPE_STREAM,
+                          G_SOCKET_PROTOCOL_TCP, &local_error);
+    if (socket != NULL && g_socket_bind(socket, address, TRUE, &local_error) &&
+        g_socket_listen(socket, &local_error)) {
+        g_socket_close(socket, NULL);
+        return TRUE;
+    }
+    if (g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE))
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE,
+                    "%s (%s): %s is already in use: another program (another einsora-daemon?) "
+                    "listens there",
+                    variable, option, value);
+    else
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s (%s): can't listen on %s: %s",
+                    variable, option, value, local_error->message);
+    return FALSE;
+}
+
 /* "250ms", "5s", "2m": the forms an operator writes. */
 static gboolean
 parse_duration(const char *text, gint64 *us)
@@ -615,6 +653,12 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: EINSORA_REGION (--region): \"%s\" is not a region of the "
                    "catalog\n",
                    region);
+        return EXIT_FAILURE;
+    }
+    if (!check_can_listen(settings->api_addr, "EINSORA_API_ADDR", "--listen", &error) ||
+        !check_can_listen(settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen",
+                          &error)) {
+        g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
     store = open_store(settings, &error);

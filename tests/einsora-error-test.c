@@ -22,6 +22,7 @@ test_codes_and_statuses(void)
         {EINSORA_ERROR_CONFLICT, "conflict", 409},
         {EINSORA_ERROR_QUOTA_EXCEEDED, "quota_exceeded", 409},
         {EINSORA_ERROR_INVALID_TRANSITION, "invalid_transition", 409},
+        {EINSORA_ERROR_UNAVAILABLE, "unavailable", 503},
     };
 
     g_assert_cmpuint(G_N_ELEMENTS(table), ==, EINSORA_ERROR_LAST + 1);

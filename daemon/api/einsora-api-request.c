@@ -6,6 +6,9 @@
 #include "einsora-json-text.h"
 #include "einsora-redact.h"
 
+/* How long a client waits after a 503: about the controller's interval. */
+#define RETRY_AFTER_SECONDS "5"
+
 struct _EinsoraApiRequest {
     GObject parent_instance;
     SoupServerMessage *message;
@@ -202,6 +205,11 @@ finish(EinsoraApiRequest *self, guint status)
     /* API answers are per caller and may name secrets (a new token). */
     soup_message_headers_replace(headers, "Cache-Control", "no-store");
     soup_message_headers_replace(headers, "X-Content-Type-Options", "nosniff");
+    /* Every 503 says when to try again; a handler that knows better set
+     * its own. */
+    if (status == SOUP_STATUS_SERVICE_UNAVAILABLE &&
+        soup_message_headers_get_one(headers, "Retry-After") == NULL)
+        soup_message_headers_replace(headers, "Retry-After", RETRY_AFTER_SECONDS);
     {
         /* The path arrives percent-decoded: escape it again, so that no
          * caller can write a log line of its own. */
@@ -270,6 +278,9 @@ einsora_api_request_respond_error(EinsoraApiRequest *self, const GError *error)
 {
     if (error != NULL && error->domain == EINSORA_ERROR &&
         einsora_error_code_to_string(error->code) != NULL) {
+        /* The store logged what failed; this says which request met it. */
+        if (error->code == EINSORA_ERROR_UNAVAILABLE)
+            einsora_api_request_log(self, G_LOG_LEVEL_MESSAGE, "unavailable: %s", error->message);
         einsora_api_request_respond_problem(self, einsora_error_http_status(error->code),
                                             einsora_error_code_to_string(error->code),
                                             error->message);

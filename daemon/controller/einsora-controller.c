@@ -25,6 +25,8 @@ struct _EinsoraController {
     EinsoraLease *lease;
     guint timer_id;
     guint renew_id;
+    /* The store wasn't ready at the last tick: said once, not per pass. */
+    gboolean paused;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
@@ -519,6 +521,19 @@ einsora_controller_tick(EinsoraController *self)
     g_autoptr(GError) error = NULL;
     EinsoraLease *lease = lease_of(self, EINSORA_LEASE_MIN_DURATION_US / 3);
 
+    /* With the store down a pass would decide from stale or missing rows
+     * and write nothing: wait, touching no workload, so the ones running
+     * keep running. */
+    if (!einsora_service_check_ready(self->service, &error)) {
+        if (!self->paused)
+            g_message("controller paused: %s", error->message);
+        self->paused = TRUE;
+        return FALSE;
+    }
+    if (self->paused) {
+        g_message("controller resumed");
+        self->paused = FALSE;
+    }
     if (!einsora_lease_hold(lease, &error)) {
         if (error != NULL)
             g_message("region %s: lease not renewed: %s", self->region, error->message);

@@ -20,6 +20,7 @@ static const EinsoraErrorInfo error_info[] = {
     [EINSORA_ERROR_CONFLICT] = {"conflict", 409},
     [EINSORA_ERROR_QUOTA_EXCEEDED] = {"quota_exceeded", 409},
     [EINSORA_ERROR_INVALID_TRANSITION] = {"invalid_transition", 409},
+    [EINSORA_ERROR_UNAVAILABLE] = {"unavailable", 503},
 };
 
 /* The API code for an Einsora error; NULL for a code outside the domain. */

@@ -15,9 +15,12 @@ typedef enum {
     EINSORA_ERROR_CONFLICT,
     EINSORA_ERROR_QUOTA_EXCEEDED,
     EINSORA_ERROR_INVALID_TRANSITION,
+    /* The store can't be written or read now (disk full, I/O error, file
+     * gone): nothing was changed, and the same request may work later. */
+    EINSORA_ERROR_UNAVAILABLE,
 } EinsoraError;
 
-#define EINSORA_ERROR_LAST EINSORA_ERROR_INVALID_TRANSITION
+#define EINSORA_ERROR_LAST EINSORA_ERROR_UNAVAILABLE
 
 GQuark einsora_error_quark(void);
 const char *einsora_error_code_to_string(EinsoraError code);

@@ -18,6 +18,10 @@ struct _EinsoraSqliteStore {
     GObject parent_instance;
     sqlite3 *db;
     gchar *path;
+    /* The file opened, so that one moved, removed or replaced under the
+     * daemon is noticed (check_ready, begin). */
+    dev_t dev;
+    ino_t ino;
     gboolean in_transaction;
     EinsoraNowFunc now;
     gpointer now_data;
@@ -97,9 +101,10 @@ check_directory(const char *path, GError **error)
     /* Whoever can write the directory can swap the files in it. */
     if ((st.st_mode & 022) != 0) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                    "refusing to use %s: its directory %s has mode %04o; group and others "
-                    "must not be able to write to it",
-                    path, dir, (guint)(st.st_mode & 07777));
+                    "refusing to use %s: its directory %s is writable by group or others "
+                    "(mode %04o), who could swap the database; only its owner may write to it "
+                    "(chmod go-w %s)",
+                    path, dir, (guint)(st.st_mode & 07777), dir);
         return FALSE;
     }
     if (st.st_uid != geteuid() && st.st_uid != 0) {
@@ -439,12 +444,46 @@ access_ticket_from_row(sqlite3_stmt *stmt)
     return ticket;
 }
 
+/* Whether the path still leads to the file opened, and this user may
+ * still read and write it. The file itself is never opened here: closing
+ * a second descriptor would drop SQLite's POSIX locks on it. */
+static gboolean
+check_in_place(EinsoraSqliteStore *self, GError **error)
+{
+    struct stat st;
+
+    if (lstat(self->path, &st) != 0) {
+        int saved_errno = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno),
+                    "the database file %s is gone since the daemon opened it (moved or "
+                    "removed?): %s",
+                    self->path, g_strerror(saved_errno));
+        return FALSE;
+    }
+    if (st.st_dev != self->dev || st.st_ino != self->ino) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                    "the database file %s was replaced since the daemon opened it; restart "
+                    "einsora-daemon to use the new one",
+                    self->path);
+        return FALSE;
+    }
+    if (access(self->path, R_OK | W_OK) != 0) {
+        int saved_errno = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno),
+                    "the database file %s can't be read and written: %s", self->path,
+                    g_strerror(saved_errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Transactions */
 
 static gboolean
 einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(GError) local_error = NULL;
 
     /* One connection has one transaction; a nested begin is a bug in the
      * caller, and SQLite would refuse it anyway. */
@@ -452,6 +491,14 @@ einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED,
                             "a transaction is already open on this store; transactions "
                             "never nest");
+        return FALSE;
+    }
+    /* A change written to a file no longer at its path may be lost (a
+     * removed file is gone at close): nothing is acknowledged until it
+     * is back. */
+    if (!check_in_place(self, &local_error)) {
+        g_message("storage failed: %s", local_error->message);
+        einsora_sqlite_set_unavailable(FALSE, error);
         return FALSE;
     }
     /* IMMEDIATE takes the write lock now, so reads inside are never stale
@@ -503,6 +550,8 @@ einsora_sqlite_store_check_ready(EinsoraStore *store, GError **error)
     gint64 version;
 
     if (builtin == NULL)
+        return FALSE;
+    if (!check_in_place(self, error))
         return FALSE;
     version = einsora_migrations_get_version(self->db, error);
     if (version < 0)
@@ -1691,6 +1740,90 @@ query_text(EinsoraSqliteStore *self, const char *sql, gchar **value, GError **er
     return TRUE;
 }
 
+/* A file SQLite can't read as a database, or finds damaged: said in words
+ * an operator can act on. */
+static gboolean
+refuse_unreadable(EinsoraSqliteStore *self, GError **error)
+{
+    int code = sqlite3_extended_errcode(self->db) & 0xff;
+
+    if (code == SQLITE_NOTADB) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                    "%s is not a database (SQLite: %s): it is corrupt, or another kind of file; "
+                    "restore it from a backup, or move it away to start afresh",
+                    self->path, sqlite3_errmsg(self->db));
+        return FALSE;
+    }
+    if (code == SQLITE_CORRUPT) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                    "%s is corrupt (SQLite: %s); restore it from a backup, or move it away to "
+                    "start afresh",
+                    self->path, sqlite3_errmsg(self->db));
+        return FALSE;
+    }
+    set_sqlite_error(self, error);
+    g_prefix_error(error, "refusing to use %s: ", self->path);
+    return FALSE;
+}
+
+/* Before anything is written (WAL mode alone rewrites the header), the
+ * file must be new (no tables) or an Einsora database SQLite finds intact;
+ * one refused here is left exactly as it was. */
+static gboolean
+check_contents(EinsoraSqliteStore *self, GError **error)
+{
+    g_autoptr(sqlite3_stmt) tables = NULL;
+    g_autoptr(sqlite3_stmt) check = NULL;
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+    g_auto(GStrv) names = NULL;
+    guint count = 0;
+    gboolean ours = FALSE;
+    int rc;
+
+    if (sqlite3_prepare_v2(self->db,
+                           "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND "
+                           "name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                           -1, &tables, NULL) != SQLITE_OK)
+        return refuse_unreadable(self, error);
+    while ((rc = sqlite3_step(tables)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(tables, 0);
+        if (g_strcmp0(name, "schema_migrations") == 0)
+            ours = TRUE;
+        /* A few names say whose it is; all of them would be noise. */
+        if (count++ < 5)
+            g_strv_builder_add(builder, name);
+    }
+    if (rc != SQLITE_DONE)
+        return refuse_unreadable(self, error);
+    names = g_strv_builder_end(builder);
+    if (names[0] == NULL)
+        return TRUE;
+    if (!ours) {
+        g_autofree gchar *list = g_strjoinv(", ", names);
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                    "%s is not an Einsora database: it has tables (%s%s) but no "
+                    "schema_migrations; nothing was changed in it; give einsora-daemon a data "
+                    "directory of its own",
+                    self->path, list, count > 5 ? ", ..." : "");
+        return FALSE;
+    }
+    /* quick_check reads every page but skips the slow index cross-checks:
+     * a damaged file is found at start, not by some later request. */
+    if (sqlite3_prepare_v2(self->db, "PRAGMA quick_check(1)", -1, &check, NULL) != SQLITE_OK ||
+        sqlite3_step(check) != SQLITE_ROW)
+        return refuse_unreadable(self, error);
+    if (g_strcmp0((const char *)sqlite3_column_text(check, 0), "ok") != 0) {
+        /* One line: the report may run over several. */
+        g_autofree gchar *report = g_strdelimit(column_strdup(check, 0), "\r\n", ' ');
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                    "%s is corrupt (SQLite's quick_check: %s); restore it from a backup, or move "
+                    "it away to start afresh",
+                    self->path, report);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Connection settings every store relies on; each is read back, since
  * SQLite ignores a pragma it cannot honour. */
 static gboolean
@@ -1699,8 +1832,6 @@ configure_connection(EinsoraSqliteStore *self, GError **error)
     g_autofree gchar *journal_mode = NULL;
     g_autofree gchar *foreign_keys = NULL;
 
-    if (sqlite3_busy_timeout(self->db, BUSY_TIMEOUT_MS) != SQLITE_OK)
-        return set_sqlite_error(self, error);
     if (!query_text(self, "PRAGMA journal_mode = WAL", &journal_mode, error))
         return FALSE;
     if (g_ascii_strcasecmp(journal_mode, "wal") != 0) {
@@ -1725,6 +1856,7 @@ einsora_sqlite_store_open(const char *path, GError **error)
     g_autoptr(EinsoraSqliteStore) self = NULL;
     g_autofree gchar *absolute = NULL;
     gboolean exists = FALSE;
+    struct stat st;
     int rc;
 
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -1750,6 +1882,12 @@ einsora_sqlite_store_open(const char *path, GError **error)
                     self->db != NULL ? sqlite3_errmsg(self->db) : sqlite3_errstr(rc));
         return NULL;
     }
+    if (sqlite3_busy_timeout(self->db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    if (!check_contents(self, error))
+        return NULL;
     if (!configure_connection(self, error)) {
         g_prefix_error(error, "refusing to use %s: ", self->path);
         return NULL;
@@ -1757,11 +1895,13 @@ einsora_sqlite_store_open(const char *path, GError **error)
     /* WAL mode brings -wal and -shm files: check what SQLite made. */
     if (!check_private_files(self->path, &exists, error))
         return NULL;
-    if (!exists) {
+    if (!exists || lstat(self->path, &st) != 0) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
                     "refusing to use %s: it disappeared while opening", self->path);
         return NULL;
     }
+    self->dev = st.st_dev;
+    self->ino = st.st_ino;
     return g_steal_pointer(&self);
 }
 

@@ -18,8 +18,10 @@ G_DECLARE_FINAL_TYPE(EinsoraSqliteStore, einsora_sqlite_store, EINSORA, SQLITE_S
 
 /* Refuses (G_IO_ERROR, naming the path) a path it cannot keep private:
  * empty, ":memory:", "file:" URIs, a directory that others can write, and
- * files that are not 0600 regular files of this user. Creates a missing
- * database file. Does not migrate. */
+ * files that are not 0600 regular files of this user. Refuses, before
+ * writing anything to it, a file that is not a database, is corrupt
+ * (quick_check), or is another program's (tables, no schema_migrations).
+ * Creates a missing database file. Does not migrate. */
 EinsoraSqliteStore *einsora_sqlite_store_open(const char *path, GError **error);
 
 /* Applies the migrations built into this binary. */
