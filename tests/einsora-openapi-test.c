@@ -119,6 +119,44 @@ test_body_refuses_several_values(void)
     }
 }
 
+/* A query names each parameter once, from its route's list, with valid
+ * escapes; a flag is "true" or "false". */
+static void
+test_query(void)
+{
+    static const char *const allowed[] = {"follow", "after", NULL};
+    static const char *const refused[] = {"follow=true&follow=false",
+                                          "follow=true&follow=true",
+                                          "other=1",
+                                          "follow=%zz",
+                                          "follow",
+                                          "a%00=1",
+                                          NULL};
+    gboolean value = TRUE;
+
+    g_assert_true(einsora_api_query_check(NULL, allowed, NULL));
+    g_assert_true(einsora_api_query_check("", NULL, NULL));
+    g_assert_true(einsora_api_query_check("follow=true&after=7", allowed, NULL));
+    g_assert_false(einsora_api_query_check("follow=true", NULL, NULL));
+    for (guint i = 0; refused[i] != NULL; i++) {
+        g_autoptr(GError) error = NULL;
+        if (einsora_api_query_check(refused[i], allowed, &error))
+            g_error("query \"%s\" was accepted", refused[i]);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    }
+    g_assert_true(einsora_api_query_flag("after=1", "follow", &value, NULL));
+    g_assert_false(value);
+    g_assert_true(einsora_api_query_flag("follow=true", "follow", &value, NULL));
+    g_assert_true(value);
+    g_assert_true(einsora_api_query_flag("follow=false", "follow", &value, NULL));
+    g_assert_false(value);
+    {
+        g_autoptr(GError) error = NULL;
+        g_assert_false(einsora_api_query_flag("follow=1", "follow", &value, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -126,5 +164,6 @@ main(int argc, char **argv)
     g_test_add_func("/openapi/document-matches-routes", test_document_matches_routes);
     g_test_add_func("/openapi/router-matches-patterns", test_router_matches_patterns);
     g_test_add_func("/api/body/refuses-several-values", test_body_refuses_several_values);
+    g_test_add_func("/api/query", test_query);
     return g_test_run();
 }

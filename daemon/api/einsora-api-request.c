@@ -387,38 +387,51 @@ einsora_api_request_parse_body(EinsoraApiRequest *self, const EinsoraApiField *f
 }
 
 gboolean
-einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allowed, GError **error)
+einsora_api_query_check(const char *query, const char *const *allowed, GError **error)
 {
-    const char *query = g_uri_get_query(soup_server_message_get_uri(self->message));
-    g_autoptr(GHashTable) params = NULL;
-    GHashTableIter iter;
-    gpointer key;
+    g_autoptr(GHashTable) seen = NULL;
+    g_autoptr(GError) local_error = NULL;
+    GUriParamsIter iter;
+    gchar *name = NULL;
 
     if (query == NULL || *query == '\0')
         return TRUE;
-    params = g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
-    if (params == NULL) {
+    seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_uri_params_iter_init(&iter, query, -1, "&", G_URI_PARAMS_NONE);
+    while (g_uri_params_iter_next(&iter, &name, NULL, &local_error)) {
+        g_autofree gchar *shown = g_strescape(name, NULL);
+
+        if (allowed == NULL || !g_strv_contains(allowed, name)) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "unknown query parameter \"%.64s\"", shown);
+            g_free(name);
+            return FALSE;
+        }
+        /* Given twice, which one counts would be a guess. */
+        if (!g_hash_table_add(seen, name)) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "query parameter \"%.64s\" is given more than once", shown);
+            return FALSE;
+        }
+    }
+    if (local_error != NULL) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the query string is malformed");
         return FALSE;
-    }
-    g_hash_table_iter_init(&iter, params);
-    while (g_hash_table_iter_next(&iter, &key, NULL)) {
-        if (allowed == NULL || !g_strv_contains(allowed, key)) {
-            g_autofree gchar *shown = g_strescape(key, NULL);
-            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
-                        "unknown query parameter \"%.64s\"", shown);
-            return FALSE;
-        }
     }
     return TRUE;
 }
 
 gboolean
-einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
-                               GError **error)
+einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allowed, GError **error)
 {
-    const char *query = g_uri_get_query(soup_server_message_get_uri(self->message));
+    return einsora_api_query_check(g_uri_get_query(soup_server_message_get_uri(self->message)),
+                                   allowed, error);
+}
+
+gboolean
+einsora_api_query_flag(const char *query, const char *name, gboolean *value, GError **error)
+{
     g_autoptr(GHashTable) params = NULL;
     const char *text;
 
@@ -438,6 +451,14 @@ einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboole
     g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                 "query parameter \"%s\" must be true or false", name);
     return FALSE;
+}
+
+gboolean
+einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
+                               GError **error)
+{
+    return einsora_api_query_flag(g_uri_get_query(soup_server_message_get_uri(self->message)),
+                                  name, value, error);
 }
 
 JsonNode *

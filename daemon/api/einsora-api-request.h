@@ -55,11 +55,17 @@ JsonObject *einsora_api_request_parse_body(EinsoraApiRequest *self, const Einsor
 /* The same, from the body's bytes (tests/fuzz/fuzz-api-body.c). */
 JsonObject *einsora_api_parse_body(const char *data, gsize length, const EinsoraApiField *fields,
                                    GError **error);
-/* Reads a boolean query parameter; refuses any parameter not in @allowed. */
+/* Refuses a query with a parameter not in @allowed, one given twice, or
+ * a malformed escape. */
 gboolean einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allowed,
                                          GError **error);
+/* Reads a boolean query parameter ("true" or "false"; absent is FALSE). */
 gboolean einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
                                         GError **error);
+/* The same two, from the query's text (tests/fuzz/fuzz-api-query.c). */
+gboolean einsora_api_query_check(const char *query, const char *const *allowed, GError **error);
+gboolean einsora_api_query_flag(const char *query, const char *name, gboolean *value,
+                                GError **error);
 
 void einsora_api_request_respond_json(EinsoraApiRequest *self, guint status, JsonNode *node);
 /* @body is JSON text already (an Idempotency-Key replay). */
