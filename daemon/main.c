@@ -10,6 +10,7 @@
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "einsora-access-proxy.h"
@@ -146,6 +147,21 @@ check_can_listen(const char *value, const char *variable, const char *option, GE
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s (%s): can't listen on %s: %s",
                     variable, option, value, local_error->message);
     return FALSE;
+}
+
+/* Each API connection is a descriptor, and the server caps connections
+ * at three quarters of the soft limit (docs/adr/0023): systemd's soft
+ * 1,024 would make that 768, so the soft limit goes up to the hard one. */
+static void
+raise_open_file_limit(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max)
+        return;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+        g_message("couldn't raise the open-file limit: %s", g_strerror(errno));
 }
 
 /* "250ms", "5s", "2m": the forms an operator writes. */
@@ -691,6 +707,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
         return EXIT_FAILURE;
     }
+    raise_open_file_limit();
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {

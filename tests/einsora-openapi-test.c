@@ -119,6 +119,46 @@ test_body_refuses_several_values(void)
     }
 }
 
+/* Found by the hostile corpus: json-glib keeps the last of two members
+ * with one name, at any depth; the reader refuses them. */
+static void
+test_body_refuses_duplicate_members(void)
+{
+    static const EinsoraApiField fields[] = {
+        {"name", G_TYPE_STRING, FALSE}, {"kind", G_TYPE_STRING, FALSE}, {NULL}};
+    static const char *const refused[] = {"{\"name\": \"a\", \"name\": \"b\"}",
+                                          "{\"name\": \"a\", \"kind\": \"x\", \"name\": \"a\"}",
+                                          "{\"name\": \"a\", \"n\\u0061me\": \"b\"}", NULL};
+
+    for (guint i = 0; refused[i] != NULL; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonObject) body =
+            einsora_api_parse_body(refused[i], strlen(refused[i]), fields, &error);
+        if (body != NULL)
+            g_error("%s was accepted", refused[i]);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_nonnull(strstr(error->message, "more than once"));
+    }
+    {
+        /* The same name in two objects is not a duplicate (a body of
+         * nested objects is refused later, for its types). */
+        static const EinsoraApiField any[] = {{"a", G_TYPE_STRING, FALSE}, {NULL}};
+        const char *text = "{\"a\": {\"b\": 1}, \"c\": {\"b\": 2}}";
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonObject) body = einsora_api_parse_body(text, strlen(text), any, &error);
+        g_assert_null(body);
+        g_assert_nonnull(error);
+        g_assert_null(strstr(error->message, "more than once"));
+    }
+    {
+        const char *text = "{\"name\": \"a\", \"kind\": \"b\"}";
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonObject) body = einsora_api_parse_body(text, strlen(text), fields, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(json_object_get_string_member(body, "name"), ==, "a");
+    }
+}
+
 /* A query names each parameter once, from its route's list, with valid
  * escapes; a flag is "true" or "false". */
 static void
@@ -164,6 +204,7 @@ main(int argc, char **argv)
     g_test_add_func("/openapi/document-matches-routes", test_document_matches_routes);
     g_test_add_func("/openapi/router-matches-patterns", test_router_matches_patterns);
     g_test_add_func("/api/body/refuses-several-values", test_body_refuses_several_values);
+    g_test_add_func("/api/body/refuses-duplicate-members", test_body_refuses_duplicate_members);
     g_test_add_func("/api/query", test_query);
     return g_test_run();
 }

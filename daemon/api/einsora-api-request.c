@@ -316,11 +316,33 @@ type_name(GType type)
     return "a string";
 }
 
+/* Members seen so far, as "object address, name"; json-glib keeps the
+ * last of two members with one name without a word. Once a duplicate is
+ * found nothing else is recorded, so a freed object's reused address
+ * can't be taken for a duplicate. */
+typedef struct {
+    GHashTable *seen;
+    gboolean duplicate;
+} MemberCheck;
+
+static void
+on_object_member(JsonParser *parser, JsonObject *object, const char *name, gpointer user_data)
+{
+    MemberCheck *check = user_data;
+
+    if (check->duplicate)
+        return;
+    if (!g_hash_table_add(check->seen, g_strdup_printf("%p %s", (void *)object, name)))
+        check->duplicate = TRUE;
+}
+
 JsonObject *
 einsora_api_parse_body(const char *data, gsize length, const EinsoraApiField *fields,
                        GError **error)
 {
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    MemberCheck check = {seen, FALSE};
     g_autoptr(GList) members = NULL;
     JsonNode *root;
     JsonObject *object;
@@ -330,11 +352,17 @@ einsora_api_parse_body(const char *data, gsize length, const EinsoraApiField *fi
                             "the body must be a JSON object");
         return NULL;
     }
+    g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &check);
     if (!g_utf8_validate(data, (gssize)length, NULL) ||
         !einsora_json_text_is_one_value(data, length) ||
         !json_parser_load_from_data(parser, data, (gssize)length, NULL)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the body is not valid JSON");
+        return NULL;
+    }
+    if (check.duplicate) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "the body names a field more than once");
         return NULL;
     }
     root = json_parser_get_root(parser);
@@ -457,8 +485,8 @@ gboolean
 einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
                                GError **error)
 {
-    return einsora_api_query_flag(g_uri_get_query(soup_server_message_get_uri(self->message)),
-                                  name, value, error);
+    return einsora_api_query_flag(g_uri_get_query(soup_server_message_get_uri(self->message)), name,
+                                  value, error);
 }
 
 JsonNode *

@@ -2,6 +2,11 @@
 
 #include "einsora-api-server.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
 #include "einsora-api-routes.h"
 #include "einsora-error.h"
 #include "einsora-uuid.h"
@@ -9,6 +14,56 @@
 #define SESSION_COOKIE "einsora_session"
 #define IDEMPOTENCY_KEY_MAX 128
 #define DEFAULT_ACCESS_PORT 8090
+
+/* Connection limits (docs/adr/0023). A request's head and body must
+ * arrive within this long of its start (for a kept-alive connection: of
+ * the previous answer), or the connection is closed: a slow or silent
+ * client holds a connection for a bounded time. */
+#define REQUEST_READ_TIMEOUT_MS (30 * 1000)
+/* How often deadlines and idle connections are checked. */
+#define SWEEP_INTERVAL_MS 1000
+/* Tests only: a shorter read timeout, in milliseconds. */
+#define REQUEST_READ_TIMEOUT_TEST_VARIABLE "EINSORA_TEST_REQUEST_TIMEOUT_MS"
+/* Tests only: a shorter session lifetime, in seconds. */
+#define SESSION_TTL_TEST_VARIABLE "EINSORA_TEST_SESSION_TTL_S"
+/* Connections held at once: at most this many, and at most three
+ * quarters of the open-file limit, so the store, the agents and the
+ * access proxy keep the rest. */
+#define MAX_CONNECTIONS_CEILING 32768
+/* Connections the kernel completes before we accept them (capped by
+ * net.core.somaxconn). */
+#define LISTEN_BACKLOG 4096
+/* Connections accepted per main-loop iteration, and the pause when
+ * accepting fails (out of descriptors). */
+#define ACCEPT_BATCH 256
+#define ACCEPT_PAUSE_MS 100
+#define MIN_CONNECTIONS 64
+
+/* Sign-ins from one address (docs/adr/0024). */
+static const EinsoraLoginThrottleRule address_rule = {
+    .free_failures = 10,
+    .first_delay_us = 1 * G_USEC_PER_SEC,
+    .max_delay_us = 5 * G_TIME_SPAN_MINUTE,
+    .forget_after_us = G_TIME_SPAN_HOUR,
+    .max_keys = 4096,
+};
+
+typedef struct _Watch Watch;
+struct _Watch {
+    EinsoraApiServer *server;   /* not a reference: it removes its watches when disposed */
+    GSocket *socket;            /* a reference */
+    SoupServerMessage *message; /* reading: the message (not a reference: it owns the watch) */
+    GList link;                 /* in server->reading or server->idle */
+    gint64 deadline_us;         /* monotonic */
+    guint started;              /* idle only: the socket's requests started when it began */
+};
+
+#define READING_KEY "einsora-reading"
+#define STARTED_KEY "einsora-started"
+#define ADDRESS_KEY "einsora-address"
+
+static void watch_free(Watch *watch);
+static gboolean resume_accepting(gpointer user_data);
 
 struct _EinsoraApiServer {
     GObject parent_instance;
@@ -18,6 +73,22 @@ struct _EinsoraApiServer {
     EinsoraNowFunc now;
     gpointer now_data;
     guint access_port;
+    EinsoraLoginThrottle *login_throttle;
+    guint read_timeout_ms;
+    guint max_connections;
+    /* Requests being read, and kept-alive connections between requests,
+     * oldest first (Watch *). */
+    GQueue reading;
+    GQueue idle;
+    GHashTable *idle_by_socket; /* GSocket -> Watch in idle */
+    GSource *sweep;
+    GSocket *listener;
+    /* Sockets our acceptor took, by their client's "address port". */
+    GHashTable *accepted;
+    GSource *incoming; /* owned by the main context while attached */
+    guint accept_pause_id;
+    /* Open connections (GSocket references), dropped when closed. */
+    GHashTable *connections;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraApiServer, einsora_api_server, G_TYPE_OBJECT)
@@ -27,11 +98,35 @@ einsora_api_server_dispose(GObject *object)
 {
     EinsoraApiServer *self = EINSORA_API_SERVER(object);
 
-    if (self->server != NULL)
+    /* Messages still being read may outlive the server. */
+    while (!g_queue_is_empty(&self->reading)) {
+        /* The link is the watch's own: popped, not freed. */
+        Watch *watch = g_queue_pop_head_link(&self->reading)->data;
+        watch->server = NULL;
+    }
+    if (self->incoming != NULL) {
+        g_source_destroy(self->incoming);
+        self->incoming = NULL;
+    }
+    g_clear_handle_id(&self->accept_pause_id, g_source_remove);
+    if (self->listener != NULL)
+        g_socket_close(self->listener, NULL);
+    g_clear_object(&self->listener);
+    if (self->sweep != NULL) {
+        g_source_destroy(self->sweep);
+        g_clear_pointer(&self->sweep, g_source_unref);
+    }
+    g_clear_pointer(&self->idle_by_socket, g_hash_table_unref);
+    g_clear_pointer(&self->accepted, g_hash_table_unref);
+    if (self->server != NULL) {
+        g_signal_handlers_disconnect_by_data(self->server, self);
         soup_server_disconnect(self->server);
+    }
     g_clear_object(&self->server);
     g_clear_object(&self->service);
     g_clear_object(&self->auth);
+    g_clear_object(&self->login_throttle);
+    g_clear_pointer(&self->connections, g_hash_table_unref);
     G_OBJECT_CLASS(einsora_api_server_parent_class)->dispose(object);
 }
 
@@ -41,10 +136,23 @@ einsora_api_server_class_init(EinsoraApiServerClass *klass)
     G_OBJECT_CLASS(klass)->dispose = einsora_api_server_dispose;
 }
 
+static gint64
+monotonic_now(gpointer user_data)
+{
+    return g_get_monotonic_time();
+}
+
 static void
 einsora_api_server_init(EinsoraApiServer *self)
 {
     self->access_port = DEFAULT_ACCESS_PORT;
+    self->login_throttle = einsora_login_throttle_new(&address_rule, monotonic_now, NULL);
+    self->connections = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
+    g_queue_init(&self->reading);
+    g_queue_init(&self->idle);
+    self->idle_by_socket =
+        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)watch_free);
+    self->accepted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 }
 
 void
@@ -78,6 +186,366 @@ gint64
 einsora_api_server_now(EinsoraApiServer *self)
 {
     return self->now(self->now_data);
+}
+
+EinsoraLoginThrottle *
+einsora_api_server_get_login_throttle(EinsoraApiServer *self)
+{
+    return self->login_throttle;
+}
+
+gchar *
+einsora_api_server_client_key(SoupServerMessage *message)
+{
+    GSocketAddress *address = soup_server_message_get_remote_address(message);
+    GInetAddress *inet;
+    guint8 bytes[16] = {0};
+
+    if (address == NULL || !G_IS_INET_SOCKET_ADDRESS(address))
+        return g_strdup("unknown");
+    inet = g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address));
+    if (g_inet_address_get_family(inet) != G_SOCKET_FAMILY_IPV6)
+        return g_inet_address_to_string(inet);
+    /* One IPv6 host usually holds a whole /64: count it as one. */
+    memcpy(bytes, g_inet_address_to_bytes(inet), 8);
+    {
+        g_autoptr(GInetAddress) prefix = g_inet_address_new_from_bytes(bytes, G_SOCKET_FAMILY_IPV6);
+        g_autofree gchar *text = g_inet_address_to_string(prefix);
+        return g_strdup_printf("%s/64", text);
+    }
+}
+
+/* Connection limits (docs/adr/0023)
+ *
+ * Two states of a connection are watched. A request being read (from
+ * "request-started" to "request-read") must arrive within the read
+ * timeout; closing the socket's ends makes libsoup see an end of stream
+ * and clean up as for any client that left. A kept-alive connection
+ * between requests is watched here, because libsoup 3.2 neither times it
+ * out nor notices when the client closes it: it starts the next message
+ * only once a byte arrives, and an end of stream before that leaves the
+ * connection, and its descriptor, open for ever. So the descriptor is
+ * closed here, when the client closes or the read timeout passes. */
+
+static void
+watch_free(Watch *watch)
+{
+    if (watch->server != NULL)
+        g_queue_unlink(watch->message != NULL ? &watch->server->reading : &watch->server->idle,
+                       &watch->link);
+    g_object_unref(watch->socket);
+    g_free(watch);
+}
+
+static guint
+requests_started(GSocket *socket)
+{
+    return GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(socket), STARTED_KEY));
+}
+
+/* A reading message's watch belongs to the message; an idle one to the
+ * server's table, keyed by socket. */
+static void
+stop_reading(SoupServerMessage *message)
+{
+    g_object_set_data(G_OBJECT(message), READING_KEY, NULL);
+}
+
+static void
+stop_idle(EinsoraApiServer *self, GSocket *socket)
+{
+    if (self->idle_by_socket != NULL)
+        g_hash_table_remove(self->idle_by_socket, socket);
+}
+
+static void
+forget_connection(EinsoraApiServer *self, GSocket *socket)
+{
+    const char *key = g_object_get_data(G_OBJECT(socket), ADDRESS_KEY);
+
+    if (key != NULL && self->accepted != NULL && g_hash_table_lookup(self->accepted, key) == socket)
+        g_hash_table_remove(self->accepted, key);
+    if (self->connections != NULL)
+        g_hash_table_remove(self->connections, socket);
+}
+
+/* Ends a kept-alive connection that libsoup has given up on: its
+ * descriptor is closed here, or nowhere. */
+static void
+close_idle(EinsoraApiServer *self, GSocket *socket)
+{
+    g_autoptr(GSocket) held = g_object_ref(socket);
+
+    stop_idle(self, held);
+    forget_connection(self, held);
+    if (!g_socket_is_closed(held)) {
+        g_socket_shutdown(held, TRUE, TRUE, NULL);
+        g_socket_close(held, NULL);
+    }
+}
+
+static gchar *
+address_key(GSocketAddress *address)
+{
+    g_autofree gchar *host = NULL;
+
+    if (address == NULL || !G_IS_INET_SOCKET_ADDRESS(address))
+        return NULL;
+    host =
+        g_inet_address_to_string(g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));
+    return g_strdup_printf("%s %u", host,
+                           g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(address)));
+}
+
+/* The socket under @message. libsoup names it only for connections its
+ * own listener took; the ones ours took are found by their client's
+ * address and port, which no two open connections share. */
+static GSocket *
+message_socket(EinsoraApiServer *self, SoupServerMessage *message)
+{
+    GSocket *socket = soup_server_message_get_socket(message);
+    g_autofree gchar *key = NULL;
+
+    if (socket != NULL || self == NULL || self->accepted == NULL)
+        return socket;
+    key = address_key(soup_server_message_get_remote_address(message));
+    return key != NULL ? g_hash_table_lookup(self->accepted, key) : NULL;
+}
+
+static void
+close_reading(EinsoraApiServer *self, SoupServerMessage *message)
+{
+    GSocket *socket = message_socket(self, message);
+
+    stop_reading(message);
+    if (socket != NULL && !g_socket_is_closed(socket))
+        g_socket_shutdown(socket, TRUE, TRUE, NULL);
+}
+
+/* What an idle kept-alive connection's client did: TRUE if it left
+ * (end of stream or an error), FALSE if it is quiet or sent a request. */
+static gboolean
+client_left(GSocket *socket)
+{
+    char byte;
+    gssize n = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Once a second (one timer, not one per connection: the main loop's cost
+ * grows with its sources): the watches past their deadline, oldest
+ * first, and the idle connections whose client left. */
+static gboolean
+on_sweep(gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    gint64 now_us = g_get_monotonic_time();
+    g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_object_unref);
+
+    while (!g_queue_is_empty(&self->reading)) {
+        Watch *oldest = g_queue_peek_head(&self->reading);
+        if (oldest->deadline_us > now_us)
+            break;
+        g_debug("closing a connection whose request did not arrive within %u ms",
+                self->read_timeout_ms);
+        /* Frees @oldest. */
+        close_reading(self, oldest->message);
+    }
+    for (GList *l = self->idle.head; l != NULL; l = l->next) {
+        Watch *watch = l->data;
+        if (watch->deadline_us <= now_us || g_socket_is_closed(watch->socket) ||
+            requests_started(watch->socket) != watch->started || client_left(watch->socket))
+            g_ptr_array_add(gone, g_object_ref(watch->socket));
+    }
+    for (guint i = 0; i < gone->len; i++) {
+        GSocket *socket = g_ptr_array_index(gone, i);
+        Watch *watch = g_hash_table_lookup(self->idle_by_socket, socket);
+
+        if (watch == NULL)
+            continue;
+        if (g_socket_is_closed(socket) || requests_started(socket) != watch->started) {
+            /* libsoup's again, or closed by it. */
+            stop_idle(self, socket);
+        } else {
+            g_debug("closing a kept-alive connection that its client closed or left idle");
+            close_idle(self, socket);
+        }
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static Watch *
+watch_new(EinsoraApiServer *self, GSocket *socket)
+{
+    Watch *watch = g_new0(Watch, 1);
+
+    watch->server = self;
+    watch->socket = g_object_ref(socket);
+    watch->link.data = watch;
+    watch->deadline_us = g_get_monotonic_time() + (gint64)self->read_timeout_ms * 1000;
+    return watch;
+}
+
+/* After libsoup's own handling of the finished request (an idle
+ * callback): by then it has closed the connection, or kept it alive. */
+typedef struct {
+    EinsoraApiServer *server;
+    GSocket *socket;
+    guint started;
+} Finished;
+
+static void
+finished_free(Finished *finished)
+{
+    g_object_unref(finished->server);
+    g_object_unref(finished->socket);
+    g_free(finished);
+}
+
+static gboolean
+watch_idle(gpointer user_data)
+{
+    Finished *finished = user_data;
+    EinsoraApiServer *self = finished->server;
+    GSocket *socket = finished->socket;
+    Watch *watch;
+
+    /* Closed, or already reading the next request. */
+    if (self->server == NULL || g_socket_is_closed(socket) ||
+        requests_started(socket) != finished->started)
+        return G_SOURCE_REMOVE;
+    watch = watch_new(self, socket);
+    watch->started = finished->started;
+    g_queue_push_tail_link(&self->idle, &watch->link);
+    g_hash_table_replace(self->idle_by_socket, socket, watch);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+on_request_read(SoupServer *server, SoupServerMessage *message, gpointer user_data)
+{
+    stop_reading(message);
+}
+
+static void
+on_request_finished(SoupServer *server, SoupServerMessage *message, gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    GSocket *socket = message_socket(self, message);
+    Finished *finished;
+
+    stop_reading(message);
+    if (socket == NULL)
+        return;
+    finished = g_new0(Finished, 1);
+    finished->server = g_object_ref(self);
+    finished->socket = g_object_ref(socket);
+    finished->started = requests_started(socket);
+    g_idle_add_full(G_PRIORITY_DEFAULT, watch_idle, finished, (GDestroyNotify)finished_free);
+}
+
+static void
+on_request_aborted(SoupServer *server, SoupServerMessage *message, gpointer user_data)
+{
+    stop_reading(message);
+}
+
+static void
+on_disconnected(SoupServerMessage *message, gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    GSocket *socket = g_object_get_data(G_OBJECT(message), "einsora-socket");
+
+    stop_reading(message);
+    if (socket != NULL) {
+        stop_idle(self, socket);
+        forget_connection(self, socket);
+    }
+}
+
+/* Over the limit, the connection waiting longest for a request makes
+ * room: an idle kept-alive one first, else one whose request is slowest
+ * to arrive. Connections libsoup closed behind our back are dropped
+ * first. */
+static void
+make_room(EinsoraApiServer *self)
+{
+    GHashTableIter iter;
+    gpointer key;
+    gpointer value;
+
+    if (g_hash_table_size(self->connections) <= self->max_connections)
+        return;
+    g_hash_table_iter_init(&iter, self->accepted);
+    while (g_hash_table_iter_next(&iter, NULL, &value)) {
+        if (g_socket_is_closed(value))
+            g_hash_table_iter_remove(&iter);
+    }
+    g_hash_table_iter_init(&iter, self->connections);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (g_socket_is_closed(key))
+            g_hash_table_iter_remove(&iter);
+    }
+    if (g_hash_table_size(self->connections) <= self->max_connections)
+        return;
+    g_message("%u connections open, the most allowed: closing the one idle longest",
+              self->max_connections);
+    if (!g_queue_is_empty(&self->idle)) {
+        Watch *oldest = g_queue_peek_head(&self->idle);
+        close_idle(self, oldest->socket);
+    } else if (!g_queue_is_empty(&self->reading)) {
+        Watch *oldest = g_queue_peek_head(&self->reading);
+        close_reading(self, oldest->message);
+    }
+}
+
+/* Every message libsoup starts reading: a new connection's first, or a
+ * kept-alive one's next once its first byte is in. */
+static void
+on_request_started(SoupServer *server, SoupServerMessage *message, gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+    GSocket *socket = message_socket(self, message);
+    Watch *watch;
+
+    if (socket == NULL)
+        return;
+    g_object_set_data(G_OBJECT(socket), STARTED_KEY,
+                      GUINT_TO_POINTER(requests_started(socket) + 1));
+    stop_idle(self, socket);
+    g_object_set_data_full(G_OBJECT(message), "einsora-socket", g_object_ref(socket),
+                           g_object_unref);
+    g_signal_connect_object(message, "disconnected", G_CALLBACK(on_disconnected), self, 0);
+    watch = watch_new(self, socket);
+    watch->message = message;
+    g_queue_push_tail_link(&self->reading, &watch->link);
+    g_object_set_data_full(G_OBJECT(message), READING_KEY, watch, (GDestroyNotify)watch_free);
+    if (!g_hash_table_contains(self->connections, socket)) {
+        g_hash_table_add(self->connections, g_object_ref(socket));
+        make_room(self);
+    }
+}
+
+static guint
+max_connections_for_limit(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return MAX_CONNECTIONS_CEILING;
+    return (guint)CLAMP(limit.rlim_cur / 4 * 3, MIN_CONNECTIONS, MAX_CONNECTIONS_CEILING);
+}
+
+static guint
+positive_test_variable(const char *name, guint fallback)
+{
+    const char *text = g_getenv(name);
+    guint64 value = 0;
+
+    if (text == NULL || !g_ascii_string_to_unsigned(text, 10, 1, G_MAXUINT32, &value, NULL))
+        return fallback;
+    return (guint)value;
 }
 
 static EinsoraApiRequest *
@@ -349,9 +817,90 @@ einsora_api_server_new(EinsoraService *service, EinsoraAuth *auth, EinsoraNowFun
     self->now = now;
     self->now_data = now_data;
     self->server = soup_server_new("server-header", "einsora", NULL);
+    self->read_timeout_ms =
+        positive_test_variable(REQUEST_READ_TIMEOUT_TEST_VARIABLE, REQUEST_READ_TIMEOUT_MS);
+    self->max_connections = max_connections_for_limit();
+    {
+        guint ttl_s = positive_test_variable(SESSION_TTL_TEST_VARIABLE, 0);
+        if (ttl_s > 0)
+            einsora_auth_set_session_lifetime(auth, ttl_s * G_USEC_PER_SEC);
+    }
+    self->sweep = g_timeout_source_new(MIN(SWEEP_INTERVAL_MS, self->read_timeout_ms / 4 + 1));
+    g_source_set_callback(self->sweep, on_sweep, self, NULL);
+    g_source_attach(self->sweep, g_main_context_get_thread_default());
+    g_signal_connect(self->server, "request-started", G_CALLBACK(on_request_started), self);
+    g_signal_connect(self->server, "request-read", G_CALLBACK(on_request_read), self);
+    g_signal_connect(self->server, "request-finished", G_CALLBACK(on_request_finished), self);
+    g_signal_connect(self->server, "request-aborted", G_CALLBACK(on_request_aborted), self);
     soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
     soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
     return self;
+}
+
+/* Accepts what is waiting, up to a batch: libsoup's own listener takes
+ * one connection per main-loop iteration, and each iteration costs as
+ * much as the connections open, so a burst of thousands took minutes. */
+static gboolean
+on_incoming(GSocket *listener, GIOCondition condition, gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+
+    for (guint i = 0; i < ACCEPT_BATCH; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GSocket) socket = g_socket_accept(listener, NULL, &error);
+        g_autoptr(GSocketConnection) connection = NULL;
+        g_autoptr(GSocketAddress) local = NULL;
+        g_autoptr(GSocketAddress) remote = NULL;
+
+        if (socket == NULL) {
+            if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+                return G_SOURCE_CONTINUE;
+            /* Out of descriptors, most likely: pause rather than spin on
+             * a connection that stays pending. */
+            g_message("couldn't accept a connection: %s; pausing for %d ms", error->message,
+                      ACCEPT_PAUSE_MS);
+            self->incoming = NULL;
+            self->accept_pause_id = g_timeout_add(ACCEPT_PAUSE_MS, resume_accepting, self);
+            return G_SOURCE_REMOVE;
+        }
+        connection = g_socket_connection_factory_create_connection(socket);
+        local = g_socket_get_local_address(socket, NULL);
+        remote = g_socket_get_remote_address(socket, NULL);
+        {
+            gchar *key = address_key(remote);
+            if (key != NULL) {
+                g_object_set_data_full(G_OBJECT(socket), ADDRESS_KEY, g_strdup(key), g_free);
+                g_hash_table_replace(self->accepted, key, g_object_ref(socket));
+            }
+        }
+        if (local == NULL || remote == NULL ||
+            !soup_server_accept_iostream(self->server, G_IO_STREAM(connection), local, remote,
+                                         &error))
+            g_debug("couldn't take a connection: %s",
+                    error != NULL ? error->message : "it has no address");
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+start_accepting(EinsoraApiServer *self)
+{
+    GSource *source = g_socket_create_source(self->listener, G_IO_IN, NULL);
+
+    g_source_set_callback(source, G_SOURCE_FUNC(on_incoming), self, NULL);
+    g_source_attach(source, g_main_context_get_thread_default());
+    self->incoming = source;
+    g_source_unref(source);
+}
+
+static gboolean
+resume_accepting(gpointer user_data)
+{
+    EinsoraApiServer *self = user_data;
+
+    self->accept_pause_id = 0;
+    start_accepting(self);
+    return G_SOURCE_REMOVE;
 }
 
 gboolean
@@ -360,6 +909,9 @@ einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **
     g_autoptr(GSocketConnectable) parsed = g_network_address_parse(address, 0, NULL);
     g_autoptr(GInetAddress) host = NULL;
     g_autoptr(GSocketAddress) socket_address = NULL;
+    g_autoptr(GSocket) listener = NULL;
+
+    g_return_val_if_fail(self->listener == NULL, FALSE);
 
     if (parsed != NULL)
         host = g_inet_address_new_from_string(
@@ -371,15 +923,43 @@ einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **
     }
     socket_address =
         g_inet_socket_address_new(host, g_network_address_get_port(G_NETWORK_ADDRESS(parsed)));
-    return soup_server_listen(self->server, socket_address, 0, error);
+    /* Our own socket, for its backlog (GLib's default is 10: a burst past
+     * it waits for SYN retries, seconds each) and for accepting in
+     * batches. */
+    listener = g_socket_new(g_inet_address_get_family(host), G_SOCKET_TYPE_STREAM,
+                            G_SOCKET_PROTOCOL_TCP, error);
+    if (listener == NULL)
+        return FALSE;
+    g_socket_set_blocking(listener, FALSE);
+    g_socket_set_listen_backlog(listener, LISTEN_BACKLOG);
+    if (!g_socket_bind(listener, socket_address, TRUE, error) || !g_socket_listen(listener, error))
+        return FALSE;
+    self->listener = g_steal_pointer(&listener);
+    /* libsoup keeps connections alive only while it has a listener of its
+     * own: it gets the same socket. Its one-at-a-time accepting stops by
+     * itself the first time it finds nothing to accept (3.2 removes its
+     * watch then), which ours soon makes happen. */
+    if (!soup_server_listen_socket(self->server, self->listener, 0, error))
+        return FALSE;
+    start_accepting(self);
+    return TRUE;
 }
 
 gchar *
 einsora_api_server_get_uri(EinsoraApiServer *self)
 {
-    GSList *uris = soup_server_get_uris(self->server);
-    gchar *text = uris != NULL ? g_uri_to_string(uris->data) : NULL;
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autofree gchar *host = NULL;
+    GInetSocketAddress *inet;
 
-    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
-    return text;
+    if (self->listener == NULL ||
+        (address = g_socket_get_local_address(self->listener, NULL)) == NULL)
+        return NULL;
+    inet = G_INET_SOCKET_ADDRESS(address);
+    host = g_inet_address_to_string(g_inet_socket_address_get_address(inet));
+    return g_strdup_printf(g_inet_address_get_family(g_inet_socket_address_get_address(inet)) ==
+                                   G_SOCKET_FAMILY_IPV6
+                               ? "http://[%s]:%u/"
+                               : "http://%s:%u/",
+                           host, g_inet_socket_address_get_port(inet));
 }

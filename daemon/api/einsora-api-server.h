@@ -5,7 +5,10 @@
 
 #include <gio/gio.h>
 
+#include <libsoup/soup.h>
+
 #include "einsora-auth.h"
+#include "einsora-login-throttle.h"
 #include "einsora-service.h"
 
 G_BEGIN_DECLS
@@ -28,6 +31,11 @@ guint einsora_api_server_get_access_port(EinsoraApiServer *self);
 EinsoraService *einsora_api_server_get_service(EinsoraApiServer *self);
 EinsoraAuth *einsora_api_server_get_auth(EinsoraApiServer *self);
 gint64 einsora_api_server_now(EinsoraApiServer *self);
+/* Failed sign-ins per client address (docs/adr/0024). */
+EinsoraLoginThrottle *einsora_api_server_get_login_throttle(EinsoraApiServer *self);
+/* The throttle's key for @message's client: its IPv4 address, or its
+ * IPv6 /64. */
+gchar *einsora_api_server_client_key(SoupServerMessage *message);
 struct _EinsoraApiRequest;
 /* Who @request's credentials (bearer token or session cookie) belong to
  * now; a long answer (the event feed) asks again while it runs. (The

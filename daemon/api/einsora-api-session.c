@@ -8,8 +8,11 @@
 #include <errno.h>
 #include <sys/socket.h>
 
-#define SESSION_MAX_AGE_SECONDS (7 * 24 * 60 * 60)
+#include "einsora-error.h"
+
 #define BUSY_RETRY_AFTER_SECONDS "5"
+/* libsoup 3.2 names no 429. */
+#define STATUS_TOO_MANY_REQUESTS 429
 /* What the access log says of a sign-in whose client went away (nginx's
  * number for it); nobody reads the answer. */
 #define STATUS_CLIENT_GONE 499
@@ -23,6 +26,7 @@ typedef struct {
     gulong disconnected_id;
     gboolean disconnected; /* libsoup said so: the message has no I/O left */
     GSource *socket_watch;
+    gchar *throttle_key; /* the client's address, for the sign-in throttle */
 } LoginContext;
 
 static void
@@ -40,6 +44,7 @@ login_context_free(LoginContext *ctx)
     stop_watching(ctx);
     g_clear_signal_handler(&ctx->disconnected_id, einsora_api_request_get_message(ctx->request));
     g_object_unref(ctx->cancellable);
+    g_free(ctx->throttle_key);
     g_object_unref(ctx->server);
     g_object_unref(ctx->request);
     g_free(ctx);
@@ -120,6 +125,14 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
         einsora_auth_login_finish(EINSORA_AUTH(source), result, &actor, &session, &csrf, &error);
 
     stop_watching(ctx);
+    /* Only a verdict on the password counts: not a full pool, nor a
+     * client that went away. */
+    einsora_login_throttle_end(
+        einsora_api_server_get_login_throttle(ctx->server), ctx->throttle_key,
+        ok ? EINSORA_LOGIN_OUTCOME_SUCCEEDED
+           : (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED)
+                  ? EINSORA_LOGIN_OUTCOME_FAILED
+                  : EINSORA_LOGIN_OUTCOME_NONE));
     if (g_cancellable_is_cancelled(ctx->cancellable)) {
         /* Once libsoup has dropped the connection there is nothing to
          * resume; otherwise unpausing lets it find out and clean up. */
@@ -149,7 +162,10 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
         json_object_set_string_member(root, "csrf_token", csrf);
         json_node_take_object(node, root);
         einsora_api_request_set_actor(ctx->request, g_steal_pointer(&actor));
-        set_cookie(ctx->request, session, SESSION_MAX_AGE_SECONDS);
+        set_cookie(
+            ctx->request, session,
+            (int)(einsora_auth_get_session_lifetime(einsora_api_server_get_auth(ctx->server)) /
+                  G_USEC_PER_SEC));
         einsora_api_request_respond_json(ctx->request, SOUP_STATUS_OK, node);
     }
     soup_server_message_unpause(message);
@@ -157,7 +173,9 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
 
 /* The password is checked in a worker thread (argon2id is slow on
  * purpose), so the message waits paused while the loop goes on. Too many
- * sign-ins at once are answered 503 with Retry-After. */
+ * sign-ins at once are answered 503 with Retry-After; too many failed ones
+ * from one address, 429 with Retry-After, before any password check
+ * (docs/adr/0024). */
 void
 einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
@@ -168,13 +186,32 @@ einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonObject) body = einsora_api_request_parse_body(request, fields, &error);
+    EinsoraLoginThrottle *throttle = einsora_api_server_get_login_throttle(server);
+    g_autofree gchar *key = NULL;
+    gint64 retry_after_us = 0;
     LoginContext *ctx;
 
     if (body == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
+    key = einsora_api_server_client_key(einsora_api_request_get_message(request));
+    if (!einsora_login_throttle_begin(throttle, key, &retry_after_us)) {
+        g_autofree gchar *seconds = g_strdup_printf(
+            "%" G_GINT64_FORMAT, (retry_after_us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC);
+
+        soup_message_headers_replace(
+            soup_server_message_get_response_headers(einsora_api_request_get_message(request)),
+            "Retry-After", seconds);
+        einsora_api_request_respond_problem(request, STATUS_TOO_MANY_REQUESTS, "too_many_requests",
+                                            "too many failed sign-ins from this address; try "
+                                            "again after Retry-After seconds");
+        soup_server_message_set_status(einsora_api_request_get_message(request),
+                                       STATUS_TOO_MANY_REQUESTS, "Too Many Requests");
+        return;
+    }
     ctx = g_new0(LoginContext, 1);
+    ctx->throttle_key = g_steal_pointer(&key);
     ctx->server = g_object_ref(server);
     ctx->request = g_object_ref(request);
     ctx->cancellable = g_cancellable_new();

@@ -47,6 +47,7 @@ struct _EinsoraAuth {
     EinsoraNowFunc now;
     gpointer now_data;
     GHashTable *login_failures; /* lower-case email -> LoginFailures; main thread only */
+    gint64 session_lifetime_us;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraAuth, einsora_auth, G_TYPE_OBJECT)
@@ -71,6 +72,22 @@ static void
 einsora_auth_init(EinsoraAuth *self)
 {
     self->login_failures = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    self->session_lifetime_us = EINSORA_AUTH_SESSION_LIFETIME_US;
+}
+
+void
+einsora_auth_set_session_lifetime(EinsoraAuth *self, gint64 lifetime_us)
+{
+    g_return_if_fail(EINSORA_IS_AUTH(self));
+    g_return_if_fail(lifetime_us > 0);
+    self->session_lifetime_us = lifetime_us;
+}
+
+gint64
+einsora_auth_get_session_lifetime(EinsoraAuth *self)
+{
+    g_return_val_if_fail(EINSORA_IS_AUTH(self), 0);
+    return self->session_lifetime_us;
 }
 
 EinsoraAuth *
@@ -545,7 +562,7 @@ start_session(EinsoraAuth *self, const EinsoraUser *user, GError **error)
     session->session_sha256 = einsora_credential_sha256_hex(session_value);
     session->csrf_sha256 = einsora_credential_sha256_hex(csrf_token);
     session->created_at = einsora_timestamp_format(now_us);
-    session->expires_at = einsora_timestamp_format(now_us + EINSORA_AUTH_SESSION_LIFETIME_US);
+    session->expires_at = einsora_timestamp_format(now_us + self->session_lifetime_us);
     if (!einsora_store_insert_session(self->store, session, error))
         return NULL;
 

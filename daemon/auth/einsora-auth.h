@@ -65,6 +65,11 @@ void einsora_auth_login_async(EinsoraAuth *self, const char *email, const char *
 gboolean einsora_auth_login_finish(EinsoraAuth *self, GAsyncResult *result, EinsoraActor **actor,
                                    gchar **session_value, gchar **csrf_token, GError **error);
 
+/* How long a new session lasts: EINSORA_AUTH_SESSION_LIFETIME_US unless
+ * set (tests shorten it). */
+void einsora_auth_set_session_lifetime(EinsoraAuth *self, gint64 lifetime_us);
+gint64 einsora_auth_get_session_lifetime(EinsoraAuth *self);
+
 /* Revokes the session whose cookie value is @session_value; revoking one
  * already revoked succeeds. An unknown session is
  * EINSORA_ERROR_UNAUTHENTICATED. */
