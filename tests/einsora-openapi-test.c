@@ -86,6 +86,28 @@ test_router_matches_patterns(void)
     g_assert_false(known);
 }
 
+/* Every route that reads a body has its member table public, and
+ * tests/fuzz/fuzz-api-body.c fuzzes each: a new one must join them. */
+static void
+test_body_routes_fuzzed(void)
+{
+    guint n_routes = 0;
+    const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
+    static const char *const fuzzed[] = {"POST /v1/login", "POST /v1/workloads", "POST /v1/tokens",
+                                         NULL};
+
+    for (guint i = 0; i < n_routes; i++) {
+        g_autofree gchar *name = g_strdup_printf("%s %s", routes[i].method, routes[i].pattern);
+        if (routes[i].takes_body && !g_strv_contains(fuzzed, name))
+            g_error("%s reads a body: give tests/fuzz/fuzz-api-body.c its member table", name);
+        if (!routes[i].takes_body && g_strv_contains(fuzzed, name))
+            g_error("%s no longer reads a body", name);
+    }
+    g_assert_nonnull(einsora_api_session_login_fields[0].name);
+    g_assert_nonnull(einsora_api_workloads_create_fields[0].name);
+    g_assert_nonnull(einsora_api_tokens_create_fields[0].name);
+}
+
 /* Found by tests/fuzz/fuzz-api-body: json-glib 1.6 leaks all but the last
  * of several top-level values, so the reader refuses them before parsing
  * (the ASan tree's leak check fails without that). */
@@ -206,5 +228,6 @@ main(int argc, char **argv)
     g_test_add_func("/api/body/refuses-several-values", test_body_refuses_several_values);
     g_test_add_func("/api/body/refuses-duplicate-members", test_body_refuses_duplicate_members);
     g_test_add_func("/api/query", test_query);
+    g_test_add_func("/api/body/routes-fuzzed", test_body_routes_fuzzed);
     return g_test_run();
 }

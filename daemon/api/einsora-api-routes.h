@@ -31,6 +31,11 @@ const EinsoraApiRoute *einsora_api_routes(guint *n_routes);
 const EinsoraApiRoute *einsora_api_route_match(const char *method, const char *path, GStrv *params,
                                                gboolean *path_known);
 
+/* The members each body-taking handler reads, for tests/fuzz/fuzz-api-body.c. */
+extern const EinsoraApiField einsora_api_session_login_fields[];
+extern const EinsoraApiField einsora_api_workloads_create_fields[];
+extern const EinsoraApiField einsora_api_tokens_create_fields[];
+
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_health_ready(EinsoraApiServer *server, EinsoraApiRequest *request);

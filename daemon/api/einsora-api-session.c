@@ -176,16 +176,18 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
  * sign-ins at once are answered 503 with Retry-After; too many failed ones
  * from one address, 429 with Retry-After, before any password check
  * (docs/adr/0024). */
+const EinsoraApiField einsora_api_session_login_fields[] = {
+    {"email", G_TYPE_STRING, TRUE},
+    {"password", G_TYPE_STRING, TRUE},
+    {NULL},
+};
+
 void
 einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
-    static const EinsoraApiField fields[] = {
-        {"email", G_TYPE_STRING, TRUE},
-        {"password", G_TYPE_STRING, TRUE},
-        {NULL},
-    };
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonObject) body = einsora_api_request_parse_body(request, fields, &error);
+    g_autoptr(JsonObject) body =
+        einsora_api_request_parse_body(request, einsora_api_session_login_fields, &error);
     EinsoraLoginThrottle *throttle = einsora_api_server_get_login_throttle(server);
     g_autofree gchar *key = NULL;
     gint64 retry_after_us = 0;

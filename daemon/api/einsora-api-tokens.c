@@ -34,12 +34,14 @@ token_to_json(gconstpointer item)
     return json_builder_get_root(builder);
 }
 
+const EinsoraApiField einsora_api_tokens_create_fields[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
+
 void
 einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
-    static const EinsoraApiField fields[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonObject) body = einsora_api_request_parse_body(request, fields, &error);
+    g_autoptr(JsonObject) body =
+        einsora_api_request_parse_body(request, einsora_api_tokens_create_fields, &error);
     g_autoptr(EinsoraApiToken) token = NULL;
     g_autofree gchar *secret = NULL;
     g_autoptr(JsonNode) node = NULL;

@@ -23,16 +23,18 @@ respond_workload(EinsoraApiRequest *request, guint status, const EinsoraWorkload
     einsora_api_request_respond_json(request, status, node);
 }
 
+const EinsoraApiField einsora_api_workloads_create_fields[] = {
+    {"kind", G_TYPE_STRING, TRUE},      {"name", G_TYPE_STRING, FALSE},
+    {"gpu_class", G_TYPE_STRING, TRUE}, {"image", G_TYPE_STRING, TRUE},
+    {"region", G_TYPE_STRING, FALSE},   {NULL},
+};
+
 void
 einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
-    static const EinsoraApiField fields[] = {
-        {"kind", G_TYPE_STRING, TRUE},      {"name", G_TYPE_STRING, FALSE},
-        {"gpu_class", G_TYPE_STRING, TRUE}, {"image", G_TYPE_STRING, TRUE},
-        {"region", G_TYPE_STRING, FALSE},   {NULL},
-    };
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonObject) body = einsora_api_request_parse_body(request, fields, &error);
+    g_autoptr(JsonObject) body =
+        einsora_api_request_parse_body(request, einsora_api_workloads_create_fields, &error);
     g_autoptr(EinsoraWorkload) workload = NULL;
     g_autofree gchar *location = NULL;
     EinsoraWorkloadRequest want;

@@ -1,25 +1,13 @@
 /* The /v1 request body parser (einsora_api_parse_body()) with the member
- * tables of the handlers that read a body: POST /v1/workloads, POST
- * /v1/session and POST /v1/tokens. The tables are copies: keep them in
- * step with daemon/api. What it accepts holds only those members, each of
- * its type, and every required one. */
+ * tables of the handlers that read a body, their own: POST /v1/workloads,
+ * POST /v1/login and POST /v1/tokens. What it accepts holds only those
+ * members, each of its type, and every required one. */
 #include <stdio.h>
 #include <string.h>
 
-#include "einsora-api-request.h"
+#include "einsora-api-routes.h"
 #include "einsora-fuzz.h"
 
-static const EinsoraApiField create_workload[] = {
-    {"kind", G_TYPE_STRING, TRUE},      {"name", G_TYPE_STRING, FALSE},
-    {"gpu_class", G_TYPE_STRING, TRUE}, {"image", G_TYPE_STRING, TRUE},
-    {"region", G_TYPE_STRING, FALSE},   {NULL},
-};
-static const EinsoraApiField login[] = {
-    {"email", G_TYPE_STRING, TRUE},
-    {"password", G_TYPE_STRING, TRUE},
-    {NULL},
-};
-static const EinsoraApiField create_token[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
 /* Every type the parser knows, none required. */
 static const EinsoraApiField every_type[] = {
     {"s", G_TYPE_STRING, FALSE},
@@ -57,9 +45,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree gchar *text = einsora_fuzz_text(data, size);
 
-    check(text, size, create_workload);
-    check(text, size, login);
-    check(text, size, create_token);
+    check(text, size, einsora_api_workloads_create_fields);
+    check(text, size, einsora_api_session_login_fields);
+    check(text, size, einsora_api_tokens_create_fields);
     check(text, size, every_type);
     return 0;
 }
