@@ -8,6 +8,7 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <locale.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -133,6 +134,10 @@ check_can_listen(const char *value, const char *variable, const char *option, GE
      * not a connection of the last run still closing. */
     socket = g_socket_new(g_inet_address_get_family(host), G_SOCKET_TYPE_STREAM,
                           G_SOCKET_PROTOCOL_TCP, &local_error);
+    /* As the servers will: an IPv6 address means IPv6 only. */
+    if (socket != NULL && g_inet_address_get_family(host) == G_SOCKET_FAMILY_IPV6 &&
+        !g_socket_set_option(socket, IPPROTO_IPV6, IPV6_V6ONLY, 1, &local_error))
+        g_clear_object(&socket);
     if (socket != NULL && g_socket_bind(socket, address, TRUE, &local_error) &&
         g_socket_listen(socket, &local_error)) {
         g_socket_close(socket, NULL);

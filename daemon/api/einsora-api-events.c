@@ -379,7 +379,7 @@ on_client_socket(GSocket *socket, GIOCondition condition, gpointer user_data)
 static void
 watch_client(Feed *feed)
 {
-    GSocket *socket = soup_server_message_get_socket(feed->msg);
+    GSocket *socket = einsora_api_server_message_socket(feed->msg);
 
     if (socket == NULL)
         return;

@@ -3,6 +3,7 @@
 #include "einsora-api-server.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,7 +21,7 @@
  * the previous answer), or the connection is closed: a slow or silent
  * client holds a connection for a bounded time. */
 #define REQUEST_READ_TIMEOUT_MS (30 * 1000)
-/* How often deadlines and idle connections are checked. */
+/* How often read deadlines are checked. */
 #define SWEEP_INTERVAL_MS 1000
 /* Tests only: a shorter read timeout, in milliseconds. */
 #define REQUEST_READ_TIMEOUT_TEST_VARIABLE "EINSORA_TEST_REQUEST_TIMEOUT_MS"
@@ -53,13 +54,12 @@ struct _Watch {
     EinsoraApiServer *server;   /* not a reference: it removes its watches when disposed */
     GSocket *socket;            /* a reference */
     SoupServerMessage *message; /* reading: the message (not a reference: it owns the watch) */
-    GList link;                 /* in server->reading or server->idle */
+    GList link;                 /* in server->reading */
     gint64 deadline_us;         /* monotonic */
-    guint started;              /* idle only: the socket's requests started when it began */
 };
 
 #define READING_KEY "einsora-reading"
-#define STARTED_KEY "einsora-started"
+#define SOCKET_KEY "einsora-socket"
 #define ADDRESS_KEY "einsora-address"
 
 static void watch_free(Watch *watch);
@@ -76,11 +76,8 @@ struct _EinsoraApiServer {
     EinsoraLoginThrottle *login_throttle;
     guint read_timeout_ms;
     guint max_connections;
-    /* Requests being read, and kept-alive connections between requests,
-     * oldest first (Watch *). */
+    /* Requests being read, oldest first (Watch *). */
     GQueue reading;
-    GQueue idle;
-    GHashTable *idle_by_socket; /* GSocket -> Watch in idle */
     GSource *sweep;
     GSocket *listener;
     /* Sockets our acceptor took, by their client's "address port". */
@@ -116,7 +113,6 @@ einsora_api_server_dispose(GObject *object)
         g_source_destroy(self->sweep);
         g_clear_pointer(&self->sweep, g_source_unref);
     }
-    g_clear_pointer(&self->idle_by_socket, g_hash_table_unref);
     g_clear_pointer(&self->accepted, g_hash_table_unref);
     if (self->server != NULL) {
         g_signal_handlers_disconnect_by_data(self->server, self);
@@ -125,15 +121,26 @@ einsora_api_server_dispose(GObject *object)
     g_clear_object(&self->server);
     g_clear_object(&self->service);
     g_clear_object(&self->auth);
-    g_clear_object(&self->login_throttle);
     g_clear_pointer(&self->connections, g_hash_table_unref);
     G_OBJECT_CLASS(einsora_api_server_parent_class)->dispose(object);
+}
+
+/* A sign-in still checking its password holds the server, and reports
+ * to the throttle when it ends: the throttle goes last. */
+static void
+einsora_api_server_finalize(GObject *object)
+{
+    EinsoraApiServer *self = EINSORA_API_SERVER(object);
+
+    g_clear_object(&self->login_throttle);
+    G_OBJECT_CLASS(einsora_api_server_parent_class)->finalize(object);
 }
 
 static void
 einsora_api_server_class_init(EinsoraApiServerClass *klass)
 {
     G_OBJECT_CLASS(klass)->dispose = einsora_api_server_dispose;
+    G_OBJECT_CLASS(klass)->finalize = einsora_api_server_finalize;
 }
 
 static gint64
@@ -149,9 +156,6 @@ einsora_api_server_init(EinsoraApiServer *self)
     self->login_throttle = einsora_login_throttle_new(&address_rule, monotonic_now, NULL);
     self->connections = g_hash_table_new_full(g_direct_hash, g_direct_equal, g_object_unref, NULL);
     g_queue_init(&self->reading);
-    g_queue_init(&self->idle);
-    self->idle_by_socket =
-        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)watch_free);
     self->accepted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_object_unref);
 }
 
@@ -217,45 +221,29 @@ einsora_api_server_client_key(SoupServerMessage *message)
 
 /* Connection limits (docs/adr/0023)
  *
- * Two states of a connection are watched. A request being read (from
- * "request-started" to "request-read") must arrive within the read
- * timeout; closing the socket's ends makes libsoup see an end of stream
- * and clean up as for any client that left. A kept-alive connection
- * between requests is watched here, because libsoup 3.2 neither times it
- * out nor notices when the client closes it: it starts the next message
- * only once a byte arrives, and an end of stream before that leaves the
- * connection, and its descriptor, open for ever. So the descriptor is
- * closed here, when the client closes or the read timeout passes. */
+ * A request being read (from "request-started" to "request-read") must
+ * arrive within the read timeout; shutting the socket down makes libsoup
+ * see an end of stream and clean up as for any client that left. Every
+ * answer says "Connection: close": libsoup 3.2 neither times out a
+ * kept-alive connection nor notices when its client closes it (it starts
+ * the next message only once a byte arrives), so each would hold its
+ * descriptor, and closing one behind its back leaves its objects, about
+ * 2 KiB, for good. */
 
 static void
 watch_free(Watch *watch)
 {
     if (watch->server != NULL)
-        g_queue_unlink(watch->message != NULL ? &watch->server->reading : &watch->server->idle,
-                       &watch->link);
+        g_queue_unlink(&watch->server->reading, &watch->link);
     g_object_unref(watch->socket);
     g_free(watch);
 }
 
-static guint
-requests_started(GSocket *socket)
-{
-    return GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(socket), STARTED_KEY));
-}
-
-/* A reading message's watch belongs to the message; an idle one to the
- * server's table, keyed by socket. */
+/* A reading message's watch belongs to the message. */
 static void
 stop_reading(SoupServerMessage *message)
 {
     g_object_set_data(G_OBJECT(message), READING_KEY, NULL);
-}
-
-static void
-stop_idle(EinsoraApiServer *self, GSocket *socket)
-{
-    if (self->idle_by_socket != NULL)
-        g_hash_table_remove(self->idle_by_socket, socket);
 }
 
 static void
@@ -267,21 +255,6 @@ forget_connection(EinsoraApiServer *self, GSocket *socket)
         g_hash_table_remove(self->accepted, key);
     if (self->connections != NULL)
         g_hash_table_remove(self->connections, socket);
-}
-
-/* Ends a kept-alive connection that libsoup has given up on: its
- * descriptor is closed here, or nowhere. */
-static void
-close_idle(EinsoraApiServer *self, GSocket *socket)
-{
-    g_autoptr(GSocket) held = g_object_ref(socket);
-
-    stop_idle(self, held);
-    forget_connection(self, held);
-    if (!g_socket_is_closed(held)) {
-        g_socket_shutdown(held, TRUE, TRUE, NULL);
-        g_socket_close(held, NULL);
-    }
 }
 
 static gchar *
@@ -312,6 +285,12 @@ message_socket(EinsoraApiServer *self, SoupServerMessage *message)
     return key != NULL ? g_hash_table_lookup(self->accepted, key) : NULL;
 }
 
+GSocket *
+einsora_api_server_message_socket(SoupServerMessage *message)
+{
+    return g_object_get_data(G_OBJECT(message), SOCKET_KEY);
+}
+
 static void
 close_reading(EinsoraApiServer *self, SoupServerMessage *message)
 {
@@ -322,26 +301,14 @@ close_reading(EinsoraApiServer *self, SoupServerMessage *message)
         g_socket_shutdown(socket, TRUE, TRUE, NULL);
 }
 
-/* What an idle kept-alive connection's client did: TRUE if it left
- * (end of stream or an error), FALSE if it is quiet or sent a request. */
-static gboolean
-client_left(GSocket *socket)
-{
-    char byte;
-    gssize n = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 /* Once a second (one timer, not one per connection: the main loop's cost
  * grows with its sources): the watches past their deadline, oldest
- * first, and the idle connections whose client left. */
+ * first. */
 static gboolean
 on_sweep(gpointer user_data)
 {
     EinsoraApiServer *self = user_data;
     gint64 now_us = g_get_monotonic_time();
-    g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_object_unref);
 
     while (!g_queue_is_empty(&self->reading)) {
         Watch *oldest = g_queue_peek_head(&self->reading);
@@ -351,26 +318,6 @@ on_sweep(gpointer user_data)
                 self->read_timeout_ms);
         /* Frees @oldest. */
         close_reading(self, oldest->message);
-    }
-    for (GList *l = self->idle.head; l != NULL; l = l->next) {
-        Watch *watch = l->data;
-        if (watch->deadline_us <= now_us || g_socket_is_closed(watch->socket) ||
-            requests_started(watch->socket) != watch->started || client_left(watch->socket))
-            g_ptr_array_add(gone, g_object_ref(watch->socket));
-    }
-    for (guint i = 0; i < gone->len; i++) {
-        GSocket *socket = g_ptr_array_index(gone, i);
-        Watch *watch = g_hash_table_lookup(self->idle_by_socket, socket);
-
-        if (watch == NULL)
-            continue;
-        if (g_socket_is_closed(socket) || requests_started(socket) != watch->started) {
-            /* libsoup's again, or closed by it. */
-            stop_idle(self, socket);
-        } else {
-            g_debug("closing a kept-alive connection that its client closed or left idle");
-            close_idle(self, socket);
-        }
     }
     return G_SOURCE_CONTINUE;
 }
@@ -387,87 +334,33 @@ watch_new(EinsoraApiServer *self, GSocket *socket)
     return watch;
 }
 
-/* After libsoup's own handling of the finished request (an idle
- * callback): by then it has closed the connection, or kept it alive. */
-typedef struct {
-    EinsoraApiServer *server;
-    GSocket *socket;
-    guint started;
-} Finished;
-
-static void
-finished_free(Finished *finished)
-{
-    g_object_unref(finished->server);
-    g_object_unref(finished->socket);
-    g_free(finished);
-}
-
-static gboolean
-watch_idle(gpointer user_data)
-{
-    Finished *finished = user_data;
-    EinsoraApiServer *self = finished->server;
-    GSocket *socket = finished->socket;
-    Watch *watch;
-
-    /* Closed, or already reading the next request. */
-    if (self->server == NULL || g_socket_is_closed(socket) ||
-        requests_started(socket) != finished->started)
-        return G_SOURCE_REMOVE;
-    watch = watch_new(self, socket);
-    watch->started = finished->started;
-    g_queue_push_tail_link(&self->idle, &watch->link);
-    g_hash_table_replace(self->idle_by_socket, socket, watch);
-    return G_SOURCE_REMOVE;
-}
-
 static void
 on_request_read(SoupServer *server, SoupServerMessage *message, gpointer user_data)
 {
     stop_reading(message);
 }
 
+/* The answer is written (or the request failed): with "Connection:
+ * close", libsoup closes the connection next, so it is no longer counted. */
 static void
-on_request_finished(SoupServer *server, SoupServerMessage *message, gpointer user_data)
+on_request_done(SoupServer *server, SoupServerMessage *message, gpointer user_data)
 {
     EinsoraApiServer *self = user_data;
-    GSocket *socket = message_socket(self, message);
-    Finished *finished;
+    GSocket *socket = g_object_get_data(G_OBJECT(message), SOCKET_KEY);
 
     stop_reading(message);
-    if (socket == NULL)
-        return;
-    finished = g_new0(Finished, 1);
-    finished->server = g_object_ref(self);
-    finished->socket = g_object_ref(socket);
-    finished->started = requests_started(socket);
-    g_idle_add_full(G_PRIORITY_DEFAULT, watch_idle, finished, (GDestroyNotify)finished_free);
-}
-
-static void
-on_request_aborted(SoupServer *server, SoupServerMessage *message, gpointer user_data)
-{
-    stop_reading(message);
+    if (socket != NULL)
+        forget_connection(self, socket);
 }
 
 static void
 on_disconnected(SoupServerMessage *message, gpointer user_data)
 {
-    EinsoraApiServer *self = user_data;
-    GSocket *socket = g_object_get_data(G_OBJECT(message), "einsora-socket");
-
-    stop_reading(message);
-    if (socket != NULL) {
-        stop_idle(self, socket);
-        forget_connection(self, socket);
-    }
+    on_request_done(NULL, message, user_data);
 }
 
-/* Over the limit, the connection waiting longest for a request makes
- * room: an idle kept-alive one first, else one whose request is slowest
- * to arrive. Connections libsoup closed behind our back are dropped
- * first. */
+/* Over the limit, the connection whose request is slowest to arrive
+ * makes room. Connections already closed are dropped first. */
 static void
 make_room(EinsoraApiServer *self)
 {
@@ -489,19 +382,15 @@ make_room(EinsoraApiServer *self)
     }
     if (g_hash_table_size(self->connections) <= self->max_connections)
         return;
-    g_message("%u connections open, the most allowed: closing the one idle longest",
+    g_message("%u connections open, the most allowed: closing the one waiting longest",
               self->max_connections);
-    if (!g_queue_is_empty(&self->idle)) {
-        Watch *oldest = g_queue_peek_head(&self->idle);
-        close_idle(self, oldest->socket);
-    } else if (!g_queue_is_empty(&self->reading)) {
+    if (!g_queue_is_empty(&self->reading)) {
         Watch *oldest = g_queue_peek_head(&self->reading);
         close_reading(self, oldest->message);
     }
 }
 
-/* Every message libsoup starts reading: a new connection's first, or a
- * kept-alive one's next once its first byte is in. */
+/* Every message libsoup starts reading: a new connection's one. */
 static void
 on_request_started(SoupServer *server, SoupServerMessage *message, gpointer user_data)
 {
@@ -509,13 +398,13 @@ on_request_started(SoupServer *server, SoupServerMessage *message, gpointer user
     GSocket *socket = message_socket(self, message);
     Watch *watch;
 
+    /* Set first, so that even libsoup's own answers (a malformed request)
+     * say it. */
+    soup_message_headers_replace(soup_server_message_get_response_headers(message), "Connection",
+                                 "close");
     if (socket == NULL)
         return;
-    g_object_set_data(G_OBJECT(socket), STARTED_KEY,
-                      GUINT_TO_POINTER(requests_started(socket) + 1));
-    stop_idle(self, socket);
-    g_object_set_data_full(G_OBJECT(message), "einsora-socket", g_object_ref(socket),
-                           g_object_unref);
+    g_object_set_data_full(G_OBJECT(message), SOCKET_KEY, g_object_ref(socket), g_object_unref);
     g_signal_connect_object(message, "disconnected", G_CALLBACK(on_disconnected), self, 0);
     watch = watch_new(self, socket);
     watch->message = message;
@@ -823,15 +712,15 @@ einsora_api_server_new(EinsoraService *service, EinsoraAuth *auth, EinsoraNowFun
     {
         guint ttl_s = positive_test_variable(SESSION_TTL_TEST_VARIABLE, 0);
         if (ttl_s > 0)
-            einsora_auth_set_session_lifetime(auth, ttl_s * G_USEC_PER_SEC);
+            einsora_auth_set_session_lifetime(auth, (gint64)ttl_s * G_USEC_PER_SEC);
     }
     self->sweep = g_timeout_source_new(MIN(SWEEP_INTERVAL_MS, self->read_timeout_ms / 4 + 1));
     g_source_set_callback(self->sweep, on_sweep, self, NULL);
     g_source_attach(self->sweep, g_main_context_get_thread_default());
     g_signal_connect(self->server, "request-started", G_CALLBACK(on_request_started), self);
     g_signal_connect(self->server, "request-read", G_CALLBACK(on_request_read), self);
-    g_signal_connect(self->server, "request-finished", G_CALLBACK(on_request_finished), self);
-    g_signal_connect(self->server, "request-aborted", G_CALLBACK(on_request_aborted), self);
+    g_signal_connect(self->server, "request-finished", G_CALLBACK(on_request_done), self);
+    g_signal_connect(self->server, "request-aborted", G_CALLBACK(on_request_done), self);
     soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
     soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
     return self;
@@ -931,6 +820,10 @@ einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **
     if (listener == NULL)
         return FALSE;
     g_socket_set_blocking(listener, FALSE);
+    /* As libsoup's own listeners: an IPv6 address means IPv6 only. */
+    if (g_inet_address_get_family(host) == G_SOCKET_FAMILY_IPV6 &&
+        !g_socket_set_option(listener, IPPROTO_IPV6, IPV6_V6ONLY, 1, error))
+        return FALSE;
     g_socket_set_listen_backlog(listener, LISTEN_BACKLOG);
     if (!g_socket_bind(listener, socket_address, TRUE, error) || !g_socket_listen(listener, error))
         return FALSE;

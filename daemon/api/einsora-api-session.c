@@ -103,7 +103,8 @@ on_socket_ready(GSocket *socket, GIOCondition condition, gpointer user_data)
 static void
 watch_socket(LoginContext *ctx)
 {
-    GSocket *socket = soup_server_message_get_socket(einsora_api_request_get_message(ctx->request));
+    GSocket *socket =
+        einsora_api_server_message_socket(einsora_api_request_get_message(ctx->request));
 
     if (socket == NULL)
         return;
