@@ -918,46 +918,43 @@ test_slow_clients(void)
     assert_alive();
 }
 
-/* A kept-alive connection left idle is closed once the read timeout
- * passes, and one its client closes is let go at once (libsoup 3.2
- * alone keeps its descriptor for ever). */
+/* No connection is kept alive after its answer: libsoup 3.2 neither
+ * times out a kept-alive connection nor notices when its client closes
+ * it, and closing one behind its back leaves its objects for good
+ * (docs/adr/0023). So every answer says "Connection: close" and the
+ * daemon closes it at once, well before the read timeout; HTTP/1.1
+ * clients that asked for keep-alive just reconnect. */
 static void
-test_idle_keep_alive_closed(void)
+test_keep_alive_not_kept(void)
 {
     guint baseline = open_fds(daemon_);
-    g_autoptr(GPtrArray) sockets = g_ptr_array_new_with_free_func(g_object_unref);
     const char *raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     char buffer[4096];
 
     for (guint i = 0; i < 50; i++) {
-        GSocket *socket = connect_to(api_port(daemon_));
+        g_autoptr(GSocket) socket = connect_to(api_port(daemon_));
         g_autoptr(GString) answer = g_string_new(NULL);
+        gint64 answered;
+        gssize n;
 
         g_assert_cmpint(g_socket_send(socket, raw, strlen(raw), NULL, NULL), ==, strlen(raw));
-        /* The whole answer, so that nothing is left to read but the end. */
         while (strstr(answer->str, "{\"status\":\"ok\"}") == NULL) {
-            gssize n = g_socket_receive(socket, buffer, sizeof buffer - 1, NULL, NULL);
+            n = g_socket_receive(socket, buffer, sizeof buffer - 1, NULL, NULL);
             g_assert_cmpint(n, >, 0);
             g_string_append_len(answer, buffer, n);
         }
-        g_ptr_array_add(sockets, socket);
-    }
-    g_assert_cmpuint(open_fds(daemon_), >=, baseline + 50 - SESSION_SLACK);
-    /* Half closed by their clients: let go well before the timeout. */
-    for (guint i = 0; i < 25; i++)
-        g_socket_close(g_ptr_array_index(sockets, i), NULL);
-    g_assert_cmpuint(wait_for_fds(daemon_, baseline + 25, FALSE, READ_TIMEOUT_MS * 500), <=,
-                     baseline + 25);
-    /* The rest, idle: closed by the daemon. */
-    for (guint i = 25; i < 50; i++) {
-        GSocket *socket = g_ptr_array_index(sockets, i);
-        g_socket_set_timeout(socket, (READ_TIMEOUT_MS * 2) / 1000 + 1);
-        g_assert_cmpint(g_socket_receive(socket, buffer, sizeof buffer, NULL, NULL), <=, 0);
+        answered = g_get_monotonic_time();
+        g_assert_nonnull(strstr(answer->str, "\r\nConnection: close\r\n"));
+        /* The end comes from the daemon, not from the read timeout. */
+        g_socket_set_timeout(socket, 1);
+        n = g_socket_receive(socket, buffer, sizeof buffer, NULL, NULL);
+        g_assert_cmpint(n, ==, 0);
+        g_assert_cmpint(g_get_monotonic_time() - answered, <, READ_TIMEOUT_MS * 1000 / 3);
     }
     g_assert_cmpuint(wait_for_fds(daemon_, baseline, FALSE, 2 * G_USEC_PER_SEC), <=, baseline);
 }
 
-/* 10,000 connections at once, some kept alive after a request: another
+/* 10,000 connections at once, none sending anything: another
  * client is still served, and once they close the daemon holds no more
  * descriptors than before. Its own daemon, with a long read timeout, so
  * none is closed for being slow while they are opened. */
@@ -970,7 +967,6 @@ test_ten_thousand_idle_connections(void)
     struct sockaddr_in address = {0};
     guint baseline, during, after;
     gint64 started;
-    const char *raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
     g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &limit), ==, 0);
     if (limit.rlim_cur < IDLE_CONNECTIONS + 1024) {
@@ -1000,12 +996,6 @@ test_ten_thousand_idle_connections(void)
         g_assert_cmpint(fds[i], >=, 0);
         if (connect(fds[i], (struct sockaddr *)&address, sizeof address) != 0)
             g_error("connection %u: %s", i, g_strerror(errno));
-        /* One in ten sends a request and stays kept alive. */
-        if (i % 10 == 0) {
-            char buffer[1024];
-            g_assert_cmpint(send(fds[i], raw, strlen(raw), MSG_NOSIGNAL), ==, strlen(raw));
-            g_assert_cmpint(recv(fds[i], buffer, sizeof buffer, 0), >, 0);
-        }
     }
     during = wait_for_fds(daemon, baseline + IDLE_CONNECTIONS, TRUE, 60 * G_USEC_PER_SEC);
     g_test_message("opened %d connections in %" G_GINT64_FORMAT " ms", IDLE_CONNECTIONS,
@@ -1073,7 +1063,7 @@ main(int argc, char **argv)
     g_test_add_func("/hostile/expired-session-and-revoked-token-refused",
                     test_expired_and_revoked_credentials);
     g_test_add_func("/hostile/slow-clients-bounded", test_slow_clients);
-    g_test_add_func("/hostile/idle-keep-alive-closed", test_idle_keep_alive_closed);
+    g_test_add_func("/hostile/keep-alive-not-kept", test_keep_alive_not_kept);
     g_test_add_func("/hostile/ten-thousand-idle-connections", test_ten_thousand_idle_connections);
     status = g_test_run();
 
