@@ -221,6 +221,125 @@ test_refuses_foreign_database(Fixture *f, gconstpointer data)
     assert_untouched(f, before);
 }
 
+/* A file as it is, or absent (NULL). */
+static gchar *
+file_sha256_or_null(const char *path)
+{
+    return g_file_test(path, G_FILE_TEST_EXISTS) ? file_sha256(path) : NULL;
+}
+
+/* The file and each one beside it as they were, byte for byte; but -shm,
+ * the WAL's index, takes the read marks of whoever reads the WAL (even
+ * read-only): it must still be there, no more. */
+static void
+assert_all_untouched(Fixture *f, const char *const *sha256_before)
+{
+    const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree gchar *file = g_strconcat(f->db, suffixes[i], NULL);
+        g_autofree gchar *after = file_sha256_or_null(file);
+        g_test_message("%s: %s", file, after != NULL ? after : "absent");
+        if (g_strcmp0(suffixes[i], "-shm") == 0)
+            g_assert_true((after != NULL) == (sha256_before[i] != NULL));
+        else
+            g_assert_cmpstr(after, ==, sha256_before[i]);
+    }
+}
+
+static void
+snapshot_all(Fixture *f, gchar *sha256[4])
+{
+    const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree gchar *file = g_strconcat(f->db, suffixes[i], NULL);
+        sha256[i] = file_sha256_or_null(file);
+    }
+}
+
+/* Another program's database in WAL mode, closed without a checkpoint:
+ * its tables and rows are only in -wal. Closing a read-write connection
+ * would checkpoint them into the file and remove -wal and -shm. */
+static void
+test_refuses_foreign_wal_database(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *wal = g_strconcat(f->db, "-wal", NULL);
+    g_autofree gchar *shm = g_strconcat(f->db, "-shm", NULL);
+    gchar *before[4] = {NULL};
+    sqlite3 *db = NULL;
+
+    make_private_dir(f->data_dir);
+    /* SQLite gives -wal and -shm the file's mode. */
+    write_private_file(f->db, "", 0);
+    g_assert_cmpint(sqlite3_open(f->db, &db), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL), ==,
+                    SQLITE_OK);
+    g_assert_cmpint(sqlite3_exec(db,
+                                 "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;"
+                                 "CREATE TABLE notes (x TEXT); CREATE TABLE photos (y BLOB);"
+                                 "INSERT INTO notes VALUES ('mine'), ('yours');",
+                                 NULL, NULL, NULL),
+                    ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
+    g_assert_true(g_file_test(wal, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(shm, G_FILE_TEST_EXISTS));
+    snapshot_all(f, before);
+
+    assert_refused(f, NULL, NULL,
+                   (const char *const[]){f->db, "is not an Einsora database", "notes, photos",
+                                         "nothing was changed", NULL});
+    assert_all_untouched(f, (const char *const *)before);
+    for (guint i = 0; i < G_N_ELEMENTS(before); i++)
+        g_free(before[i]);
+}
+
+/* A rollback journal another program left mid-transaction (a crash): the
+ * first read would replay it into the file. Einsora's databases are WAL
+ * and never have one. */
+static void
+test_refuses_hot_journal(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *scratch = g_build_filename(f->dir, "scratch.db", NULL);
+    g_autofree gchar *scratch_journal = g_strconcat(scratch, "-journal", NULL);
+    g_autofree gchar *journal = g_strconcat(f->db, "-journal", NULL);
+    g_autofree gchar *contents = NULL;
+    gsize length = 0;
+    gchar *before[4] = {NULL};
+    sqlite3 *db = NULL;
+
+    make_private_dir(f->data_dir);
+    g_assert_cmpint(sqlite3_open(scratch, &db), ==, SQLITE_OK);
+    /* A small cache spills the transaction's pages into the file before
+     * COMMIT, as a crash would find them. */
+    g_assert_cmpint(sqlite3_exec(db,
+                                 "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 2;"
+                                 "CREATE TABLE notes (x BLOB);"
+                                 "INSERT INTO notes VALUES (zeroblob(4000)), (zeroblob(4000));"
+                                 "BEGIN; UPDATE notes SET x = randomblob(4000);"
+                                 "INSERT INTO notes SELECT randomblob(4000) FROM notes;"
+                                 "INSERT INTO notes SELECT randomblob(4000) FROM notes;",
+                                 NULL, NULL, NULL),
+                    ==, SQLITE_OK);
+    /* The pair as it is now, mid-transaction. */
+    g_assert_true(g_file_get_contents(scratch, &contents, &length, NULL));
+    write_private_file(f->db, contents, length);
+    g_clear_pointer(&contents, g_free);
+    g_assert_true(g_file_get_contents(scratch_journal, &contents, &length, NULL));
+    g_assert_cmpuint(length, >, 0);
+    write_private_file(journal, contents, length);
+    g_assert_cmpint(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
+    snapshot_all(f, before);
+
+    assert_refused(f, NULL, NULL,
+                   (const char *const[]){journal, "is a rollback journal another program left",
+                                         "move both away", NULL});
+    assert_all_untouched(f, (const char *const *)before);
+    for (guint i = 0; i < G_N_ELEMENTS(before); i++)
+        g_free(before[i]);
+}
+
 static void
 test_refuses_newer_schema(Fixture *f, gconstpointer data)
 {
@@ -653,6 +772,10 @@ main(int argc, char **argv)
                test_refuses_corrupt_database, fixture_tear_down);
     g_test_add("/faults/start/refuses-foreign-database-untouched", Fixture, NULL, fixture_set_up,
                test_refuses_foreign_database, fixture_tear_down);
+    g_test_add("/faults/start/refuses-foreign-wal-database-untouched", Fixture, NULL,
+               fixture_set_up, test_refuses_foreign_wal_database, fixture_tear_down);
+    g_test_add("/faults/start/refuses-hot-rollback-journal-untouched", Fixture, NULL,
+               fixture_set_up, test_refuses_hot_journal, fixture_tear_down);
     g_test_add("/faults/start/refuses-newer-schema-untouched", Fixture, NULL, fixture_set_up,
                test_refuses_newer_schema, fixture_tear_down);
     g_test_add("/faults/start/refuses-unreadable-catalog", Fixture, NULL, fixture_set_up,

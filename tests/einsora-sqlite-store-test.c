@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -825,6 +826,150 @@ test_check_ready(Fixture *f, gconstpointer data)
     g_assert_no_error(error);
 }
 
+/* The database file moved away under the store */
+
+#define V1_USER "0190a000-0000-7000-8000-00000000000c"
+#define V1_TOKEN "0190a000-0000-7000-8000-00000000000d"
+
+static gchar *
+token_revoked_at(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *hash = g_strnfill(64, 'a');
+    g_autoptr(EinsoraApiToken) token =
+        einsora_store_find_api_token(EINSORA_STORE(f->store), hash, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(token->revoked_at);
+}
+
+/* A write that is its own transaction is checked as begin is: one answered
+ * while the file is away would go to the orphan and be lost (a revoked
+ * token revived) when the file returns. */
+static void
+test_moved_away_single_writes_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *away = g_strconcat(f->path, ".away", NULL);
+    g_autofree gchar *revoked_at = NULL;
+    EinsoraStore *store = EINSORA_STORE(f->store);
+    gboolean held = FALSE;
+
+    g_assert_true(einsora_sqlite_store_migrate(f->store, BASE_US, &error));
+    g_assert_no_error(error);
+    insert_tenant_and_workload(handle(f));
+    exec_ok(handle(f), "INSERT INTO users (id, tenant_id, email, display_name, role, created_at) "
+                       "VALUES ('" V1_USER "', '" V1_TENANT "', 'ann@example.com', 'Ann', "
+                       "'owner', '" V1_TIME "')");
+    exec_ok(handle(f), "INSERT INTO api_tokens (id, tenant_id, user_id, name, prefix, "
+                       "token_sha256, created_at) VALUES ('" V1_TOKEN "', '" V1_TENANT
+                       "', '" V1_USER "', 'cli', 'tsk_aaaa', printf('%.64c', 'a'), '" V1_TIME "')");
+
+    g_assert_cmpint(rename(f->path, away), ==, 0);
+    g_assert_false(
+        einsora_store_revoke_api_token(store, V1_TENANT, V1_USER, V1_TOKEN, V1_TIME, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    g_assert_false(
+        einsora_store_acquire_lease(store, "controller", "me", V1_TIME, V1_TIME, &held, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    g_assert_false(einsora_store_begin(store, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    /* Reads go on. */
+    revoked_at = token_revoked_at(f);
+    g_assert_null(revoked_at);
+
+    g_assert_cmpint(rename(away, f->path), ==, 0);
+    g_assert_true(
+        einsora_store_revoke_api_token(store, V1_TENANT, V1_USER, V1_TOKEN, V1_TIME, &error));
+    g_assert_no_error(error);
+    revoked_at = token_revoked_at(f);
+    g_assert_cmpstr(revoked_at, ==, V1_TIME);
+    g_assert_true(
+        einsora_store_acquire_lease(store, "controller", "me", V1_TIME, V1_TIME, &held, &error));
+    g_assert_no_error(error);
+    g_assert_true(held);
+}
+
+/* A failed ROLLBACK */
+
+/* Refuses ROLLBACK as many times as it is told: SQLite stays in the
+ * transaction, as when ROLLBACK fails for real. */
+static int
+deny_rollback(void *data, int action, const char *arg1, const char *arg2, const char *database,
+              const char *trigger)
+{
+    gint *denials = data;
+
+    if (action == SQLITE_TRANSACTION && g_strcmp0(arg1, "ROLLBACK") == 0 && *denials > 0) {
+        (*denials)--;
+        return SQLITE_DENY;
+    }
+    return SQLITE_OK;
+}
+
+static void
+insert_tenant(EinsoraStore *store, const char *id, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(id, name, FALSE, V1_TIME);
+
+    g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
+    g_assert_no_error(error);
+}
+
+/* Once SQLite is still in a transaction the store thought ended, every
+ * later BEGIN would fail, and a lone write would never be committed. */
+static void
+test_failed_rollback_recovers(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraStore *store = EINSORA_STORE(f->store);
+    gint denials = 0;
+
+    g_assert_true(einsora_sqlite_store_migrate(f->store, BASE_US, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(sqlite3_set_authorizer(handle(f), deny_rollback, &denials), ==, SQLITE_OK);
+
+    /* Refused once: tried again at once. */
+    denials = 1;
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    insert_tenant(store, V1_TENANT, "rolled-back");
+    einsora_store_rollback(store);
+    g_assert_cmpint(denials, ==, 0);
+    g_assert_true(sqlite3_get_autocommit(handle(f)));
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM tenants"), ==, 0);
+
+    /* Refused twice: ended before the next write. */
+    denials = 2;
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    insert_tenant(store, V1_TENANT, "rolled-back");
+    einsora_store_rollback(store);
+    g_assert_cmpint(denials, ==, 0);
+    g_assert_false(sqlite3_get_autocommit(handle(f)));
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM tenants"), ==, 0);
+    insert_tenant(store, V1_TENANT, "committed");
+    g_assert_true(einsora_store_commit(store, &error));
+    g_assert_no_error(error);
+
+    /* And a lone write, outside any transaction, is committed. */
+    denials = 2;
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    einsora_store_rollback(store);
+    g_assert_false(sqlite3_get_autocommit(handle(f)));
+    insert_tenant(store, "0190a000-0000-7000-8000-0000000000aa", "lone");
+    g_assert_true(sqlite3_get_autocommit(handle(f)));
+    g_assert_cmpint(query_int(handle(f), "SELECT count(*) FROM tenants"), ==, 2);
+    g_assert_cmpint(sqlite3_set_authorizer(handle(f), NULL, NULL), ==, SQLITE_OK);
+}
+
 /* Two stores on one file: one writer at a time */
 
 static EinsoraSqliteStore *
@@ -1052,6 +1197,10 @@ main(int argc, char **argv)
                fixture_set_up_store, test_migrations_access_tickets_from_v1, fixture_tear_down);
     g_test_add("/sqlite/check-ready", Fixture, NULL, fixture_set_up_store, test_check_ready,
                fixture_tear_down);
+    g_test_add("/sqlite/moved-away/single-statement-writes-refused", Fixture, NULL,
+               fixture_set_up_store, test_moved_away_single_writes_refused, fixture_tear_down);
+    g_test_add("/sqlite/transactions/failed-rollback-recovers", Fixture, NULL, fixture_set_up_store,
+               test_failed_rollback_recovers, fixture_tear_down);
     g_test_add("/sqlite/two-stores/busy", Fixture, NULL, fixture_set_up_store, test_two_stores_busy,
                fixture_tear_down);
     g_test_add("/sqlite/two-stores/wait", Fixture, NULL, fixture_set_up_store, test_two_stores_wait,

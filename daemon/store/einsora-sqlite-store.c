@@ -177,6 +177,28 @@ check_private_files(const char *path, gboolean *db_exists, GError **error)
     return TRUE;
 }
 
+/* Einsora's databases are WAL and never leave a rollback journal: one
+ * beside the file is another program's (a crash mid-transaction), and
+ * SQLite would replay it into the file at the first read. */
+static gboolean
+check_no_rollback_journal(const char *path, GError **error)
+{
+    g_autofree gchar *journal = g_strconcat(path, "-journal", NULL);
+    gboolean exists = FALSE;
+
+    if (!check_private_file(journal, &exists, error))
+        return FALSE;
+    if (exists) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                    "refusing to use %s: %s is a rollback journal another program left; SQLite "
+                    "would replay it into %s; open the database with that program first, or "
+                    "move both away",
+                    path, journal, path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 create_private_file(const char *path, GError **error)
 {
@@ -477,13 +499,44 @@ check_in_place(EinsoraSqliteStore *self, GError **error)
     return TRUE;
 }
 
+/* Before BEGIN, and before a write outside a transaction (which is its
+ * own transaction). */
+static gboolean
+check_writable(EinsoraSqliteStore *self, GError **error)
+{
+    g_autoptr(GError) local_error = NULL;
+
+    /* A change written to a file no longer at its path may be lost (a
+     * removed file is gone at close): nothing is acknowledged until it
+     * is back. */
+    if (!check_in_place(self, &local_error)) {
+        g_message("storage failed: %s", local_error->message);
+        einsora_sqlite_set_unavailable(FALSE, error);
+        return FALSE;
+    }
+    /* One SQLite still holds after ROLLBACK failed twice (see rollback)
+     * would make BEGIN fail for good, and swallow a lone write: end it. */
+    if (!sqlite3_get_autocommit(self->db) && !exec_sql(self, "ROLLBACK", error))
+        return FALSE;
+    return TRUE;
+}
+
+/* Every statement that writes is prepared here, so that one outside a
+ * transaction is checked as begin checks. */
+static sqlite3_stmt *
+prepare_write(EinsoraSqliteStore *self, const char *sql, GError **error)
+{
+    if (!self->in_transaction && !check_writable(self, error))
+        return NULL;
+    return prepare(self, sql, error);
+}
+
 /* Transactions */
 
 static gboolean
 einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(GError) local_error = NULL;
 
     /* One connection has one transaction; a nested begin is a bug in the
      * caller, and SQLite would refuse it anyway. */
@@ -493,14 +546,8 @@ einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
                             "never nest");
         return FALSE;
     }
-    /* A change written to a file no longer at its path may be lost (a
-     * removed file is gone at close): nothing is acknowledged until it
-     * is back. */
-    if (!check_in_place(self, &local_error)) {
-        g_message("storage failed: %s", local_error->message);
-        einsora_sqlite_set_unavailable(FALSE, error);
+    if (!check_writable(self, error))
         return FALSE;
-    }
     /* IMMEDIATE takes the write lock now, so reads inside are never stale
      * and another process waits here rather than failing at commit. */
     if (!exec_sql(self, "BEGIN IMMEDIATE", error))
@@ -534,11 +581,15 @@ einsora_sqlite_store_rollback(EinsoraStore *store)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
 
-    if (!sqlite3_get_autocommit(self->db)) {
+    /* A failed ROLLBACK leaves SQLite in the transaction: try once more. */
+    for (guint tries = 0; tries < 2 && !sqlite3_get_autocommit(self->db); tries++) {
         g_autoptr(GError) error = NULL;
         if (!exec_sql(self, "ROLLBACK", &error))
-            g_warning("rolling back: %s", error->message);
+            g_message("rolling back: %s", error->message);
     }
+    /* The caller's transaction is over either way (it will begin anew, not
+     * commit): what SQLite may still hold, check_writable ends before the
+     * next write. */
     self->in_transaction = FALSE;
 }
 
@@ -572,8 +623,8 @@ static gboolean
 einsora_sqlite_store_insert_tenant(EinsoraStore *store, const EinsoraTenant *tenant, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt =
-        prepare(self, "INSERT INTO tenants (" TENANT_COLUMNS ") VALUES (?1, ?2, ?3, ?4)", error);
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(
+        self, "INSERT INTO tenants (" TENANT_COLUMNS ") VALUES (?1, ?2, ?3, ?4)", error);
 
     if (stmt == NULL)
         return FALSE;
@@ -641,12 +692,12 @@ einsora_sqlite_store_set_quota(EinsoraStore *store, const char *tenant_id, const
                             "a quota cannot be negative");
         return FALSE;
     }
-    stmt = prepare(self,
-                   "INSERT INTO quotas (tenant_id, gpu_class, gpus, updated_at) "
-                   "VALUES (?1, ?2, ?3, ?4) "
-                   "ON CONFLICT (tenant_id, gpu_class) "
-                   "DO UPDATE SET gpus = excluded.gpus, updated_at = excluded.updated_at",
-                   error);
+    stmt = prepare_write(self,
+                         "INSERT INTO quotas (tenant_id, gpu_class, gpus, updated_at) "
+                         "VALUES (?1, ?2, ?3, ?4) "
+                         "ON CONFLICT (tenant_id, gpu_class) "
+                         "DO UPDATE SET gpus = excluded.gpus, updated_at = excluded.updated_at",
+                         error);
     if (stmt == NULL)
         return FALSE;
     updated_at = einsora_timestamp_format(self->now(self->now_data));
@@ -720,10 +771,11 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
                                     GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO machines (" MACHINE_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare_write(self,
+                      "INSERT INTO machines (" MACHINE_COLUMNS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -818,11 +870,11 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
                                      GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(self,
+                                                 "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
+                                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                                                 "?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                                 error);
 
     if (stmt == NULL)
         return FALSE;
@@ -934,7 +986,7 @@ einsora_sqlite_store_acquire_lease(EinsoraStore *store, const char *name, const 
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     /* One statement: insert, or take over only what is ours or expired. */
-    g_autoptr(sqlite3_stmt) stmt = prepare(
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(
         self,
         "INSERT INTO leases (name, holder, acquired_at, expires_at) "
         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name) DO UPDATE SET "
@@ -962,7 +1014,7 @@ einsora_sqlite_store_release_lease(EinsoraStore *store, const char *name, const 
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self, "DELETE FROM leases WHERE name = ?1 AND holder = ?2", error);
+        prepare_write(self, "DELETE FROM leases WHERE name = ?1 AND holder = ?2", error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1035,10 +1087,11 @@ einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machin
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     /* A report without an inventory keeps the last one. */
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "UPDATE machines SET last_seen_at = ?2, "
-                                           "inventory = coalesce(?3, inventory) WHERE id = ?1",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare_write(self,
+                      "UPDATE machines SET last_seen_at = ?2, "
+                      "inventory = coalesce(?3, inventory) WHERE id = ?1",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1078,11 +1131,11 @@ einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWor
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self,
-                "UPDATE workloads SET state = ?1, placed_class = ?2, machine_id = ?3, "
-                "driver = ?4, attempt = ?5, updated_at = ?6, version = version + 1 "
-                "WHERE tenant_id = ?7 AND id = ?8 AND state = ?9 AND version = ?10",
-                error);
+        prepare_write(self,
+                      "UPDATE workloads SET state = ?1, placed_class = ?2, machine_id = ?3, "
+                      "driver = ?4, attempt = ?5, updated_at = ?6, version = version + 1 "
+                      "WHERE tenant_id = ?7 AND id = ?8 AND state = ?9 AND version = ?10",
+                      error);
     gboolean exists = FALSE;
 
     if (stmt == NULL)
@@ -1121,10 +1174,11 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
                                   GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare_write(self,
+                      "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1238,7 +1292,7 @@ static gboolean
 einsora_sqlite_store_insert_user(EinsoraStore *store, const EinsoraUser *user, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(
         self, "INSERT INTO users (" USER_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         error);
 
@@ -1325,10 +1379,10 @@ einsora_sqlite_store_insert_api_token(EinsoraStore *store, const EinsoraApiToken
                                       GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO api_tokens (" API_TOKEN_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(self,
+                                                 "INSERT INTO api_tokens (" API_TOKEN_COLUMNS ") "
+                                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                                 error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1398,10 +1452,10 @@ einsora_sqlite_store_revoke_api_token(EinsoraStore *store, const char *tenant_id
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     /* coalesce: the first revocation is the one that counts. */
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self,
-                "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?4) "
-                "WHERE tenant_id = ?1 AND user_id = ?2 AND id = ?3",
-                error);
+        prepare_write(self,
+                      "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?4) "
+                      "WHERE tenant_id = ?1 AND user_id = ?2 AND id = ?3",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1424,12 +1478,12 @@ einsora_sqlite_store_touch_api_token(EinsoraStore *store, const char *token_id,
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     /* Never backwards, whichever of two racing requests writes last. */
-    g_autoptr(sqlite3_stmt) stmt =
-        prepare(self,
-                "UPDATE api_tokens SET last_used_at = CASE "
-                "WHEN last_used_at IS NULL OR last_used_at < ?2 THEN ?2 ELSE last_used_at END "
-                "WHERE id = ?1",
-                error);
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(
+        self,
+        "UPDATE api_tokens SET last_used_at = CASE "
+        "WHEN last_used_at IS NULL OR last_used_at < ?2 THEN ?2 ELSE last_used_at END "
+        "WHERE id = ?1",
+        error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1451,10 +1505,10 @@ einsora_sqlite_store_insert_session(EinsoraStore *store, const EinsoraSession *s
                                     GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO sessions (" SESSION_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt = prepare_write(self,
+                                                 "INSERT INTO sessions (" SESSION_COLUMNS ") "
+                                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                                 error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1490,10 +1544,11 @@ einsora_sqlite_store_revoke_session(EinsoraStore *store, const char *tenant_id,
                                     const char *session_id, const char *revoked_at, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "UPDATE sessions SET revoked_at = coalesce(revoked_at, "
-                                           "?3) WHERE tenant_id = ?1 AND id = ?2",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare_write(self,
+                      "UPDATE sessions SET revoked_at = coalesce(revoked_at, "
+                      "?3) WHERE tenant_id = ?1 AND id = ?2",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1539,16 +1594,16 @@ einsora_sqlite_store_insert_idempotency_record(EinsoraStore *store,
     /* A record that expired by now is replaced rather than blocking the key
      * until the next clean-up; a live one is left alone. */
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self,
-                "INSERT INTO idempotency_keys (" IDEMPOTENCY_COLUMNS ") "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-                "ON CONFLICT (tenant_id, key) DO UPDATE SET "
-                "request_sha256 = excluded.request_sha256, "
-                "response_status = excluded.response_status, "
-                "response_body = excluded.response_body, created_at = excluded.created_at, "
-                "expires_at = excluded.expires_at "
-                "WHERE idempotency_keys.expires_at <= excluded.created_at",
-                error);
+        prepare_write(self,
+                      "INSERT INTO idempotency_keys (" IDEMPOTENCY_COLUMNS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                      "ON CONFLICT (tenant_id, key) DO UPDATE SET "
+                      "request_sha256 = excluded.request_sha256, "
+                      "response_status = excluded.response_status, "
+                      "response_body = excluded.response_body, created_at = excluded.created_at, "
+                      "expires_at = excluded.expires_at "
+                      "WHERE idempotency_keys.expires_at <= excluded.created_at",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1575,7 +1630,7 @@ einsora_sqlite_store_delete_expired_idempotency_records(EinsoraStore *store, con
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self, "DELETE FROM idempotency_keys WHERE expires_at <= ?1", error);
+        prepare_write(self, "DELETE FROM idempotency_keys WHERE expires_at <= ?1", error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1590,10 +1645,11 @@ einsora_sqlite_store_insert_access_ticket(EinsoraStore *store, const EinsoraAcce
                                           GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(self,
-                                           "INSERT INTO access_tickets (" ACCESS_TICKET_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare_write(self,
+                      "INSERT INTO access_tickets (" ACCESS_TICKET_COLUMNS ") "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                      error);
 
     if (stmt == NULL)
         return FALSE;
@@ -1619,10 +1675,10 @@ einsora_sqlite_store_take_access_ticket(EinsoraStore *store, const char *ticket_
      * the ticket and every expired one go together, and of two racing
      * takes only the one whose DELETE returns the row has it. */
     g_autoptr(sqlite3_stmt) stmt =
-        prepare(self,
-                "DELETE FROM access_tickets WHERE ticket_sha256 = ?1 OR expires_at <= ?2 "
-                "RETURNING " ACCESS_TICKET_COLUMNS,
-                error);
+        prepare_write(self,
+                      "DELETE FROM access_tickets WHERE ticket_sha256 = ?1 OR expires_at <= ?2 "
+                      "RETURNING " ACCESS_TICKET_COLUMNS,
+                      error);
     g_autoptr(EinsoraAccessTicket) taken = NULL;
     int rc;
 
@@ -1855,7 +1911,9 @@ einsora_sqlite_store_open(const char *path, GError **error)
 {
     g_autoptr(EinsoraSqliteStore) self = NULL;
     g_autofree gchar *absolute = NULL;
+    g_autofree gchar *wal = NULL;
     gboolean exists = FALSE;
+    gboolean had_wal;
     struct stat st;
     int rc;
 
@@ -1868,11 +1926,15 @@ einsora_sqlite_store_open(const char *path, GError **error)
         return NULL;
     if (!check_private_files(absolute, &exists, error))
         return NULL;
+    if (!check_no_rollback_journal(absolute, error))
+        return NULL;
     if (!exists && !create_private_file(absolute, error))
         return NULL;
 
     self = g_object_new(EINSORA_TYPE_SQLITE_STORE, NULL);
     self->path = g_steal_pointer(&absolute);
+    wal = g_strconcat(self->path, "-wal", NULL);
+    had_wal = g_file_test(wal, G_FILE_TEST_EXISTS);
     rc = sqlite3_open_v2(self->path, &self->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
                              SQLITE_OPEN_EXRESCODE,
@@ -1883,6 +1945,17 @@ einsora_sqlite_store_open(const char *path, GError **error)
         return NULL;
     }
     if (sqlite3_busy_timeout(self->db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    /* Closing the last connection checkpoints the WAL into the file and
+     * removes -wal and -shm. A WAL another program left may hold what its
+     * file doesn't yet, and a refused file must stay as it was: no
+     * checkpoint while one is there. (One SQLite makes while reading here
+     * is empty; removing it leaves the file as found.) Checkpoints return
+     * once the file is accepted, so that shutdown makes one. */
+    if (sqlite3_db_config(self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, had_wal ? 1 : 0, NULL) !=
+        SQLITE_OK) {
         set_sqlite_error(self, error);
         return NULL;
     }
@@ -1902,6 +1975,10 @@ einsora_sqlite_store_open(const char *path, GError **error)
     }
     self->dev = st.st_dev;
     self->ino = st.st_ino;
+    if (sqlite3_db_config(self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL) != SQLITE_OK) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
     return g_steal_pointer(&self);
 }
 
