@@ -619,9 +619,11 @@ test_no_working_driver(void)
 int
 main(int argc, char **argv)
 {
+    g_autofree gchar *bwrap = g_find_program_in_path("bwrap");
+    g_autofree gchar *jupyter = g_find_program_in_path("jupyter-notebook");
+
     g_test_init(&argc, &argv, NULL);
-    if (g_find_program_in_path("bwrap") == NULL ||
-        g_find_program_in_path("jupyter-notebook") == NULL) {
+    if (bwrap == NULL || jupyter == NULL) {
         /* packaging/dev/deps.sh installs both; CI always has them. */
         g_printerr("bwrap and jupyter-notebook are needed: bash packaging/dev/deps.sh test\n");
         return 1;

@@ -171,12 +171,27 @@ void
 einsora_test_daemon_stop(EinsoraTestDaemon *daemon)
 {
     g_autoptr(GError) error = NULL;
+    g_autofree gchar *sanitizer_mark = NULL;
 
     if (daemon->process == NULL)
         return;
+    /* What a sanitizer reports at exit (a leak, an invalid access) goes to
+     * the daemon's stderr, the log, prefixed "==PID=="; the test's own
+     * stderr carries it, so a failed stop says why. */
+    sanitizer_mark = g_strdup_printf("==%s==", g_subprocess_get_identifier(daemon->process));
     g_subprocess_send_signal(daemon->process, SIGTERM);
     g_assert_true(g_subprocess_wait(daemon->process, NULL, &error));
     g_assert_no_error(error);
+    if (!g_subprocess_get_if_exited(daemon->process) ||
+        g_subprocess_get_exit_status(daemon->process) != 0) {
+        g_autofree gchar *log = einsora_test_daemon_read_log(daemon);
+        const char *report = strstr(log, sanitizer_mark);
+        gsize length = strlen(log);
+
+        if (report == NULL)
+            report = length > 16384 ? log + length - 16384 : log;
+        g_printerr("einsora-daemon did not exit cleanly; its log from there:\n%s\n", report);
+    }
     g_assert_true(g_subprocess_get_if_exited(daemon->process));
     g_assert_cmpint(g_subprocess_get_exit_status(daemon->process), ==, 0);
     g_clear_object(&daemon->process);
