@@ -2,11 +2,9 @@
 
 #include "einsora-api-server.h"
 
-#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 
 #include "einsora-api-routes.h"
 #include "einsora-error.h"
@@ -828,10 +826,11 @@ einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **
     if (!g_socket_bind(listener, socket_address, TRUE, error) || !g_socket_listen(listener, error))
         return FALSE;
     self->listener = g_steal_pointer(&listener);
-    /* libsoup keeps connections alive only while it has a listener of its
-     * own: it gets the same socket. Its one-at-a-time accepting stops by
-     * itself the first time it finds nothing to accept (3.2 removes its
-     * watch then), which ours soon makes happen. */
+    /* libsoup is given the same socket, as before this server had its
+     * own; it may still take a connection now and then (one at a time),
+     * and those name their socket themselves (message_socket). With no
+     * keep-alive, nothing else needs its listener any more: dropping it
+     * is left for a change that can measure it. */
     if (!soup_server_listen_socket(self->server, self->listener, 0, error))
         return FALSE;
     start_accepting(self);
