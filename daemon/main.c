@@ -8,10 +8,8 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <locale.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "einsora-access-proxy.h"
@@ -22,6 +20,7 @@
 #include "einsora-controller.h"
 #include "einsora-docker-probe.h"
 #include "einsora-host-lock.h"
+#include "einsora-http-edge.h"
 #include "einsora-hub.h"
 #include "einsora-linux-inventory.h"
 #include "einsora-local-machine.h"
@@ -97,16 +96,12 @@ resolve_setting(gchar **value, const char *variable, const char *option, const c
 static gboolean
 check_address(const char *value, const char *variable, const char *option, GError **error)
 {
-    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(value, 0, NULL);
-    g_autoptr(GInetAddress) host = NULL;
+    g_autoptr(GError) local_error = NULL;
+    g_autoptr(GInetSocketAddress) parsed = einsora_http_address_parse(value, &local_error);
 
-    if (parsed != NULL)
-        host = g_inet_address_new_from_string(
-            g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
-    if (host == NULL || !g_strrstr(value, ":")) {
-        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "%s (%s): \"%s\" is not an IP address and port, like 127.0.0.1:8080", variable,
-                    option, value);
+    if (parsed == NULL) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "%s (%s): %s", variable,
+                    option, local_error->message);
         return FALSE;
     }
     return TRUE;
@@ -119,27 +114,14 @@ check_address(const char *value, const char *variable, const char *option, GErro
 static gboolean
 check_can_listen(const char *value, const char *variable, const char *option, GError **error)
 {
-    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(value, 0, NULL);
-    g_autoptr(GInetAddress) host =
-        g_inet_address_new_from_string(g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
-    guint16 port = g_network_address_get_port(G_NETWORK_ADDRESS(parsed));
-    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GInetSocketAddress) address = einsora_http_address_parse(value, NULL);
     g_autoptr(GSocket) socket = NULL;
     g_autoptr(GError) local_error = NULL;
 
-    if (port == 0)
+    if (g_inet_socket_address_get_port(address) == 0)
         return TRUE;
-    address = g_inet_socket_address_new(host, port);
-    /* As the server will: SO_REUSEADDR, so only a listener is in the way,
-     * not a connection of the last run still closing. */
-    socket = g_socket_new(g_inet_address_get_family(host), G_SOCKET_TYPE_STREAM,
-                          G_SOCKET_PROTOCOL_TCP, &local_error);
-    /* As the servers will: an IPv6 address means IPv6 only. */
-    if (socket != NULL && g_inet_address_get_family(host) == G_SOCKET_FAMILY_IPV6 &&
-        !g_socket_set_option(socket, IPPROTO_IPV6, IPV6_V6ONLY, 1, &local_error))
-        g_clear_object(&socket);
-    if (socket != NULL && g_socket_bind(socket, address, TRUE, &local_error) &&
-        g_socket_listen(socket, &local_error)) {
+    socket = einsora_http_listen_socket_new(address, &local_error);
+    if (socket != NULL) {
         g_socket_close(socket, NULL);
         return TRUE;
     }
@@ -152,21 +134,6 @@ check_can_listen(const char *value, const char *variable, const char *option, GE
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s (%s): can't listen on %s: %s",
                     variable, option, value, local_error->message);
     return FALSE;
-}
-
-/* Each API connection is a descriptor, and the server caps connections
- * at three quarters of the soft limit (docs/adr/0023): systemd's soft
- * 1,024 would make that 768, so the soft limit goes up to the hard one. */
-static void
-raise_open_file_limit(void)
-{
-    struct rlimit limit;
-
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max)
-        return;
-    limit.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
-        g_message("couldn't raise the open-file limit: %s", g_strerror(errno));
 }
 
 /* "250ms", "5s", "2m": the forms an operator writes. */
@@ -705,6 +672,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
         return EXIT_FAILURE;
     }
 
+    /* Before either listener counts what it may hold. */
+    einsora_http_raise_open_file_limit();
     /* The access proxy, beside the hub whose agent hands it the way in. */
     access = einsora_access_proxy_new(service, EINSORA_WORKLOAD_ACCESS(machine.hub),
                                       einsora_now_real, NULL);
@@ -712,7 +681,19 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
         return EXIT_FAILURE;
     }
-    raise_open_file_limit();
+    {
+        const char *text = g_getenv("EINSORA_WEBSOCKET_MAX_MESSAGE");
+        guint64 bytes = 0;
+        if (text != NULL) {
+            if (!g_ascii_string_to_unsigned(text, 10, 1, G_MAXINT64, &bytes, NULL)) {
+                g_printerr("einsora-daemon: EINSORA_WEBSOCKET_MAX_MESSAGE: \"%s\" is not a "
+                           "number of bytes\n",
+                           text);
+                return EXIT_FAILURE;
+            }
+            einsora_access_proxy_set_websocket_max_message(access, bytes);
+        }
+    }
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {

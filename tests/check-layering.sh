@@ -14,11 +14,12 @@ declare -A allowed=(
   [daemon/auth]="daemon/auth daemon/store daemon/domain"
   [daemon/service]="daemon/service daemon/store daemon/catalog daemon/domain"
   # api never includes controller, backend, agent or access headers.
-  [daemon/api]="daemon/api daemon/service daemon/auth daemon/domain"
+  [daemon/http]="daemon/http"
+  [daemon/api]="daemon/api daemon/http daemon/service daemon/auth daemon/domain"
   [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
   # The access proxy: tickets through the service, the way in through the
   # backend's interface, secrets and hashes from auth.
-  [daemon/access]="daemon/access daemon/service daemon/backend daemon/auth daemon/store daemon/catalog daemon/domain"
+  [daemon/access]="daemon/access daemon/http daemon/service daemon/backend daemon/auth daemon/store daemon/catalog daemon/domain"
   [daemon/backend/fake]="daemon/backend/fake daemon/backend daemon/domain"
   [daemon/backend/hub]="daemon/backend/hub daemon/backend agent/protocol daemon/store daemon/catalog daemon/domain"
   # The CLI (and the desktop app) know only /v1 JSON: no daemon header.

@@ -15,6 +15,7 @@
 #include "einsora-body-pipe.h"
 #include "einsora-credential.h"
 #include "einsora-error.h"
+#include "einsora-http-edge.h"
 
 #define CHUNK_SIZE (256 * 1024)
 /* The first read of an answer: most are small, and a buffer this size
@@ -44,7 +45,9 @@ struct _EinsoraAccessProxy {
     EinsoraNowFunc now;
     gpointer now_data;
     SoupServer *server;
+    EinsoraHttpEdge *edge; /* listening and request hygiene (docs/adr/0025) */
     guint port;
+    guint64 websocket_max_message;
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
 };
 
@@ -606,37 +609,23 @@ on_client_finished(SoupServerMessage *msg, gpointer user_data)
 }
 
 /* While the answer is awaited the request is paused, and libsoup reads
- * nothing: watch the browser's socket for its end ourselves. Readable
- * with nothing to read is the peer's close; anything else (a pipelined
- * request) stops the watch. */
+ * nothing: the edge watches the browser's connection for its hang-up. */
 static gboolean
-on_client_socket(GSocket *socket, GIOCondition condition, gpointer user_data)
+on_client_hangup(GCancellable *hangup, gpointer user_data)
 {
     Forward *forward = user_data;
-    char byte;
-    gssize peeked = 0;
 
-    if ((condition & (G_IO_HUP | G_IO_ERR)) == 0)
-        peeked = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     g_clear_pointer(&forward->hangup_watch, g_source_unref);
-    if (peeked <= 0 && !(peeked < 0 && (errno == EAGAIN || errno == EINTR))) {
-        forward->client_gone = TRUE;
-        g_cancellable_cancel(forward->cancellable);
-    }
+    forward->client_gone = TRUE;
+    g_cancellable_cancel(forward->cancellable);
     return G_SOURCE_REMOVE;
 }
 
 static void
 watch_client(Forward *forward)
 {
-    GSocket *socket = soup_server_message_get_socket(forward->msg);
-
-    if (socket == NULL)
-        return;
     forward->hangup_watch =
-        g_socket_create_source(socket, G_IO_IN | G_IO_HUP | G_IO_ERR, forward->cancellable);
-    g_source_set_callback(forward->hangup_watch, G_SOURCE_FUNC(on_client_socket), forward, NULL);
-    g_source_attach(forward->hangup_watch, g_main_context_get_thread_default());
+        einsora_http_message_watch_hangup(forward->msg, on_client_hangup, forward);
 }
 
 static void answer_client(Forward *forward, GError *error);
@@ -860,6 +849,8 @@ typedef struct {
     SoupWebsocketConnection *upstream;
     GPtrArray *pending; /* messages from the client before upstream is up */
     GArray *pending_types;
+    gsize pending_bytes;
+    guint64 max_message;
     gchar *workload_id;
     int fd;
     gboolean connecting; /* the workload's side: its callback owns the end */
@@ -916,6 +907,12 @@ on_relay_message(SoupWebsocketConnection *connection, gint type, GBytes *message
     SoupWebsocketConnection *other = connection == relay->client ? relay->upstream : relay->client;
 
     if (other == NULL) {
+        /* Held while the workload's side connects: bounded as a message is. */
+        relay->pending_bytes += g_bytes_get_size(message);
+        if (relay->pending_bytes > relay->max_message) {
+            close_if_open(connection, SOUP_WEBSOCKET_CLOSE_TOO_BIG);
+            return;
+        }
         g_ptr_array_add(relay->pending, g_bytes_ref(message));
         g_array_append_val(relay->pending_types, type);
         return;
@@ -946,8 +943,9 @@ on_upstream_websocket(GObject *source, GAsyncResult *result, gpointer user_data)
             relay_free(relay);
         return;
     }
-    /* The library's own limits would cut big notebook outputs short. */
-    soup_websocket_connection_set_max_incoming_payload_size(relay->upstream, 0);
+    /* Big notebook outputs pass; a message past the bound closes both
+     * sides with 1009 (libsoup's own default, 128 KiB, is too small). */
+    soup_websocket_connection_set_max_incoming_payload_size(relay->upstream, relay->max_message);
     g_signal_connect(relay->upstream, "message", G_CALLBACK(on_relay_message), relay);
     g_signal_connect(relay->upstream, "closed", G_CALLBACK(on_relay_closed), relay);
     if (soup_websocket_connection_get_state(relay->client) != SOUP_WEBSOCKET_STATE_OPEN) {
@@ -960,12 +958,14 @@ on_upstream_websocket(GObject *source, GAsyncResult *result, gpointer user_data)
             g_ptr_array_index(relay->pending, i));
     g_ptr_array_set_size(relay->pending, 0);
     g_array_set_size(relay->pending_types, 0);
+    relay->pending_bytes = 0;
 }
 
 static void
 on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
              SoupWebsocketConnection *connection, gpointer user_data)
 {
+    EinsoraAccessProxy *self = user_data;
     Target *target = g_object_get_data(G_OBJECT(msg), "einsora-target");
     Relay *relay;
     g_autoptr(GSocketAddress) address = NULL;
@@ -988,7 +988,8 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     relay->pending_types = g_array_new(FALSE, FALSE, sizeof(gint));
     relay->workload_id = g_strdup(target->workload_id);
     relay->fd = -1;
-    soup_websocket_connection_set_max_incoming_payload_size(connection, 0);
+    relay->max_message = self->websocket_max_message;
+    soup_websocket_connection_set_max_incoming_payload_size(connection, relay->max_message);
     g_signal_connect(connection, "message", G_CALLBACK(on_relay_message), relay);
     g_signal_connect(connection, "closed", G_CALLBACK(on_relay_closed), relay);
     address = open_socket_address(target->socket_path, &relay->fd, &error);
@@ -1105,6 +1106,7 @@ einsora_access_proxy_finalize(GObject *object)
 {
     EinsoraAccessProxy *self = EINSORA_ACCESS_PROXY(object);
 
+    g_clear_object(&self->edge);
     if (self->server != NULL)
         soup_server_disconnect(self->server);
     g_clear_object(&self->server);
@@ -1137,7 +1139,13 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
     self->targets = g_object_ref(targets);
     self->now = now;
     self->now_data = now_data;
+    self->websocket_max_message = EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE;
     self->server = soup_server_new("server-header", "einsora-access", NULL);
+    {
+        EinsoraHttpEdgeSettings settings;
+        einsora_http_edge_settings_init(&settings);
+        self->edge = einsora_http_edge_new(self->server, &settings);
+    }
     soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
     soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
     soup_server_add_websocket_handler(self->server, NULL, NULL, NULL, on_websocket, self, NULL);
@@ -1147,35 +1155,28 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
 gboolean
 einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error)
 {
-    g_autoptr(GSocketConnectable) parsed = g_network_address_parse(address, 0, NULL);
-    g_autoptr(GInetAddress) host = NULL;
-    g_autoptr(GSocketAddress) socket_address = NULL;
-    GSList *listeners;
+    g_autoptr(GInetSocketAddress) parsed = einsora_http_address_parse(address, NULL);
 
-    if (parsed != NULL)
-        host = g_inet_address_new_from_string(
-            g_network_address_get_hostname(G_NETWORK_ADDRESS(parsed)));
-    if (host == NULL || !g_inet_address_get_is_loopback(host)) {
+    if (parsed == NULL ||
+        !g_inet_address_get_is_loopback(g_inet_socket_address_get_address(parsed))) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                     "\"%s\" is not a loopback address and port, like 127.0.0.1:8090: the access "
                     "proxy listens on this machine only",
                     address);
         return FALSE;
     }
-    socket_address =
-        g_inet_socket_address_new(host, g_network_address_get_port(G_NETWORK_ADDRESS(parsed)));
-    if (!soup_server_listen(self->server, socket_address, 0, error))
+    if (!einsora_http_edge_listen(self->edge, address, error))
         return FALSE;
-    /* The port from the listening socket (soup_server_get_uris() leaks
-     * an address in libsoup 3.2). */
-    listeners = soup_server_get_listeners(self->server);
-    if (listeners != NULL) {
-        g_autoptr(GSocketAddress) local = g_socket_get_local_address(listeners->data, NULL);
-        if (local != NULL && G_IS_INET_SOCKET_ADDRESS(local))
-            self->port = g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(local));
-    }
-    g_slist_free(listeners);
+    self->port = einsora_http_edge_get_port(self->edge);
     return TRUE;
+}
+
+void
+einsora_access_proxy_set_websocket_max_message(EinsoraAccessProxy *self, guint64 bytes)
+{
+    g_return_if_fail(EINSORA_IS_ACCESS_PROXY(self));
+    g_return_if_fail(bytes > 0);
+    self->websocket_max_message = bytes;
 }
 
 guint

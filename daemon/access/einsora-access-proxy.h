@@ -21,6 +21,10 @@ G_BEGIN_DECLS
 
 #define EINSORA_ACCESS_SESSION_US (G_GINT64_CONSTANT(12) * 3600 * G_USEC_PER_SEC)
 #define EINSORA_ACCESS_OPEN_PATH "/_einsora/open"
+/* The largest WebSocket message relayed either way, as Jupyter's own
+ * server bounds it (tornado's websocket_max_message_size): past it, both
+ * sides are closed with 1009. */
+#define EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE (G_GUINT64_CONSTANT(10) * 1024 * 1024)
 
 #define EINSORA_TYPE_ACCESS_PROXY (einsora_access_proxy_get_type())
 G_DECLARE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, EINSORA, ACCESS_PROXY, GObject)
@@ -32,6 +36,8 @@ EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service,
 /* "127.0.0.1:8090", ":0" for any free port; loopback addresses only. */
 gboolean einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error);
 guint einsora_access_proxy_get_port(EinsoraAccessProxy *self);
+/* EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE unless set. */
+void einsora_access_proxy_set_websocket_max_message(EinsoraAccessProxy *self, guint64 bytes);
 guint einsora_access_proxy_count_sessions(EinsoraAccessProxy *self);
 
 G_END_DECLS

@@ -11,16 +11,13 @@
  * only once libsoup has written the last ("wrote-chunk"), so a slow client
  * holds at most one page in memory, and reads nothing it isn't ready for.
  * While there is nothing to write, libsoup pauses the message and reads
- * nothing from the client, so the feed watches the client's socket itself
- * (as the access proxy does): readable with nothing to read is its close. */
+ * nothing from the client, so the HTTP edge watches the connection for
+ * the client's hang-up (einsora_http_message_watch_hangup()). */
 #define G_LOG_DOMAIN "einsora-api"
 
 #include "einsora-api-routes.h"
-
-#include <errno.h>
-#include <sys/socket.h>
-
 #include "einsora-error.h"
+#include "einsora-http-edge.h"
 #include "einsora-workload-json.h"
 
 /* The most events one JSON answer, or one chunk of a feed, holds. */
@@ -355,37 +352,21 @@ feed_close(Feed *feed, const char *why)
     soup_server_message_unpause(feed->msg);
 }
 
-/* Readable with nothing to read is the client's close. Bytes it sent (a
- * pipelined request) stop the watch: a keep-alive write still finds a
- * dead client. */
+/* The edge noticed the client's hang-up while the feed waited. */
 static gboolean
-on_client_socket(GSocket *socket, GIOCondition condition, gpointer user_data)
+on_hangup(GCancellable *hangup, gpointer user_data)
 {
     Feed *feed = user_data;
-    char byte;
-    gssize peeked = 0;
 
-    if ((condition & (G_IO_HUP | G_IO_ERR)) == 0) {
-        peeked = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (peeked < 0 && (errno == EAGAIN || errno == EINTR))
-            return G_SOURCE_CONTINUE;
-    }
     g_clear_pointer(&feed->hangup_watch, g_source_unref);
-    if (peeked <= 0)
-        feed_close(feed, "the client went away");
+    feed_close(feed, "the client went away");
     return G_SOURCE_REMOVE;
 }
 
 static void
 watch_client(Feed *feed)
 {
-    GSocket *socket = einsora_api_server_message_socket(feed->msg);
-
-    if (socket == NULL)
-        return;
-    feed->hangup_watch = g_socket_create_source(socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
-    g_source_set_callback(feed->hangup_watch, G_SOURCE_FUNC(on_client_socket), feed, NULL);
-    g_source_attach(feed->hangup_watch, g_main_context_get_thread_default());
+    feed->hangup_watch = einsora_http_message_watch_hangup(feed->msg, on_hangup, feed);
 }
 
 /* The answer is over (written, or its connection broke or closed): the

@@ -35,9 +35,6 @@ gint64 einsora_api_server_now(EinsoraApiServer *self);
 EinsoraLoginThrottle *einsora_api_server_get_login_throttle(EinsoraApiServer *self);
 /* The throttle's key for @message's client: its IPv4 address, or its
  * IPv6 /64. */
-/* The connection under @message (libsoup 3.2 names it only for
- * connections its own listener took; the API server takes most itself). */
-GSocket *einsora_api_server_message_socket(SoupServerMessage *message);
 gchar *einsora_api_server_client_key(SoupServerMessage *message);
 struct _EinsoraApiRequest;
 /* Who @request's credentials (bearer token or session cookie) belong to

@@ -4,11 +4,8 @@
 #define G_LOG_DOMAIN "einsora-api"
 
 #include "einsora-api-routes.h"
-
-#include <errno.h>
-#include <sys/socket.h>
-
 #include "einsora-error.h"
+#include "einsora-http-edge.h"
 
 #define BUSY_RETRY_AFTER_SECONDS "5"
 /* libsoup 3.2 names no 429. */
@@ -25,17 +22,19 @@ typedef struct {
     GCancellable *cancellable;
     gulong disconnected_id;
     gboolean disconnected; /* libsoup said so: the message has no I/O left */
-    GSource *socket_watch;
+    GCancellable *hangup;  /* the edge's, while connected to it */
+    gulong hangup_id;
     gchar *throttle_key; /* the client's address, for the sign-in throttle */
 } LoginContext;
 
 static void
 stop_watching(LoginContext *ctx)
 {
-    if (ctx->socket_watch == NULL)
+    if (ctx->hangup == NULL)
         return;
-    g_source_destroy(ctx->socket_watch);
-    g_clear_pointer(&ctx->socket_watch, g_source_unref);
+    g_cancellable_disconnect(ctx->hangup, ctx->hangup_id);
+    ctx->hangup_id = 0;
+    g_clear_object(&ctx->hangup);
 }
 
 static void
@@ -74,43 +73,27 @@ on_disconnected(SoupServerMessage *message, gpointer user_data)
     g_cancellable_cancel(ctx->cancellable);
 }
 
-/* libsoup (3.2 at least) does not read a paused message's connection, so
- * it emits no "disconnected" until it is unpaused: watch the socket
- * meanwhile. Readable with nothing to read is the peer's end of stream. */
-static gboolean
-on_socket_ready(GSocket *socket, GIOCondition condition, gpointer user_data)
+/* libsoup does not read a paused message's connection: the edge
+ * watches it for the client's hang-up meanwhile, and the sign-in is
+ * cancelled at once (not an iteration later, when the check of a locked
+ * account may have answered already). */
+static void
+cancel_login(GCancellable *hangup, gpointer user_data)
 {
-    LoginContext *ctx = user_data;
-
-    if ((condition & (G_IO_HUP | G_IO_ERR)) == 0) {
-        char byte;
-        ssize_t n = recv(g_socket_get_fd(socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            return G_SOURCE_CONTINUE;
-        if (n > 0) {
-            /* A pipelined request: the client is there. Stop watching
-             * rather than wake up for the same byte forever. */
-            g_clear_pointer(&ctx->socket_watch, g_source_unref);
-            return G_SOURCE_REMOVE;
-        }
-    }
-    g_cancellable_cancel(ctx->cancellable);
-    g_clear_pointer(&ctx->socket_watch, g_source_unref);
-    return G_SOURCE_REMOVE;
+    g_cancellable_cancel(user_data);
 }
 
 static void
 watch_socket(LoginContext *ctx)
 {
-    GSocket *socket =
-        einsora_api_server_message_socket(einsora_api_request_get_message(ctx->request));
+    GCancellable *hangup =
+        einsora_http_message_get_hangup(einsora_api_request_get_message(ctx->request));
 
-    if (socket == NULL)
+    if (hangup == NULL)
         return;
-    ctx->socket_watch = g_socket_create_source(socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
-    g_source_set_callback(ctx->socket_watch, G_SOURCE_FUNC(on_socket_ready), ctx, NULL);
-    g_source_attach(ctx->socket_watch, g_main_context_get_thread_default());
+    ctx->hangup = g_object_ref(hangup);
+    ctx->hangup_id = g_cancellable_connect(hangup, G_CALLBACK(cancel_login),
+                                           g_object_ref(ctx->cancellable), g_object_unref);
 }
 
 static void
