@@ -170,6 +170,12 @@ on_upstream(SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
         soup_server_message_pause(msg);
         return;
     }
+    if (g_strcmp0(path, "/nocontent") == 0) {
+        /* libsoup writes the header though no body follows a 204. */
+        soup_message_headers_set_encoding(answer, SOUP_ENCODING_CHUNKED);
+        soup_server_message_set_status(msg, SOUP_STATUS_NO_CONTENT, NULL);
+        return;
+    }
     if (g_strcmp0(path, "/redirect") == 0) {
         soup_server_message_set_redirect(msg, SOUP_STATUS_FOUND, "/echo");
         return;
@@ -248,6 +254,8 @@ on_upstream_websocket(SoupServer *server, SoupServerMessage *msg, const char *pa
     g_ptr_array_add(f->upstream_requests,
                     g_strdup_printf("websocket Authorization: %s\n", authorization));
     g_signal_connect(connection, "message", G_CALLBACK(on_upstream_message), NULL);
+    /* The proxy's bound, not the stand-in's, is under test. */
+    soup_websocket_connection_set_max_incoming_payload_size(connection, 0);
     g_object_set_data_full(G_OBJECT(server), "connection", g_object_ref(connection),
                            g_object_unref);
 }
@@ -1027,6 +1035,136 @@ test_websocket(Fixture *f, gconstpointer data)
     }
 }
 
+/* A 204 goes out with no Transfer-Encoding (Python's http.client waits
+ * for a body that never comes otherwise), and the connection stays. */
+static void
+test_no_content_framing(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(Answer) empty = get_with_cookie(f, f->notebook, "/nocontent", cookie);
+    g_autoptr(Answer) after = get_with_cookie(f, f->notebook, "/echo", cookie);
+
+    g_assert_cmpuint(empty->status, ==, 204);
+    g_assert_null(soup_message_headers_get_one(empty->headers, "Transfer-Encoding"));
+    g_assert_null(soup_message_headers_get_one(empty->headers, "Content-Length"));
+    g_assert_true(empty->body == NULL || *empty->body == '\0');
+    g_assert_cmpuint(after->status, ==, 200);
+}
+
+static SoupWebsocketConnection *
+connect_websocket(Fixture *f, const char *cookie)
+{
+    g_autofree gchar *uri = g_strdup_printf("ws://w-%s.localhost:%u/ws", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GError) error = NULL;
+    SoupWebsocketConnection *connection;
+
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+    soup_session_websocket_connect_async(f->browser, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
+                                         on_ws_connected, &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    connection = soup_session_websocket_connect_finish(f->browser, result, &error);
+    g_assert_no_error(error);
+    soup_websocket_connection_set_max_incoming_payload_size(connection, 0);
+    return connection;
+}
+
+static guint64
+own_rss_kib(void)
+{
+    g_autofree gchar *text = NULL;
+    const char *line;
+
+    g_assert_true(g_file_get_contents("/proc/self/status", &text, NULL, NULL));
+    line = strstr(text, "VmRSS:");
+    g_assert_nonnull(line);
+    return g_ascii_strtoull(line + strlen("VmRSS:"), NULL, 10);
+}
+
+#define WS_LIMIT (64 * 1024)
+
+/* Past the bound, both sides are closed with 1009; under it, relayed. */
+static void
+test_websocket_message_bound(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(SoupWebsocketConnection) connection = NULL;
+    g_autoptr(GString) got = g_string_new(NULL);
+    g_autofree guint8 *big = g_malloc0(WS_LIMIT + 1);
+    g_autoptr(GBytes) fits = g_bytes_new_static(big, WS_LIMIT);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    einsora_access_proxy_set_websocket_max_message(f->proxy, WS_LIMIT);
+    connection = connect_websocket(f, cookie);
+    g_signal_connect(connection, "message", G_CALLBACK(on_ws_message), got);
+    soup_websocket_connection_send_message(connection, SOUP_WEBSOCKET_DATA_BINARY, fits);
+    while (got->len < WS_LIMIT) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    soup_websocket_connection_send_binary(connection, big, WS_LIMIT + 1);
+    while (soup_websocket_connection_get_state(connection) != SOUP_WEBSOCKET_STATE_CLOSED) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_assert_cmpuint(soup_websocket_connection_get_close_code(connection), ==,
+                     SOUP_WEBSOCKET_CLOSE_TOO_BIG);
+    /* And the workload's side hears the same. */
+    {
+        SoupWebsocketConnection *upstream = g_object_get_data(G_OBJECT(f->upstream), "connection");
+        g_assert_nonnull(upstream);
+        while (soup_websocket_connection_get_state(upstream) != SOUP_WEBSOCKET_STATE_CLOSED) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_main_context_iteration(NULL, TRUE);
+        }
+        g_assert_cmpuint(soup_websocket_connection_get_close_code(upstream), ==,
+                         SOUP_WEBSOCKET_CLOSE_TOO_BIG);
+    }
+}
+
+/* A frame that says it carries 256 MiB: the relay closes at its header
+ * and holds none of it. The proxy runs in this process: its RSS is ours,
+ * measured while 32 MiB of the payload is pushed at it. */
+static void
+test_websocket_huge_frame(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(SoupWebsocketConnection) connection = connect_websocket(f, cookie);
+    GOutputStream *out =
+        g_io_stream_get_output_stream(soup_websocket_connection_get_io_stream(connection));
+    guint8 header[14] = {0x82, 0x80 | 127, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0};
+    g_autofree guint8 *chunk = g_malloc0(64 * 1024);
+    guint64 before = own_rss_kib();
+    guint64 peak = before;
+    gsize pushed = 0;
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    g_assert_true(g_output_stream_write_all(out, header, sizeof header, NULL, NULL, NULL));
+    while (pushed < 32 * 1024 * 1024 &&
+           soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN) {
+        gssize n = g_pollable_output_stream_write_nonblocking(G_POLLABLE_OUTPUT_STREAM(out), chunk,
+                                                              64 * 1024, NULL, NULL);
+        if (n > 0)
+            pushed += (gsize)n;
+        else if (n < 0 && g_get_monotonic_time() > deadline)
+            break;
+        while (g_main_context_iteration(NULL, FALSE))
+            ;
+        peak = MAX(peak, own_rss_kib());
+    }
+    while (soup_websocket_connection_get_state(connection) != SOUP_WEBSOCKET_STATE_CLOSED) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_test_message("a 256 MiB frame: %zu bytes pushed before the close, RSS %" G_GUINT64_FORMAT
+                   " KiB -> peak %" G_GUINT64_FORMAT " KiB",
+                   pushed, before, peak);
+    g_assert_cmpuint(peak, <, before + 16 * 1024);
+}
+
 static void
 test_websocket_refused_without_session(Fixture *f, gconstpointer data)
 {
@@ -1091,6 +1229,9 @@ main(int argc, char **argv)
     ADD("/access/redirect-passed-on", test_redirect_passed_on);
     ADD("/access/refused/upload", test_refused_upload);
     ADD("/access/websocket/relayed", test_websocket);
+    ADD("/access/websocket/message-bound", test_websocket_message_bound);
+    ADD("/access/websocket/huge-frame", test_websocket_huge_frame);
+    ADD("/access/no-content-framing", test_no_content_framing);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);
 #undef ADD

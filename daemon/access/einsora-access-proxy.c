@@ -851,6 +851,7 @@ typedef struct {
     GArray *pending_types;
     gsize pending_bytes;
     guint64 max_message;
+    gboolean too_big; /* a message past the bound: 1009 both ways */
     gchar *workload_id;
     int fd;
     gboolean connecting; /* the workload's side: its callback owns the end */
@@ -887,7 +888,9 @@ on_relay_closed(SoupWebsocketConnection *connection, gpointer user_data)
     Relay *relay = user_data;
     gushort code = soup_websocket_connection_get_close_code(connection);
 
-    if (code == 0 || code == SOUP_WEBSOCKET_CLOSE_NO_STATUS)
+    if (relay->too_big)
+        code = SOUP_WEBSOCKET_CLOSE_TOO_BIG;
+    else if (code == 0 || code == SOUP_WEBSOCKET_CLOSE_NO_STATUS)
         code = SOUP_WEBSOCKET_CLOSE_NORMAL;
     close_if_open(connection == relay->client ? relay->upstream : relay->client, code);
     if (relay->connecting)
@@ -897,6 +900,22 @@ on_relay_closed(SoupWebsocketConnection *connection, gpointer user_data)
         (relay->upstream == NULL ||
          soup_websocket_connection_get_state(relay->upstream) == SOUP_WEBSOCKET_STATE_CLOSED))
         relay_free(relay);
+}
+
+/* libsoup drops a connection whose peer sends a frame past the bound
+ * without a word: it is told 1009 first (written before libsoup closes),
+ * and so is the other side. */
+static void
+on_relay_error(SoupWebsocketConnection *connection, GError *error, gpointer user_data)
+{
+    Relay *relay = user_data;
+
+    if (!g_error_matches(error, SOUP_WEBSOCKET_ERROR, SOUP_WEBSOCKET_CLOSE_TOO_BIG))
+        return;
+    g_message("access %s: a WebSocket message over %" G_GUINT64_FORMAT " bytes: closed with 1009",
+              relay->workload_id, relay->max_message);
+    relay->too_big = TRUE;
+    close_if_open(connection, SOUP_WEBSOCKET_CLOSE_TOO_BIG);
 }
 
 static void
@@ -910,6 +929,7 @@ on_relay_message(SoupWebsocketConnection *connection, gint type, GBytes *message
         /* Held while the workload's side connects: bounded as a message is. */
         relay->pending_bytes += g_bytes_get_size(message);
         if (relay->pending_bytes > relay->max_message) {
+            relay->too_big = TRUE;
             close_if_open(connection, SOUP_WEBSOCKET_CLOSE_TOO_BIG);
             return;
         }
@@ -948,6 +968,7 @@ on_upstream_websocket(GObject *source, GAsyncResult *result, gpointer user_data)
     soup_websocket_connection_set_max_incoming_payload_size(relay->upstream, relay->max_message);
     g_signal_connect(relay->upstream, "message", G_CALLBACK(on_relay_message), relay);
     g_signal_connect(relay->upstream, "closed", G_CALLBACK(on_relay_closed), relay);
+    g_signal_connect(relay->upstream, "error", G_CALLBACK(on_relay_error), relay);
     if (soup_websocket_connection_get_state(relay->client) != SOUP_WEBSOCKET_STATE_OPEN) {
         close_if_open(relay->upstream, SOUP_WEBSOCKET_CLOSE_NORMAL);
         return;
@@ -992,6 +1013,7 @@ on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
     soup_websocket_connection_set_max_incoming_payload_size(connection, relay->max_message);
     g_signal_connect(connection, "message", G_CALLBACK(on_relay_message), relay);
     g_signal_connect(connection, "closed", G_CALLBACK(on_relay_closed), relay);
+    g_signal_connect(connection, "error", G_CALLBACK(on_relay_error), relay);
     address = open_socket_address(target->socket_path, &relay->fd, &error);
     if (address == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
