@@ -1165,6 +1165,175 @@ test_websocket_huge_frame(Fixture *f, gconstpointer data)
     g_assert_cmpuint(peak, <, before + 16 * 1024);
 }
 
+/* A stalled side: a workload that makes its handshake and then reads
+ * nothing (or a browser that reads nothing), while the other side sends
+ * all it can. The proxy stops reading from the sender instead of
+ * buffering: what the sender gets in is bounded by the sockets' own
+ * buffers and the tunnel's, and this process (the proxy's) grows by no
+ * more than a few MiB. */
+
+static void
+iterate_a_while(guint ms)
+{
+    gint64 until = g_get_monotonic_time() + (gint64)ms * 1000;
+
+    while (g_get_monotonic_time() < until) {
+        while (g_main_context_iteration(NULL, FALSE))
+            ;
+        g_usleep(1000);
+    }
+}
+
+/* Sends all of @text on a blocking socket, the main loop turning. */
+static void
+send_all(GSocket *socket, const char *text)
+{
+    gsize sent = 0;
+
+    while (sent < strlen(text)) {
+        gssize n = g_socket_send(socket, text + sent, strlen(text) - sent, NULL, NULL);
+        g_assert_cmpint(n, >, 0);
+        sent += (gsize)n;
+    }
+}
+
+/* Reads a head (to its blank line) from a non-blocking socket, the main
+ * loop turning. */
+static gchar *
+receive_head(GSocket *socket)
+{
+    g_autoptr(GString) head = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    char byte;
+
+    while (!g_str_has_suffix(head->str, "\r\n\r\n")) {
+        gssize n = g_socket_receive(socket, &byte, 1, NULL, NULL);
+        if (n == 1) {
+            g_string_append_c(head, byte);
+            continue;
+        }
+        g_assert_cmpint(n, <, 0);
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        iterate_a_while(1);
+    }
+    return g_string_free(g_steal_pointer(&head), FALSE);
+}
+
+/* Pushes @frame again and again until @socket takes nothing for 500 ms;
+ * returns the bytes it took. */
+static gsize
+flood(GSocket *socket, const guint8 *frame, gsize length, guint64 *peak_kib)
+{
+    gsize pushed = 0;
+    gsize at = 0;
+    gint64 last = g_get_monotonic_time();
+
+    while (g_get_monotonic_time() - last < 500 * 1000 && pushed < 256 * 1024 * 1024) {
+        gssize n = g_socket_send(socket, (const gchar *)frame + at, length - at, NULL, NULL);
+        if (n > 0) {
+            pushed += (gsize)n;
+            at = (at + (gsize)n) % length;
+            last = g_get_monotonic_time();
+        } else {
+            iterate_a_while(5);
+        }
+        while (g_main_context_iteration(NULL, FALSE))
+            ;
+        *peak_kib = MAX(*peak_kib, own_rss_kib());
+    }
+    return pushed;
+}
+
+static void
+test_websocket_stalled_side(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *path = g_build_filename(f->dir, "stalled.sock", NULL);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
+    g_autoptr(GSocket) listener = NULL;
+    g_autoptr(GSocket) upstream = NULL;
+    g_autoptr(GSocket) browser = NULL;
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) proxy_address =
+        g_inet_socket_address_new(loopback, (guint16)einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *request = NULL;
+    g_autofree gchar *seen = NULL;
+    g_autofree gchar *answer = NULL;
+    /* A masked binary frame of 60 KiB (the mask is zero: the bytes are as
+     * they are), and an unmasked one as a server sends. */
+    gsize payload = 60 * 1024;
+    g_autofree guint8 *masked = g_malloc0(payload + 8);
+    g_autofree guint8 *plain = g_malloc0(payload + 4);
+    guint64 before, peak;
+    gsize pushed;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    masked[0] = 0x82;
+    masked[1] = 0x80 | 126;
+    masked[2] = (guint8)(payload >> 8);
+    masked[3] = (guint8)(payload & 0xff);
+    plain[0] = 0x82;
+    plain[1] = 126;
+    plain[2] = (guint8)(payload >> 8);
+    plain[3] = (guint8)(payload & 0xff);
+
+    listener =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
+    g_assert_true(g_socket_bind(listener, address, TRUE, &error));
+    g_assert_true(g_socket_listen(listener, &error));
+    g_socket_set_blocking(listener, FALSE);
+    g_free(f->targets->socket_path);
+    f->targets->socket_path = g_strdup(path);
+
+    browser =
+        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+    g_assert_true(g_socket_connect(browser, proxy_address, NULL, &error));
+    request = g_strdup_printf("GET /ws HTTP/1.1\r\nHost: w-%s.localhost:%u\r\nCookie: %s\r\n"
+                              "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                              "Sec-WebSocket-Version: 13\r\n\r\n",
+                              f->notebook, einsora_access_proxy_get_port(f->proxy), cookie);
+    send_all(browser, request);
+    g_socket_set_blocking(browser, FALSE);
+    while ((upstream = g_socket_accept(listener, NULL, NULL)) == NULL) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        iterate_a_while(1);
+    }
+    g_socket_set_blocking(upstream, FALSE);
+    seen = receive_head(upstream);
+    g_assert_nonnull(strstr(seen, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"));
+    g_assert_nonnull(strstr(seen, "Authorization: token " UPSTREAM_TOKEN "\r\n"));
+    g_assert_null(strstr(seen, "Sec-WebSocket-Extensions"));
+    g_socket_set_blocking(upstream, TRUE);
+    send_all(upstream,
+             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+             "Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+             "\r\n");
+    g_socket_set_blocking(upstream, FALSE);
+    answer = receive_head(browser);
+    g_assert_true(g_str_has_prefix(answer, "HTTP/1.1 101 "));
+    g_assert_nonnull(strstr(answer, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+
+    /* The browser floods a workload that reads nothing. */
+    before = peak = own_rss_kib();
+    pushed = flood(browser, masked, payload + 8, &peak);
+    g_test_message("browser to a stalled workload: %zu KiB taken before the proxy stopped "
+                   "reading; RSS %" G_GUINT64_FORMAT " KiB -> peak %" G_GUINT64_FORMAT " KiB",
+                   pushed / 1024, before, peak);
+    g_assert_cmpuint(pushed, <, 64 * 1024 * 1024);
+    g_assert_cmpuint(peak, <, before + 8 * 1024);
+
+    /* The workload floods a browser that reads nothing. */
+    before = peak = own_rss_kib();
+    pushed = flood(upstream, plain, payload + 4, &peak);
+    g_test_message("workload to a stalled browser: %zu KiB taken; RSS %" G_GUINT64_FORMAT
+                   " KiB -> peak %" G_GUINT64_FORMAT " KiB",
+                   pushed / 1024, before, peak);
+    g_assert_cmpuint(pushed, <, 64 * 1024 * 1024);
+    g_assert_cmpuint(peak, <, before + 8 * 1024);
+}
+
 static void
 test_websocket_refused_without_session(Fixture *f, gconstpointer data)
 {
@@ -1231,6 +1400,7 @@ main(int argc, char **argv)
     ADD("/access/websocket/relayed", test_websocket);
     ADD("/access/websocket/message-bound", test_websocket_message_bound);
     ADD("/access/websocket/huge-frame", test_websocket_huge_frame);
+    ADD("/access/websocket/stalled-side", test_websocket_stalled_side);
     ADD("/access/no-content-framing", test_no_content_framing);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);

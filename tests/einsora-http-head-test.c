@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "einsora-http-head.h"
+#include "einsora-websocket-tunnel.h"
 
 typedef struct {
     const char *name;
@@ -324,6 +325,86 @@ test_response_heads(void)
     }
 }
 
+/* A frame: FIN and opcode in @first, an unmasked payload of @length. */
+static void
+append_frame(GByteArray *bytes, guint8 first, gsize length)
+{
+    guint8 head[4] = {first, 0, 0, 0};
+    g_autofree guint8 *payload = g_malloc0(length + 1);
+
+    if (length < 126) {
+        head[1] = (guint8)length;
+        g_byte_array_append(bytes, head, 2);
+    } else {
+        head[1] = 126;
+        head[2] = (guint8)(length >> 8);
+        head[3] = (guint8)(length & 0xff);
+        g_byte_array_append(bytes, head, 4);
+    }
+    g_byte_array_append(bytes, payload, (guint)length);
+}
+
+/* The tunnel's frame bookkeeping: a message's fragments count together
+ * against the bound, control frames may come between them, and what
+ * isn't WebSocket framing is refused. */
+static void
+test_websocket_frames(void)
+{
+    const guint64 max = 1000;
+
+    {
+        /* 3 fragments of 400: the third passes the bound; it is cut before
+         * its header, at a boundary. */
+        g_autoptr(GByteArray) bytes = g_byte_array_new();
+        EinsoraWebsocketFrames frames = {0};
+        gboolean too_big = FALSE;
+        gssize taken;
+        gsize before_third;
+
+        append_frame(bytes, 0x02, 400);
+        append_frame(bytes, 0x89, 4); /* a ping between fragments */
+        append_frame(bytes, 0x00, 400);
+        before_third = bytes->len;
+        append_frame(bytes, 0x80, 400);
+        taken = einsora_websocket_frames_feed(&frames, bytes->data, bytes->len, max, &too_big);
+        g_assert_true(too_big);
+        g_assert_cmpint(taken - (gssize)frames.header_length, ==, (gssize)before_third);
+    }
+    {
+        /* The same under the bound, a byte at a time: all of it, ending at
+         * a boundary. */
+        g_autoptr(GByteArray) bytes = g_byte_array_new();
+        EinsoraWebsocketFrames frames = {0};
+        gboolean too_big = FALSE;
+
+        append_frame(bytes, 0x01, 300);
+        append_frame(bytes, 0x80, 300);
+        append_frame(bytes, 0x82, 999);
+        for (guint i = 0; i < bytes->len; i++) {
+            g_assert_cmpint(
+                einsora_websocket_frames_feed(&frames, bytes->data + i, 1, max, &too_big), ==, 1);
+            g_assert_false(too_big);
+        }
+        g_assert_true(einsora_websocket_frames_at_boundary(&frames));
+    }
+    {
+        const guint8 continuation_first[] = {0x80, 0x00};
+        const guint8 reserved_opcode[] = {0x83, 0x00};
+        const guint8 long_ping[] = {0x89, 126, 0x01, 0x00};
+        const guint8 fragmented_ping[] = {0x09, 0x00};
+        const guint8 *bad[] = {continuation_first, reserved_opcode, long_ping, fragmented_ping};
+        const gsize lengths[] = {sizeof continuation_first, sizeof reserved_opcode,
+                                 sizeof long_ping, sizeof fragmented_ping};
+
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            EinsoraWebsocketFrames frames = {0};
+            gboolean too_big = FALSE;
+            g_assert_cmpint(
+                einsora_websocket_frames_feed(&frames, bad[i], lengths[i], max, &too_big), ==, -1);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -332,5 +413,6 @@ main(int argc, char **argv)
     g_test_add_func("/http/head/partial", test_partial_heads);
     g_test_add_func("/http/head/chunked", test_chunked);
     g_test_add_func("/http/head/responses", test_response_heads);
+    g_test_add_func("/http/websocket/frames", test_websocket_frames);
     return g_test_run();
 }

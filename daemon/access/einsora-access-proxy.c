@@ -2,13 +2,9 @@
 
 #include "einsora-access-proxy.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "einsora-access-host.h"
@@ -16,6 +12,8 @@
 #include "einsora-credential.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
+#include "einsora-unix-socket.h"
+#include "einsora-websocket-tunnel.h"
 
 #define CHUNK_SIZE (256 * 1024)
 /* The first read of an answer: most are small, and a buffer this size
@@ -145,31 +143,14 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
     return g_steal_pointer(&target);
 }
 
-/* The notebook can write the directory its socket is in: open it without
- * following links, check it is this user's socket, and connect through
- * that very file. @fd stays open until the connection is made. */
+/* The notebook can write the directory its socket is in: the socket is
+ * opened without following links and connected to through that file. */
 static GSocketAddress *
 open_socket_address(const char *path, int *fd, GError **error)
 {
-    g_autofree gchar *proc_path = NULL;
-    struct stat st;
+    g_autofree gchar *own = einsora_unix_socket_open_own(path, fd, error);
 
-    *fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (*fd < 0) {
-        int saved = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't open %s: %s", path,
-                    g_strerror(saved));
-        return NULL;
-    }
-    if (fstat(*fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
-        close(*fd);
-        *fd = -1;
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE, "%s is not this user's socket",
-                    path);
-        return NULL;
-    }
-    proc_path = g_strdup_printf("/proc/self/fd/%d", *fd);
-    return g_unix_socket_address_new(proc_path);
+    return own != NULL ? g_unix_socket_address_new(own) : NULL;
 }
 
 /* A session for @workload_id from this request's cookie, checked against
@@ -842,205 +823,289 @@ continue_forward(Forward *forward)
     watch_client(forward);
 }
 
-/* WebSockets: the browser's and the workload's, message for message. */
+/* WebSockets: the proxy makes the workload's handshake itself, answers
+ * the browser's with what the workload said, and then relays frames
+ * between the two sockets (EinsoraWebsocketTunnel: bounded both ways,
+ * 1009 past the message bound). Compression is not offered to the
+ * workload: a bound on compressed bytes would let a small frame inflate
+ * into a huge message. */
+
+/* The workload's answer to its handshake, at most. */
+#define UPGRADE_HEAD_MAX (16 * 1024)
+#define UPGRADE_READ 4096
 
 typedef struct {
-    SoupWebsocketConnection *client;
-    SoupWebsocketConnection *upstream;
-    GPtrArray *pending; /* messages from the client before upstream is up */
-    GArray *pending_types;
-    gsize pending_bytes;
-    guint64 max_message;
-    gboolean too_big; /* a message past the bound: 1009 both ways */
-    gchar *workload_id;
+    EinsoraAccessProxy *self; /* owned */
+    SoupServerMessage *msg;   /* owned */
+    Target *target;
+    GCancellable *cancellable;
+    GSocketConnection *upstream;
+    GByteArray *head;
+    gchar *request;
     int fd;
-    gboolean connecting; /* the workload's side: its callback owns the end */
-} Relay;
+    gulong wrote_handler;
+    gulong finished_handler;
+    GSource *hangup_watch;
+    gboolean client_gone;
+} Upgrade;
 
 static void
-relay_free(Relay *relay)
+upgrade_free(Upgrade *upgrade)
 {
-    if (relay->client != NULL)
-        g_signal_handlers_disconnect_by_data(relay->client, relay);
-    if (relay->upstream != NULL)
-        g_signal_handlers_disconnect_by_data(relay->upstream, relay);
-    g_clear_object(&relay->client);
-    g_clear_object(&relay->upstream);
-    g_ptr_array_unref(relay->pending);
-    g_array_unref(relay->pending_types);
-    if (relay->fd >= 0)
-        close(relay->fd);
-    g_free(relay->workload_id);
-    g_free(relay);
-}
-
-static void
-close_if_open(SoupWebsocketConnection *connection, gushort code)
-{
-    if (connection != NULL &&
-        soup_websocket_connection_get_state(connection) == SOUP_WEBSOCKET_STATE_OPEN)
-        soup_websocket_connection_close(connection, code, NULL);
-}
-
-static void
-on_relay_closed(SoupWebsocketConnection *connection, gpointer user_data)
-{
-    Relay *relay = user_data;
-    gushort code = soup_websocket_connection_get_close_code(connection);
-
-    if (relay->too_big)
-        code = SOUP_WEBSOCKET_CLOSE_TOO_BIG;
-    else if (code == 0 || code == SOUP_WEBSOCKET_CLOSE_NO_STATUS)
-        code = SOUP_WEBSOCKET_CLOSE_NORMAL;
-    close_if_open(connection == relay->client ? relay->upstream : relay->client, code);
-    if (relay->connecting)
-        return;
-    if ((relay->client == NULL ||
-         soup_websocket_connection_get_state(relay->client) == SOUP_WEBSOCKET_STATE_CLOSED) &&
-        (relay->upstream == NULL ||
-         soup_websocket_connection_get_state(relay->upstream) == SOUP_WEBSOCKET_STATE_CLOSED))
-        relay_free(relay);
-}
-
-/* libsoup drops a connection whose peer sends a frame past the bound
- * without a word: it is told 1009 first (written before libsoup closes),
- * and so is the other side. */
-static void
-on_relay_error(SoupWebsocketConnection *connection, GError *error, gpointer user_data)
-{
-    Relay *relay = user_data;
-
-    if (!g_error_matches(error, SOUP_WEBSOCKET_ERROR, SOUP_WEBSOCKET_CLOSE_TOO_BIG))
-        return;
-    g_message("access %s: a WebSocket message over %" G_GUINT64_FORMAT " bytes: closed with 1009",
-              relay->workload_id, relay->max_message);
-    relay->too_big = TRUE;
-    close_if_open(connection, SOUP_WEBSOCKET_CLOSE_TOO_BIG);
-}
-
-static void
-on_relay_message(SoupWebsocketConnection *connection, gint type, GBytes *message,
-                 gpointer user_data)
-{
-    Relay *relay = user_data;
-    SoupWebsocketConnection *other = connection == relay->client ? relay->upstream : relay->client;
-
-    if (other == NULL) {
-        /* Held while the workload's side connects: bounded as a message is. */
-        relay->pending_bytes += g_bytes_get_size(message);
-        if (relay->pending_bytes > relay->max_message) {
-            relay->too_big = TRUE;
-            close_if_open(connection, SOUP_WEBSOCKET_CLOSE_TOO_BIG);
-            return;
-        }
-        g_ptr_array_add(relay->pending, g_bytes_ref(message));
-        g_array_append_val(relay->pending_types, type);
-        return;
+    if (upgrade->wrote_handler != 0)
+        g_signal_handler_disconnect(upgrade->msg, upgrade->wrote_handler);
+    if (upgrade->finished_handler != 0)
+        g_signal_handler_disconnect(upgrade->msg, upgrade->finished_handler);
+    if (upgrade->hangup_watch != NULL) {
+        g_source_destroy(upgrade->hangup_watch);
+        g_source_unref(upgrade->hangup_watch);
     }
-    if (soup_websocket_connection_get_state(other) == SOUP_WEBSOCKET_STATE_OPEN)
-        soup_websocket_connection_send_message(other, (SoupWebsocketDataType)type, message);
+    if (upgrade->fd >= 0)
+        close(upgrade->fd);
+    if (upgrade->request != NULL)
+        explicit_bzero(upgrade->request, strlen(upgrade->request));
+    g_free(upgrade->request);
+    if (upgrade->head != NULL)
+        g_byte_array_unref(upgrade->head);
+    g_clear_object(&upgrade->upstream);
+    g_clear_object(&upgrade->cancellable);
+    target_free(upgrade->target);
+    g_clear_object(&upgrade->msg);
+    g_clear_object(&upgrade->self);
+    g_free(upgrade);
+}
+
+/* Refused or failed before the switch: an ordinary answer. */
+static void
+upgrade_fail(Upgrade *upgrade, guint status, const char *why)
+{
+    if (!upgrade->client_gone) {
+        respond_page(upgrade->msg, status, "The notebook didn't take the connection",
+                     "It may be starting or stopping. Reload the page in a moment.");
+        soup_server_message_unpause(upgrade->msg);
+    }
+    log_request(upgrade->msg, upgrade->target->workload_id, status, why);
+    upgrade_free(upgrade);
 }
 
 static void
-on_upstream_websocket(GObject *source, GAsyncResult *result, gpointer user_data)
+on_tunnel_done(guint close_code, gpointer user_data)
 {
-    Relay *relay = user_data;
+    gchar *workload_id = user_data;
+
+    g_debug("access %s: WebSocket closed%s", workload_id,
+            close_code != 0 ? " by the proxy (message too big)" : "");
+    g_free(workload_id);
+}
+
+/* The browser has its 101: from here on, frames. */
+static void
+on_switched(SoupServerMessage *msg, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+    g_autoptr(GIOStream) client = NULL;
+    g_autoptr(GBytes) pending = NULL;
+    gsize head_length = einsora_http_head_end(upgrade->head->data, upgrade->head->len);
+
+    g_clear_signal_handler(&upgrade->wrote_handler, msg);
+    g_clear_signal_handler(&upgrade->finished_handler, msg);
+    pending = g_bytes_new(upgrade->head->data + head_length, upgrade->head->len - head_length);
+    client = soup_server_message_steal_connection(msg);
+    if (client != NULL)
+        einsora_websocket_tunnel_start(client, G_IO_STREAM(upgrade->upstream), pending,
+                                       upgrade->self->websocket_max_message, on_tunnel_done,
+                                       g_strdup(upgrade->target->workload_id));
+    upgrade_free(upgrade);
+}
+
+static void
+on_upgrade_client_gone(SoupServerMessage *msg, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+
+    upgrade->client_gone = TRUE;
+    g_cancellable_cancel(upgrade->cancellable);
+}
+
+static gboolean
+on_upgrade_hangup(GCancellable *hangup, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+
+    g_clear_pointer(&upgrade->hangup_watch, g_source_unref);
+    on_upgrade_client_gone(upgrade->msg, upgrade);
+    return G_SOURCE_REMOVE;
+}
+
+static void read_upgrade_answer(Upgrade *upgrade);
+
+static void
+on_upgrade_answer(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
     g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) chunk =
+        g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
+    g_autoptr(SoupMessageHeaders) headers = NULL;
+    SoupMessageHeaders *answer;
+    guint status = 0;
+    gsize head_length;
+    const char *value;
 
-    relay->upstream = soup_session_websocket_connect_finish(SOUP_SESSION(source), result, &error);
-    relay->connecting = FALSE;
-    if (relay->fd >= 0) {
-        close(relay->fd);
-        relay->fd = -1;
+    if (chunk == NULL || g_bytes_get_size(chunk) == 0) {
+        upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "no answer to the WebSocket handshake");
+        return;
     }
-    if (relay->upstream == NULL) {
-        g_message("access %s: the notebook refused a WebSocket: %s", relay->workload_id,
-                  error->message);
-        if (soup_websocket_connection_get_state(relay->client) == SOUP_WEBSOCKET_STATE_OPEN)
-            soup_websocket_connection_close(relay->client, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR,
-                                            "the notebook didn't accept it");
+    g_byte_array_append(upgrade->head, g_bytes_get_data(chunk, NULL),
+                        (guint)g_bytes_get_size(chunk));
+    head_length = einsora_http_head_end(upgrade->head->data, upgrade->head->len);
+    if (head_length == 0) {
+        if (upgrade->head->len >= UPGRADE_HEAD_MAX)
+            upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "an oversized handshake answer");
         else
-            relay_free(relay);
+            read_upgrade_answer(upgrade);
         return;
     }
-    /* Big notebook outputs pass; a message past the bound closes both
-     * sides with 1009 (libsoup's own default, 128 KiB, is too small). */
-    soup_websocket_connection_set_max_incoming_payload_size(relay->upstream, relay->max_message);
-    g_signal_connect(relay->upstream, "message", G_CALLBACK(on_relay_message), relay);
-    g_signal_connect(relay->upstream, "closed", G_CALLBACK(on_relay_closed), relay);
-    g_signal_connect(relay->upstream, "error", G_CALLBACK(on_relay_error), relay);
-    if (soup_websocket_connection_get_state(relay->client) != SOUP_WEBSOCKET_STATE_OPEN) {
-        close_if_open(relay->upstream, SOUP_WEBSOCKET_CLOSE_NORMAL);
+    headers = soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
+    if (!soup_headers_parse_response((const char *)upgrade->head->data, (int)head_length, headers,
+                                     NULL, &status, NULL) ||
+        status != SOUP_STATUS_SWITCHING_PROTOCOLS ||
+        (value = soup_message_headers_get_one(headers, "Sec-WebSocket-Accept")) == NULL) {
+        g_message("access %s: the notebook refused a WebSocket (%u)", upgrade->target->workload_id,
+                  status);
+        upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "WebSocket refused");
         return;
     }
-    for (guint i = 0; i < relay->pending->len; i++)
-        soup_websocket_connection_send_message(
-            relay->upstream, (SoupWebsocketDataType)g_array_index(relay->pending_types, gint, i),
-            g_ptr_array_index(relay->pending, i));
-    g_ptr_array_set_size(relay->pending, 0);
-    g_array_set_size(relay->pending_types, 0);
-    relay->pending_bytes = 0;
+    /* The workload's accept key answers the browser's own key. */
+    answer = soup_server_message_get_response_headers(upgrade->msg);
+    soup_message_headers_replace(answer, "Upgrade", "websocket");
+    soup_message_headers_replace(answer, "Connection", "Upgrade");
+    soup_message_headers_replace(answer, "Sec-WebSocket-Accept", value);
+    value = soup_message_headers_get_one(headers, "Sec-WebSocket-Protocol");
+    if (value != NULL)
+        soup_message_headers_replace(answer, "Sec-WebSocket-Protocol", value);
+    soup_server_message_set_status(upgrade->msg, SOUP_STATUS_SWITCHING_PROTOCOLS, NULL);
+    upgrade->wrote_handler =
+        g_signal_connect(upgrade->msg, "wrote-informational", G_CALLBACK(on_switched), upgrade);
+    log_request(upgrade->msg, upgrade->target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS,
+                "websocket");
+    soup_server_message_unpause(upgrade->msg);
 }
 
 static void
-on_websocket(SoupServer *server, SoupServerMessage *msg, const char *path,
-             SoupWebsocketConnection *connection, gpointer user_data)
+read_upgrade_answer(Upgrade *upgrade)
 {
-    EinsoraAccessProxy *self = user_data;
-    Target *target = g_object_get_data(G_OBJECT(msg), "einsora-target");
-    Relay *relay;
-    g_autoptr(GSocketAddress) address = NULL;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(SoupSession) session = NULL;
-    g_autoptr(SoupMessage) upstream = NULL;
-    g_autofree gchar *uri = NULL;
-    GUri *request_uri = soup_server_message_get_uri(msg);
-    const char *protocols_header = soup_message_headers_get_one(
-        soup_server_message_get_request_headers(msg), "Sec-WebSocket-Protocol");
-    g_auto(GStrv) protocols = NULL;
+    g_input_stream_read_bytes_async(g_io_stream_get_input_stream(G_IO_STREAM(upgrade->upstream)),
+                                    UPGRADE_READ, G_PRIORITY_DEFAULT, upgrade->cancellable,
+                                    on_upgrade_answer, upgrade);
+}
 
-    if (target == NULL) {
-        soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, NULL);
+static void
+on_upgrade_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (!g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), result, NULL, &error)) {
+        upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "the notebook didn't take the handshake");
         return;
     }
-    relay = g_new0(Relay, 1);
-    relay->client = g_object_ref(connection);
-    relay->pending = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-    relay->pending_types = g_array_new(FALSE, FALSE, sizeof(gint));
-    relay->workload_id = g_strdup(target->workload_id);
-    relay->fd = -1;
-    relay->max_message = self->websocket_max_message;
-    soup_websocket_connection_set_max_incoming_payload_size(connection, relay->max_message);
-    g_signal_connect(connection, "message", G_CALLBACK(on_relay_message), relay);
-    g_signal_connect(connection, "closed", G_CALLBACK(on_relay_closed), relay);
-    g_signal_connect(connection, "error", G_CALLBACK(on_relay_error), relay);
-    address = open_socket_address(target->socket_path, &relay->fd, &error);
+    upgrade->head = g_byte_array_new();
+    read_upgrade_answer(upgrade);
+}
+
+/* The workload's handshake: the browser's own key (its accept key goes
+ * back), subprotocols, and what copy_request_headers() passes. */
+static gchar *
+upgrade_request(SoupServerMessage *msg, const Target *target)
+{
+    SoupMessageHeaders *from = soup_server_message_get_request_headers(msg);
+    g_autoptr(SoupMessageHeaders) to = soup_message_headers_new(SOUP_MESSAGE_HEADERS_REQUEST);
+    GUri *uri = soup_server_message_get_uri(msg);
+    GString *text = g_string_new(NULL);
+    SoupMessageHeadersIter iter;
+    const char *name, *value;
+
+    copy_request_headers(from, to, target, TRUE);
+    g_string_append_printf(text, "GET %s%s%s HTTP/1.1\r\nHost: localhost\r\n", g_uri_get_path(uri),
+                           g_uri_get_query(uri) != NULL ? "?" : "",
+                           g_uri_get_query(uri) != NULL ? g_uri_get_query(uri) : "");
+    g_string_append_printf(text,
+                           "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                           "Sec-WebSocket-Version: 13\r\n",
+                           soup_message_headers_get_one(from, "Sec-WebSocket-Key"));
+    value = soup_message_headers_get_one(from, "Sec-WebSocket-Protocol");
+    if (value != NULL)
+        g_string_append_printf(text, "Sec-WebSocket-Protocol: %s\r\n", value);
+    soup_message_headers_iter_init(&iter, to);
+    while (soup_message_headers_iter_next(&iter, &name, &value))
+        g_string_append_printf(text, "%s: %s\r\n", name, value);
+    g_string_append(text, "\r\n");
+    return g_string_free(text, FALSE);
+}
+
+static void
+on_upgrade_connected(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+    g_autoptr(GError) error = NULL;
+
+    upgrade->upstream = g_socket_client_connect_finish(G_SOCKET_CLIENT(source), result, &error);
+    if (upgrade->fd >= 0) {
+        close(upgrade->fd);
+        upgrade->fd = -1;
+    }
+    if (upgrade->upstream == NULL) {
+        g_message("access %s: %s", upgrade->target->workload_id, error->message);
+        upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "no socket");
+        return;
+    }
+    upgrade->request = upgrade_request(upgrade->msg, upgrade->target);
+    g_output_stream_write_all_async(g_io_stream_get_output_stream(G_IO_STREAM(upgrade->upstream)),
+                                    upgrade->request, strlen(upgrade->request), G_PRIORITY_DEFAULT,
+                                    upgrade->cancellable, on_upgrade_sent, upgrade);
+}
+
+static void
+start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
+{
+    Upgrade *upgrade = g_new0(Upgrade, 1);
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    const char *key = soup_message_headers_get_one(headers, "Sec-WebSocket-Key");
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GSocketClient) client = NULL;
+    g_autoptr(GError) error = NULL;
+
+    upgrade->self = g_object_ref(self);
+    upgrade->msg = g_object_ref(msg);
+    upgrade->target = target;
+    upgrade->fd = -1;
+    upgrade->cancellable = g_cancellable_new();
+    /* A key is 16 bytes in base64; version 13 is the only one. */
+    if (key == NULL || strlen(key) != 24 ||
+        g_strcmp0(soup_message_headers_get_one(headers, "Sec-WebSocket-Version"), "13") != 0) {
+        respond_page(msg, SOUP_STATUS_BAD_REQUEST, "Not a WebSocket handshake",
+                     "It needs a Sec-WebSocket-Key and version 13.");
+        log_request(msg, target->workload_id, SOUP_STATUS_BAD_REQUEST, "bad WebSocket handshake");
+        upgrade_free(upgrade);
+        return;
+    }
+    address = open_socket_address(target->socket_path, &upgrade->fd, &error);
     if (address == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
-        soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, NULL);
+        respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
+                     "It may be starting or stopping. Try again in a moment.");
+        log_request(msg, target->workload_id, SOUP_STATUS_BAD_GATEWAY, "no socket");
+        upgrade_free(upgrade);
         return;
     }
-    uri = g_strdup_printf("ws://localhost%s%s%s", g_uri_get_path(request_uri),
-                          g_uri_get_query(request_uri) != NULL ? "?" : "",
-                          g_uri_get_query(request_uri) != NULL ? g_uri_get_query(request_uri) : "");
-    upstream = soup_message_new("GET", uri);
-    copy_request_headers(soup_server_message_get_request_headers(msg),
-                         soup_message_get_request_headers(upstream), target, TRUE);
-    if (protocols_header != NULL) {
-        protocols = g_strsplit(protocols_header, ",", -1);
-        for (guint i = 0; protocols[i] != NULL; i++)
-            g_strstrip(protocols[i]);
-    }
-    session =
-        soup_session_new_with_options("remote-connectable", address, "proxy-resolver", NULL, NULL);
-    relay->connecting = TRUE;
-    soup_session_websocket_connect_async(
-        session, upstream,
-        soup_message_headers_get_one(soup_server_message_get_request_headers(msg), "Origin") != NULL
-            ? "http://localhost"
-            : NULL,
-        protocols, G_PRIORITY_DEFAULT, NULL, on_upstream_websocket, relay);
-    log_request(msg, target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS, "websocket");
+    soup_server_message_pause(msg);
+    upgrade->finished_handler =
+        g_signal_connect(msg, "finished", G_CALLBACK(on_upgrade_client_gone), upgrade);
+    upgrade->hangup_watch = einsora_http_message_watch_hangup(msg, on_upgrade_hangup, upgrade);
+    client = g_socket_client_new();
+    g_socket_client_connect_async(client, G_SOCKET_CONNECTABLE(address), upgrade->cancellable,
+                                  on_upgrade_connected, upgrade);
 }
 
 static gboolean
@@ -1097,8 +1162,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
         return;
     }
     if (is_websocket(msg)) {
-        /* Status unset: libsoup completes the handshake, then on_websocket
-         * connects the workload's side. */
+        /* The handler makes both handshakes (start_upgrade). */
         g_object_set_data_full(G_OBJECT(msg), "einsora-target", target,
                                (GDestroyNotify)target_free);
         return;
@@ -1117,8 +1181,11 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
         continue_forward(forward);
         return;
     }
-    if (g_object_get_data(G_OBJECT(msg), "einsora-target") != NULL)
-        return; /* a WebSocket handshake follows */
+    if (g_object_get_data(G_OBJECT(msg), "einsora-target") != NULL) {
+        start_upgrade(EINSORA_ACCESS_PROXY(user_data), msg,
+                      g_object_steal_data(G_OBJECT(msg), "einsora-target"));
+        return;
+    }
     respond_page(msg, SOUP_STATUS_INTERNAL_SERVER_ERROR, "Something went wrong",
                  "Open the notebook again from Einsora.");
 }
@@ -1170,7 +1237,6 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
     }
     soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
     soup_server_add_handler(self->server, NULL, handle_request, self, NULL);
-    soup_server_add_websocket_handler(self->server, NULL, NULL, NULL, on_websocket, self, NULL);
     return self;
 }
 

@@ -3,13 +3,12 @@
 #include "einsora-notebook-server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gio/gunixsocketaddress.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <libsoup/soup.h>
 #include <string.h>
 #include <sys/random.h>
+
+#include "einsora-unix-socket.h"
 
 #define TOKEN_BYTES 32
 
@@ -96,25 +95,9 @@ einsora_notebook_server_get_token(EinsoraNotebookServer *self)
 GSocketAddress *
 einsora_notebook_server_open_address(EinsoraNotebookServer *self, int *fd, GError **error)
 {
-    g_autofree gchar *path = NULL;
-    struct stat st;
+    g_autofree gchar *path = einsora_unix_socket_open_own(self->socket_path, fd, error);
 
-    *fd = open(self->socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (*fd < 0) {
-        int saved = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't open %s: %s",
-                    self->socket_path, g_strerror(saved));
-        return NULL;
-    }
-    if (fstat(*fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
-        close(*fd);
-        *fd = -1;
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE, "%s is not this user's socket",
-                    self->socket_path);
-        return NULL;
-    }
-    path = g_strdup_printf("/proc/self/fd/%d", *fd);
-    return g_unix_socket_address_new(path);
+    return path != NULL ? g_unix_socket_address_new(path) : NULL;
 }
 
 /* The session lives as long as its one request, and the socket's O_PATH
