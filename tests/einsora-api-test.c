@@ -664,6 +664,8 @@ test_machines(void)
     g_assert_nonnull(strstr(list->body, id));
     g_assert_cmpuint(one->status, ==, 200);
     g_assert_cmpstr(einsora_test_response_string(one, "status"), ==, "online");
+    /* Seen just now: placeable too (einsora-machine-test has the windows). */
+    g_assert_true(json_object_get_boolean_member(json_node_get_object(one->json), "placeable"));
     g_assert_cmpstr(einsora_test_response_string(one, "system"), ==, "linux");
     g_assert_cmpstr(list_b->body, ==, "{\"machines\":[]}");
     assert_error(one_b, 404, "not_found");

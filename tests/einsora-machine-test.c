@@ -1,5 +1,6 @@
 #include "einsora-driver.h"
 #include "einsora-machine.h"
+#include "einsora-timestamp.h"
 
 static EinsoraMachine *
 machine_new(const char *owner, const char *region, const char *os, EinsoraSharing sharing)
@@ -115,6 +116,27 @@ test_sharing_names(void)
     g_assert_cmpstr(einsora_sharing_to_string(EINSORA_SHARING_INVITE), ==, "invite");
 }
 
+/* The two windows: online for 3 minutes after it was last seen, placeable
+ * for 45 s; a machine seen a minute ago is the first and not the second. */
+static void
+test_seen_windows(void)
+{
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+    gint64 seen_us = G_GINT64_CONSTANT(1764406000000000);
+
+    g_assert_false(einsora_machine_seen_within(machine, seen_us, EINSORA_MACHINE_ONLINE_WINDOW_US));
+    machine->last_seen_at = einsora_timestamp_format(seen_us);
+    g_assert_true(einsora_machine_seen_within(machine, seen_us + 44 * G_USEC_PER_SEC,
+                                              EINSORA_MACHINE_PLACEABLE_WINDOW_US));
+    g_assert_false(einsora_machine_seen_within(machine, seen_us + 60 * G_USEC_PER_SEC,
+                                               EINSORA_MACHINE_PLACEABLE_WINDOW_US));
+    g_assert_true(einsora_machine_seen_within(machine, seen_us + 60 * G_USEC_PER_SEC,
+                                              EINSORA_MACHINE_ONLINE_WINDOW_US));
+    g_assert_false(einsora_machine_seen_within(machine, seen_us + 181 * G_USEC_PER_SEC,
+                                               EINSORA_MACHINE_ONLINE_WINDOW_US));
+    g_assert_cmpint(EINSORA_MACHINE_PLACEABLE_WINDOW_US, <, EINSORA_MACHINE_ONLINE_WINDOW_US);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -123,5 +145,6 @@ main(int argc, char **argv)
     g_test_add_func("/machine/permits/trust-matrix", test_permits);
     g_test_add_func("/driver/table/isolation-from-domain", test_driver_table);
     g_test_add_func("/machine/sharing/names", test_sharing_names);
+    g_test_add_func("/machine/seen/two-windows", test_seen_windows);
     return g_test_run();
 }

@@ -58,6 +58,8 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
     json_builder_set_member_name(builder, "status");
     json_builder_add_string_value(
         builder, einsora_service_machine_online(service, machine) ? "online" : "offline");
+    json_builder_set_member_name(builder, "placeable");
+    json_builder_add_boolean_value(builder, einsora_service_machine_placeable(service, machine));
     json_builder_set_member_name(builder, "last_seen_at");
     if (machine->last_seen_at != NULL)
         json_builder_add_string_value(builder, machine->last_seen_at);

@@ -2,6 +2,8 @@
 
 #include "einsora-machine.h"
 
+#include "einsora-timestamp.h"
+
 G_DEFINE_BOXED_TYPE(EinsoraMachine, einsora_machine, einsora_machine_copy, einsora_machine_free)
 
 EinsoraMachine *
@@ -97,4 +99,15 @@ einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
     if (g_strcmp0(machine->tenant_id, tenant_id) == 0)
         return TRUE;
     return driver->isolation == EINSORA_ISOLATION_STRONG;
+}
+
+gboolean
+einsora_machine_seen_within(const EinsoraMachine *machine, gint64 now_us, gint64 window_us)
+{
+    gint64 seen_us = 0;
+
+    if (machine->last_seen_at == NULL ||
+        !einsora_timestamp_parse(machine->last_seen_at, &seen_us, NULL))
+        return FALSE;
+    return now_us - seen_us <= window_us;
 }

@@ -30,6 +30,14 @@ typedef struct {
     gchar *created_at;
 } EinsoraMachine;
 
+/* The seeds' two windows, two facts: a machine is shown online to its
+ * owner while its agent was seen within 3 minutes, and the controller
+ * places new work on it only while it synced within 45 s (the agent
+ * long-polls: two missed syncs and it gets nothing new, though it still
+ * looks online for a while). /v1/machines shows both. */
+#define EINSORA_MACHINE_ONLINE_WINDOW_US (G_GINT64_CONSTANT(180) * G_USEC_PER_SEC)
+#define EINSORA_MACHINE_PLACEABLE_WINDOW_US (G_GINT64_CONSTANT(45) * G_USEC_PER_SEC)
+
 #define EINSORA_TYPE_MACHINE (einsora_machine_get_type())
 GType einsora_machine_get_type(void);
 
@@ -44,6 +52,10 @@ gboolean einsora_machine_can_host(const EinsoraMachine *machine, const char *reg
                                   const char *tenant_id);
 gboolean einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
                                  const EinsoraDriverInfo *driver);
+
+/* Whether its last_seen_at is within @window_us of @now_us. */
+gboolean einsora_machine_seen_within(const EinsoraMachine *machine, gint64 now_us,
+                                     gint64 window_us);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraMachine, einsora_machine_free)
 

@@ -10,7 +10,6 @@
 #include "einsora-workload-json.h"
 
 #define EXPORT_FORMAT_VERSION 1
-#define MACHINE_ONLINE_WINDOW_US (G_GINT64_CONSTANT(180) * G_USEC_PER_SEC)
 #define IDEMPOTENCY_TTL_US (G_GINT64_CONSTANT(24 * 60 * 60) * G_USEC_PER_SEC)
 
 struct _EinsoraService {
@@ -1073,12 +1072,15 @@ einsora_service_get_machine(EinsoraService *self, const char *tenant_id, const c
 gboolean
 einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine)
 {
-    gint64 seen_us = 0;
+    return einsora_machine_seen_within(machine, service_now(self),
+                                       EINSORA_MACHINE_ONLINE_WINDOW_US);
+}
 
-    if (machine->last_seen_at == NULL ||
-        !einsora_timestamp_parse(machine->last_seen_at, &seen_us, NULL))
-        return FALSE;
-    return service_now(self) - seen_us <= MACHINE_ONLINE_WINDOW_US;
+gboolean
+einsora_service_machine_placeable(EinsoraService *self, const EinsoraMachine *machine)
+{
+    return einsora_machine_seen_within(machine, service_now(self),
+                                       EINSORA_MACHINE_PLACEABLE_WINDOW_US);
 }
 
 static JsonObject *

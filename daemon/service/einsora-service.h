@@ -121,6 +121,8 @@ EinsoraMachine *einsora_service_get_machine(EinsoraService *self, const char *te
                                             const char *machine_id, GError **error);
 /* Online when its agent was seen in the last three minutes. */
 gboolean einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine);
+/* Whether new work can be placed on it now (EINSORA_MACHINE_PLACEABLE_WINDOW_US). */
+gboolean einsora_service_machine_placeable(EinsoraService *self, const EinsoraMachine *machine);
 /* What the machine's agent last reported, as the store keeps it (the hub
  * checked it fits the machine): its GPUs (EinsoraMachineGpu, each with
  * the class it serves in the machine's region) and its drivers. Empty

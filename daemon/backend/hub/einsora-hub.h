@@ -22,9 +22,10 @@
 
 G_BEGIN_DECLS
 
-/* A machine that hasn't synced for this long is offline: not offered for
- * placement, and its workloads' status is unknown. */
-#define EINSORA_HUB_OFFLINE_AFTER_US (G_GINT64_CONSTANT(45) * G_USEC_PER_SEC)
+/* A machine that hasn't synced for this long is not offered for placement,
+ * and its workloads' status is unknown (the placeable window of
+ * einsora-machine.h; /v1/machines still says online for 3 minutes). */
+#define EINSORA_HUB_OFFLINE_AFTER_US EINSORA_MACHINE_PLACEABLE_WINDOW_US
 /* A machine away this long has its workloads reported failed. */
 #define EINSORA_HUB_AWAY_TOO_LONG_US (G_GINT64_CONSTANT(600) * G_USEC_PER_SEC)
 /* Right after the hub starts, it settles until every machine of its
