@@ -1086,6 +1086,14 @@ own_rss_kib(void)
 
 #define WS_LIMIT (64 * 1024)
 
+/* ASan's quarantine keeps freed memory in RSS: the bounds on RSS hold in
+ * the plain tree only (what was pushed in is bounded in both). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUND_KIB(kib) G_MAXUINT64
+#else
+#define RSS_BOUND_KIB(kib) (kib)
+#endif
+
 /* Past the bound, both sides are closed with 1009; under it, relayed. */
 static void
 test_websocket_message_bound(Fixture *f, gconstpointer data)
@@ -1162,7 +1170,7 @@ test_websocket_huge_frame(Fixture *f, gconstpointer data)
     g_test_message("a 256 MiB frame: %zu bytes pushed before the close, RSS %" G_GUINT64_FORMAT
                    " KiB -> peak %" G_GUINT64_FORMAT " KiB",
                    pushed, before, peak);
-    g_assert_cmpuint(peak, <, before + 16 * 1024);
+    g_assert_cmpuint(peak - before, <, RSS_BOUND_KIB(16 * 1024));
 }
 
 /* A stalled side: a workload that makes its handshake and then reads
@@ -1322,7 +1330,7 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
                    "reading; RSS %" G_GUINT64_FORMAT " KiB -> peak %" G_GUINT64_FORMAT " KiB",
                    pushed / 1024, before, peak);
     g_assert_cmpuint(pushed, <, 64 * 1024 * 1024);
-    g_assert_cmpuint(peak, <, before + 8 * 1024);
+    g_assert_cmpuint(peak - before, <, RSS_BOUND_KIB(8 * 1024));
 
     /* The workload floods a browser that reads nothing. */
     before = peak = own_rss_kib();
@@ -1331,7 +1339,7 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
                    " KiB -> peak %" G_GUINT64_FORMAT " KiB",
                    pushed / 1024, before, peak);
     g_assert_cmpuint(pushed, <, 64 * 1024 * 1024);
-    g_assert_cmpuint(peak, <, before + 8 * 1024);
+    g_assert_cmpuint(peak - before, <, RSS_BOUND_KIB(8 * 1024));
 }
 
 static void

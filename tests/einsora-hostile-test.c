@@ -1003,7 +1003,10 @@ test_keep_alive(void)
     g_test_message("%u kept-alive requests on one connection: RSS %" G_GUINT64_FORMAT
                    " KiB after %u, %" G_GUINT64_FORMAT " KiB after all",
                    rounds * pipelined, warm_kib, (rounds / 10 + 1) * pipelined, after_kib);
-    g_assert_cmpuint(after_kib, <=, warm_kib + 1024);
+    /* ASan's quarantine keeps freed memory: there, leak detection stands
+     * in for this. */
+    if (!UNDER_SANITIZERS)
+        g_assert_cmpuint(after_kib, <=, warm_kib + 1024);
 
     /* Clients that close their kept-alive connections. */
     for (guint i = 0; i < 500; i++) {

@@ -947,6 +947,7 @@ on_upgrade_answer(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GBytes) chunk =
         g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
     g_autoptr(SoupMessageHeaders) headers = NULL;
+    g_autofree gchar *text = NULL;
     SoupMessageHeaders *answer;
     guint status = 0;
     gsize head_length;
@@ -967,8 +968,9 @@ on_upgrade_answer(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     headers = soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
-    if (!soup_headers_parse_response((const char *)upgrade->head->data, (int)head_length, headers,
-                                     NULL, &status, NULL) ||
+    /* libsoup's parser reads numbers with strtol: a terminated copy. */
+    text = g_strndup((const char *)upgrade->head->data, head_length);
+    if (!soup_headers_parse_response(text, (int)head_length, headers, NULL, &status, NULL) ||
         status != SOUP_STATUS_SWITCHING_PROTOCOLS ||
         (value = soup_message_headers_get_one(headers, "Sec-WebSocket-Accept")) == NULL) {
         g_message("access %s: the notebook refused a WebSocket (%u)", upgrade->target->workload_id,
