@@ -944,6 +944,18 @@ einsora_image_lookup_runtime(const EinsoraImage *image, EinsoraAccelerator accel
 }
 
 gboolean
+einsora_catalog_resolve(EinsoraCatalog *self, const char *class_name, const char *image_name,
+                        EinsoraCatalogResolution *out)
+{
+    out->klass = class_name != NULL ? einsora_catalog_lookup_class(self, class_name) : NULL;
+    out->image = image_name != NULL ? einsora_catalog_lookup_image(self, image_name) : NULL;
+    out->runtime = out->klass != NULL && out->image != NULL
+                       ? einsora_image_lookup_runtime(out->image, out->klass->accelerator)
+                       : NULL;
+    return out->runtime != NULL;
+}
+
+gboolean
 einsora_image_supports_kind(const EinsoraImage *image, EinsoraWorkloadKind kind)
 {
     if (image == NULL || (guint)kind >= EINSORA_WORKLOAD_KIND_COUNT)

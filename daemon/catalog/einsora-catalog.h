@@ -95,6 +95,20 @@ gboolean einsora_catalog_class_offered_in(const EinsoraComputeClass *klass, cons
 const EinsoraImageRuntime *einsora_image_lookup_runtime(const EinsoraImage *image,
                                                         EinsoraAccelerator accelerator);
 gboolean einsora_image_supports_kind(const EinsoraImage *image, EinsoraWorkloadKind kind);
+
+/* What a workload's class and image names come to in this catalog: the
+ * one reading of them along a create, an admission, a placement and the
+ * agent's desired state. Each is NULL when withdrawn; the runtime also
+ * when the image has none for the class's accelerator. */
+typedef struct {
+    const EinsoraComputeClass *klass;
+    const EinsoraImage *image;
+    const EinsoraImageRuntime *runtime;
+} EinsoraCatalogResolution;
+
+/* Fills @out; TRUE when the class, the image and its runtime are all there. */
+gboolean einsora_catalog_resolve(EinsoraCatalog *self, const char *class_name,
+                                 const char *image_name, EinsoraCatalogResolution *out);
 /* The class a GPU model serves, or NULL when the catalog does not list it. */
 const char *einsora_catalog_class_for_gpu_model(EinsoraCatalog *self, EinsoraAccelerator vendor,
                                                 const char *model);

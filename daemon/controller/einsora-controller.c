@@ -156,13 +156,12 @@ static EinsoraWorkloadSpec *
 spec_for(EinsoraController *self, const EinsoraWorkload *workload)
 {
     EinsoraWorkloadSpec *spec = einsora_workload_spec_new();
-    const char *class_name =
-        workload->placed_class != NULL ? workload->placed_class : workload->gpu_class;
-    const EinsoraComputeClass *klass = einsora_catalog_lookup_class(self->catalog, class_name);
-    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
-    const EinsoraImageRuntime *runtime =
-        klass != NULL && image != NULL ? einsora_image_lookup_runtime(image, klass->accelerator)
-                                       : NULL;
+    const char *class_name = einsora_workload_get_class(workload);
+    EinsoraCatalogResolution resolved;
+    const EinsoraImageRuntime *runtime;
+
+    einsora_catalog_resolve(self->catalog, class_name, workload->image, &resolved);
+    runtime = resolved.runtime;
 
     spec->workload_id = g_strdup(workload->id);
     spec->tenant_id = g_strdup(workload->tenant_id);
@@ -224,9 +223,7 @@ waiting_reason(EinsoraController *self, Pass *pass, const EinsoraWorkload *workl
 static void
 admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
 {
-    const EinsoraComputeClass *klass =
-        einsora_catalog_lookup_class(self->catalog, workload->gpu_class);
-    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
+    EinsoraCatalogResolution resolved;
     g_autoptr(EinsoraPlacementResult) result = NULL;
     g_autoptr(EinsoraWorkloadSpec) spec = NULL;
     g_autofree gchar *reason = NULL;
@@ -236,12 +233,13 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     /* The lifecycle has no step from waiting to failed: a workload whose
      * class or image was withdrawn waits, saying why, until the operator
      * restores the entry or its owner deletes it (docs/adr/0009). */
-    if (klass == NULL) {
+    if (!einsora_catalog_resolve(self->catalog, workload->gpu_class, workload->image, &resolved) &&
+        resolved.klass == NULL) {
         reason = einsora_reason_class_withdrawn(workload->gpu_class);
         keep_waiting(self, workload, reason);
         return;
     }
-    if (image == NULL || einsora_image_lookup_runtime(image, klass->accelerator) == NULL) {
+    if (resolved.runtime == NULL) {
         reason = einsora_reason_image_withdrawn(workload->image);
         keep_waiting(self, workload, reason);
         return;
@@ -261,12 +259,12 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
         keep_waiting(self, workload, reason);
         return;
     }
-    reason = einsora_reason_admitted(klass->devices, result->placed_class, result->machine_name,
-                                     result->driver);
+    reason = einsora_reason_admitted(resolved.klass->devices, result->placed_class,
+                                     result->machine_name, result->driver);
     placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver};
     if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
         return;
-    einsora_usage_add(pass->usage, workload, klass);
+    einsora_usage_add(pass->usage, workload, resolved.klass);
     spec = spec_for(self, workload);
     /* Provisioning but absent from the runtime is run again by observe. */
     if (!einsora_backend_run(self->backend, spec, &error)) {
@@ -432,9 +430,7 @@ usage_of(EinsoraController *self, GPtrArray *workloads)
 
         if (!einsora_workload_state_holds_capacity(workload->state))
             continue;
-        klass = einsora_catalog_lookup_class(self->catalog, workload->placed_class != NULL
-                                                                ? workload->placed_class
-                                                                : workload->gpu_class);
+        klass = einsora_catalog_lookup_class(self->catalog, einsora_workload_get_class(workload));
         if (klass != NULL)
             einsora_usage_add(usage, workload, klass);
     }

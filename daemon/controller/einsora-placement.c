@@ -180,13 +180,14 @@ EinsoraPlacementResult *
 einsora_placement_place(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
                         const EinsoraCapacity *capacity, const EinsoraUsage *usage)
 {
-    const EinsoraComputeClass *klass = einsora_catalog_lookup_class(catalog, workload->gpu_class);
-    const EinsoraImage *image = einsora_catalog_lookup_image(catalog, workload->image);
-    const EinsoraImageRuntime *runtime = NULL;
+    EinsoraCatalogResolution resolved;
+    const EinsoraComputeClass *klass;
+    const EinsoraImageRuntime *runtime;
 
-    g_return_val_if_fail(klass != NULL && image != NULL, NULL);
-
-    runtime = einsora_image_lookup_runtime(image, klass->accelerator);
+    einsora_catalog_resolve(catalog, workload->gpu_class, workload->image, &resolved);
+    g_return_val_if_fail(resolved.klass != NULL && resolved.image != NULL, NULL);
+    klass = resolved.klass;
+    runtime = resolved.runtime;
     if (capacity->machines == NULL)
         return place_on_cluster(klass, capacity, usage);
     if (runtime == NULL) {

@@ -49,3 +49,9 @@ einsora_workload_free(EinsoraWorkload *workload)
     g_free(workload->updated_at);
     g_free(workload);
 }
+
+const char *
+einsora_workload_get_class(const EinsoraWorkload *workload)
+{
+    return workload->placed_class != NULL ? workload->placed_class : workload->gpu_class;
+}

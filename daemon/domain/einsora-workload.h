@@ -35,6 +35,10 @@ EinsoraWorkload *einsora_workload_new(void);
 EinsoraWorkload *einsora_workload_copy(const EinsoraWorkload *workload);
 void einsora_workload_free(EinsoraWorkload *workload);
 
+/* The class it runs as: the one it was placed on once admitted, until
+ * then the one asked for. */
+const char *einsora_workload_get_class(const EinsoraWorkload *workload);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraWorkload, einsora_workload_free)
 
 G_END_DECLS

@@ -1089,6 +1089,9 @@ start_watching(EinsoraHttpConnection *self)
     if (!watch_read(self))
         return;
     self->read_source = g_socket_create_source(self->socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+    /* Ahead of whatever the handler waits for (a sign-in's verdict): a
+     * client that is gone is known before its answer is made. */
+    g_source_set_priority(self->read_source, G_PRIORITY_HIGH);
     g_source_set_callback(self->read_source, G_SOURCE_FUNC(on_watch_readable), self, NULL);
     g_source_attach(self->read_source, g_main_context_get_thread_default());
 }

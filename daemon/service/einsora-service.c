@@ -147,18 +147,18 @@ static gboolean
 check_placement(EinsoraService *self, const EinsoraWorkload *workload,
                 const EinsoraPlacement *placement, GError **error)
 {
-    const EinsoraComputeClass *klass =
-        einsora_catalog_lookup_class(self->catalog, placement->placed_class);
-    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, workload->image);
-    const EinsoraImageRuntime *runtime = NULL;
+    EinsoraCatalogResolution resolved;
+    const EinsoraComputeClass *klass;
+    const EinsoraImageRuntime *runtime;
     const EinsoraDriverInfo *driver;
     g_autoptr(EinsoraMachine) machine = NULL;
     g_autoptr(GError) local_error = NULL;
 
+    einsora_catalog_resolve(self->catalog, placement->placed_class, workload->image, &resolved);
+    klass = resolved.klass;
+    runtime = resolved.runtime;
     if (klass == NULL || !einsora_catalog_class_offered_in(klass, workload->region))
         return refuse_placement(error, "its class is not offered in the workload's region");
-    if (image != NULL)
-        runtime = einsora_image_lookup_runtime(image, klass->accelerator);
     if (runtime == NULL)
         return refuse_placement(error, "its image has no runtime for the class");
     if ((placement->machine_id == NULL) != (placement->driver == NULL))
@@ -439,6 +439,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
     const char *region;
     const EinsoraComputeClass *klass;
     const EinsoraImage *image;
+    EinsoraCatalogResolution resolved;
     g_autoptr(EinsoraWorkload) workload = NULL;
 
     if (request->kind == NULL || !einsora_workload_kind_from_string(request->kind, &kind)) {
@@ -461,7 +462,8 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                             "gpu_class is required");
         return NULL;
     }
-    klass = einsora_catalog_lookup_class(self->catalog, request->gpu_class);
+    einsora_catalog_resolve(self->catalog, request->gpu_class, request->image, &resolved);
+    klass = resolved.klass;
     if (klass == NULL || !einsora_catalog_class_offered_in(klass, region)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "gpu_class is not offered in this region");
@@ -472,7 +474,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                             "image is required");
         return NULL;
     }
-    image = einsora_catalog_lookup_image(self->catalog, request->image);
+    image = resolved.image;
     if (image == NULL) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "image is not one this installation offers");
@@ -484,7 +486,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                     einsora_workload_kind_to_string(kind));
         return NULL;
     }
-    if (einsora_image_lookup_runtime(image, klass->accelerator) == NULL) {
+    if (resolved.runtime == NULL) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                     "image %s has no runtime for %s's accelerator (%s)", image->name, klass->name,
                     einsora_accelerator_to_string(klass->accelerator));

@@ -281,9 +281,9 @@ mode_for(const EinsoraWorkload *workload)
 static EinsoraDesiredWorkload *
 desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
 {
+    EinsoraCatalogResolution resolved;
     const EinsoraComputeClass *klass;
-    const EinsoraImage *image;
-    const EinsoraImageRuntime *runtime = NULL;
+    const EinsoraImageRuntime *runtime;
     EinsoraDesiredWorkload *desired;
 
     if (workload->placed_class == NULL || workload->driver == NULL) {
@@ -292,10 +292,9 @@ desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
                 workload->id, workload->machine_id);
         return NULL;
     }
-    klass = einsora_catalog_lookup_class(self->catalog, workload->placed_class);
-    image = einsora_catalog_lookup_image(self->catalog, workload->image);
-    if (klass != NULL && image != NULL)
-        runtime = einsora_image_lookup_runtime(image, klass->accelerator);
+    einsora_catalog_resolve(self->catalog, workload->placed_class, workload->image, &resolved);
+    klass = resolved.klass;
+    runtime = resolved.runtime;
 
     desired = einsora_desired_workload_new();
     desired->workload_id = g_strdup(workload->id);
