@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "einsora-test-daemon.h"
+#include "einsora-test-socket.h"
 
 #define JSON "application/json"
 #define PASSWORD "correct horse battery staple 42"
@@ -84,22 +85,6 @@ api_port(EinsoraTestDaemon *daemon)
     return (guint)g_uri_get_port(uri);
 }
 
-static GSocket *
-connect_to(guint port)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    g_autoptr(GSocketAddress) address = g_inet_socket_address_new(loopback, (guint16)port);
-    g_autoptr(GSocket) socket =
-        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
-
-    g_assert_no_error(error);
-    g_socket_set_timeout(socket, 20);
-    g_assert_true(g_socket_connect(socket, address, NULL, &error));
-    g_assert_no_error(error);
-    return g_steal_pointer(&socket);
-}
-
 /* Sends what it can (the daemon may close early, having answered) and
  * reads until the daemon closes. */
 static RawResponse *
@@ -136,7 +121,7 @@ exchange_on(GSocket *socket, const char *raw, gsize length)
 static RawResponse *
 exchange(guint port, const char *raw, gsize length)
 {
-    g_autoptr(GSocket) socket = connect_to(port);
+    g_autoptr(GSocket) socket = einsora_test_connect(port);
     return exchange_on(socket, raw, length);
 }
 
@@ -889,7 +874,7 @@ test_slow_clients(void)
 
     measure(200, &p50_alone, &p99_alone);
     for (guint i = 0; i < SLOW_CLIENTS; i++)
-        g_ptr_array_add(sockets, connect_to(api_port(daemon_)));
+        g_ptr_array_add(sockets, einsora_test_connect(api_port(daemon_)));
     started = g_get_monotonic_time();
     thread = g_thread_new("drip", drip, &slow);
     g_assert_cmpuint(
@@ -983,7 +968,7 @@ test_keep_alive(void)
     const guint pipelined = 100;
     guint baseline = open_fds(daemon_);
     g_autoptr(GString) batch = g_string_new(NULL);
-    g_autoptr(GSocket) socket = connect_to(api_port(daemon_));
+    g_autoptr(GSocket) socket = einsora_test_connect(api_port(daemon_));
     guint64 warm_kib = 0;
     guint64 after_kib;
     char buffer[64];
@@ -1010,7 +995,7 @@ test_keep_alive(void)
 
     /* Clients that close their kept-alive connections. */
     for (guint i = 0; i < 500; i++) {
-        g_autoptr(GSocket) other = connect_to(api_port(daemon_));
+        g_autoptr(GSocket) other = einsora_test_connect(api_port(daemon_));
         const char *raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
         g_assert_cmpint(g_socket_send(other, raw, strlen(raw), NULL, NULL), ==, strlen(raw));
         read_health_answers(other, 1, FALSE);
@@ -1018,7 +1003,7 @@ test_keep_alive(void)
 
     /* Left idle, a kept-alive connection is closed by the daemon (its
      * idle limit is the read timeout here). */
-    socket = connect_to(api_port(daemon_));
+    socket = einsora_test_connect(api_port(daemon_));
     {
         const char *raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
         g_assert_cmpint(g_socket_send(socket, raw, strlen(raw), NULL, NULL), ==, strlen(raw));

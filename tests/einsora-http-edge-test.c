@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "einsora-test-daemon.h"
+#include "einsora-test-socket.h"
 
 /* The daemon's head, body and idle deadline here. */
 #define DEADLINE_MS 2000
@@ -27,22 +28,6 @@ port_of(Listener listener)
         return daemon_->access_port;
     uri = g_uri_parse(daemon_->uri, G_URI_FLAGS_NONE, NULL);
     return (guint)g_uri_get_port(uri);
-}
-
-static GSocket *
-connect_to(guint port)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    g_autoptr(GSocketAddress) address = g_inet_socket_address_new(loopback, (guint16)port);
-    g_autoptr(GSocket) socket =
-        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
-
-    g_assert_no_error(error);
-    g_socket_set_timeout(socket, 10);
-    g_assert_true(g_socket_connect(socket, address, NULL, &error));
-    g_assert_no_error(error);
-    return g_steal_pointer(&socket);
 }
 
 typedef struct {
@@ -84,7 +69,7 @@ count_answers(const GByteArray *in, Answers *answers)
 static void
 exchange(Listener listener, const char *raw, gsize length, guint wait_ms, Answers *answers)
 {
-    g_autoptr(GSocket) socket = connect_to(port_of(listener));
+    g_autoptr(GSocket) socket = einsora_test_connect(port_of(listener));
     g_autoptr(GByteArray) in = g_byte_array_new();
     char buffer[65536];
     gsize sent = 0;
@@ -320,7 +305,7 @@ test_slow_clients_on_the_proxy(void)
 
     started = g_get_monotonic_time();
     for (guint i = 0; i < SLOW_CLIENTS; i++) {
-        GSocket *socket = connect_to(port_of(TO_ACCESS));
+        GSocket *socket = einsora_test_connect(port_of(TO_ACCESS));
         g_assert_cmpint(g_socket_send(socket, half, strlen(half), NULL, NULL), ==, strlen(half));
         g_ptr_array_add(slow, socket);
     }

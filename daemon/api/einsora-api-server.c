@@ -147,17 +147,6 @@ einsora_api_server_client_key(SoupServerMessage *message)
     }
 }
 
-static guint
-positive_test_variable(const char *name, guint fallback)
-{
-    const char *text = g_getenv(name);
-    guint64 value = 0;
-
-    if (text == NULL || !g_ascii_string_to_unsigned(text, 10, 1, G_MAXUINT32, &value, NULL))
-        return fallback;
-    return (guint)value;
-}
-
 /* A refusal the edge answers names its request too, as every answer. */
 static gchar *
 new_request_id(void)
@@ -441,8 +430,9 @@ einsora_api_server_new(EinsoraService *service, EinsoraAuth *auth, EinsoraNowFun
         self->edge = einsora_http_edge_new(self->server, &settings);
     }
     {
-        guint ttl_s = positive_test_variable(SESSION_TTL_TEST_VARIABLE, 0);
-        if (ttl_s > 0)
+        const char *ttl = g_getenv(SESSION_TTL_TEST_VARIABLE);
+        guint64 ttl_s = 0;
+        if (ttl != NULL && g_ascii_string_to_unsigned(ttl, 10, 1, G_MAXUINT32, &ttl_s, NULL))
             einsora_auth_set_session_lifetime(auth, (gint64)ttl_s * G_USEC_PER_SEC);
     }
     soup_server_add_early_handler(self->server, NULL, early_handler, self, NULL);
