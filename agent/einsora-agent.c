@@ -106,13 +106,6 @@ attach_timeout(EinsoraAgent *self, gint64 delay_us, GSourceFunc func, gpointer d
     return source;
 }
 
-static gboolean
-is_active(EinsoraStatusCode code)
-{
-    return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
-           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
-}
-
 /* Whether @driver holds anything for the workload: running, or data kept. */
 static gboolean
 holds(EinsoraAgentDriver *driver, const char *workload_id, EinsoraStatusCode *code, gint64 *attempt)
@@ -182,7 +175,7 @@ status_from_drivers(EinsoraAgent *self, const char *workload_id, const char *nam
         if (this_code == EINSORA_STATUS_CODE_UNKNOWN &&
             this_attempt == EINSORA_AGENT_DRIVER_NO_ATTEMPT)
             continue;
-        if (is_active(this_code))
+        if (einsora_status_code_is_active(this_code))
             rank = 2;
         else if (g_strcmp0(einsora_agent_driver_get_name(driver), named) == 0)
             rank = 1;
@@ -229,7 +222,8 @@ status_for(EinsoraAgent *self, const char *workload_id)
     }
     /* Parked or removed means nothing runs, whichever attempt last did:
      * that answers the attempt being parked, which may never have run. */
-    if (desired != NULL && desired->mode != EINSORA_WORKLOAD_MODE_RUN && !is_active(code))
+    if (desired != NULL && desired->mode != EINSORA_WORKLOAD_MODE_RUN &&
+        !einsora_status_code_is_active(code))
         attempt = desired->attempt;
     status->code = code;
     status->attempt = MAX(attempt, 0);
@@ -635,7 +629,8 @@ gpu_taken(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
         for (guint j = 0; ids[j] != NULL; j++) {
             EinsoraStatusCode code = einsora_agent_driver_get_status(driver, ids[j], NULL);
 
-            if (g_strcmp0(ids[j], workload->workload_id) != 0 && is_active(code) &&
+            if (g_strcmp0(ids[j], workload->workload_id) != 0 &&
+                einsora_status_code_is_active(code) &&
                 holds_gpu_of(self, ids[j], workload->placed_class))
                 return TRUE;
         }
@@ -695,7 +690,7 @@ apply_run(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
             return;
         }
         /* An endpoint keeps no data: stop it there, then start it here. */
-        if (is_active(code)) {
+        if (einsora_status_code_is_active(code)) {
             call_driver_once(self, CALL_STOP, other, id, workload);
             waiting = TRUE;
         }
@@ -704,7 +699,7 @@ apply_run(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
         return;
     /* Another attempt still active: stop it first, keeping its data. */
     code = einsora_agent_driver_get_status(driver, id, NULL);
-    if (is_active(code)) {
+    if (einsora_status_code_is_active(code)) {
         if (code != EINSORA_STATUS_CODE_REMOVING)
             call_driver_once(self, CALL_STOP, driver, id, workload);
         return;
@@ -729,7 +724,7 @@ stop_everywhere(EinsoraAgent *self, const char *workload_id, const EinsoraDesire
 
         if (g_hash_table_contains(self->calls, workload_id))
             return;
-        if (holds(driver, workload_id, &code, NULL) && is_active(code) &&
+        if (holds(driver, workload_id, &code, NULL) && einsora_status_code_is_active(code) &&
             code != EINSORA_STATUS_CODE_REMOVING)
             call_driver_once(self, CALL_STOP, driver, workload_id, workload);
     }

@@ -120,6 +120,34 @@ test_unknown_codes(void)
     g_assert_cmpstr(einsora_status_code_to_string((EinsoraStatusCode)999), ==, "unknown");
 }
 
+/* Active is exactly "something is under way on its machine"; a workload
+ * waiting for a GPU, failed, exited or settled is not. Every code is
+ * listed, so a new one has to be decided here. */
+static void
+test_active_codes(void)
+{
+    static const struct {
+        EinsoraStatusCode code;
+        gboolean active;
+    } table[] = {
+        {EINSORA_STATUS_CODE_UNKNOWN, FALSE},        {EINSORA_STATUS_CODE_STARTING, TRUE},
+        {EINSORA_STATUS_CODE_RUNNING, TRUE},         {EINSORA_STATUS_CODE_STOPPING, TRUE},
+        {EINSORA_STATUS_CODE_STOPPED, FALSE},        {EINSORA_STATUS_CODE_REMOVING, TRUE},
+        {EINSORA_STATUS_CODE_REMOVED, FALSE},        {EINSORA_STATUS_CODE_FAILED_TO_START, FALSE},
+        {EINSORA_STATUS_CODE_OUT_OF_MEMORY, FALSE},  {EINSORA_STATUS_CODE_GPU_BUSY, FALSE},
+        {EINSORA_STATUS_CODE_DRIVER_MISSING, FALSE}, {EINSORA_STATUS_CODE_ISOLATION_REFUSED, FALSE},
+        {EINSORA_STATUS_CODE_MOVE_REFUSED, FALSE},   {EINSORA_STATUS_CODE_IMAGE_MISSING, FALSE},
+        {EINSORA_STATUS_CODE_EXITED, FALSE},         {EINSORA_STATUS_CODE_SANDBOX_CHANGED, FALSE},
+    };
+
+    G_STATIC_ASSERT(G_N_ELEMENTS(table) == EINSORA_STATUS_CODE_COUNT);
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_test_message("code %s", einsora_status_code_to_string(table[i].code));
+        g_assert_cmpint(einsora_status_code_is_active(table[i].code), ==, table[i].active);
+    }
+    g_assert_false(einsora_status_code_is_active((EinsoraStatusCode)999));
+}
+
 static void
 test_unknown_code_in_report(void)
 {
@@ -765,6 +793,7 @@ main(int argc, char **argv)
                     test_unknown_codes);
     g_test_add_func("/protocol/status-code/unknown-in-report-is-not-an-error",
                     test_unknown_code_in_report);
+    g_test_add_func("/protocol/status-code/active-while-something-is-under-way", test_active_codes);
     g_test_add_func("/protocol/workload-mode/names", test_workload_modes);
     g_test_add_func("/protocol/sync-report/round-trip", test_report_round_trip);
     g_test_add_func("/protocol/sync-report/inventory-only-when-changed",

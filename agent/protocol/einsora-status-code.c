@@ -69,3 +69,16 @@ einsora_status_code_reason(EinsoraStatusCode code)
         return einsora_reason_machine_reported_problem();
     return codes[code].reason;
 }
+
+/* Whether something is under way for the workload on its machine: it is
+ * starting, running, stopping, or its data is being deleted. While it is,
+ * its driver is busy with it (another attempt, a move or a GPU must wait
+ * for it to end); every other code, GPU_BUSY included, means nothing runs
+ * for it there. The agent and every driver read it from here, so they
+ * agree on when a workload has settled. */
+gboolean
+einsora_status_code_is_active(EinsoraStatusCode code)
+{
+    return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
+           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
+}

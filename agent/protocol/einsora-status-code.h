@@ -36,5 +36,6 @@ typedef enum {
 EinsoraStatusCode einsora_status_code_from_string(const char *str);
 const char *einsora_status_code_to_string(EinsoraStatusCode code);
 const char *einsora_status_code_reason(EinsoraStatusCode code);
+gboolean einsora_status_code_is_active(EinsoraStatusCode code);
 
 G_END_DECLS

@@ -105,13 +105,6 @@ log_workload(const NativeWorkload *workload, GLogLevelFlags level, const char *m
                      "MESSAGE", "notebook %s: %s", workload->workload_id, message);
 }
 
-static gboolean
-is_active(EinsoraStatusCode code)
-{
-    return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
-           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
-}
-
 static NativeWorkload *
 workload_ensure(EinsoraNativeDriver *self, const char *workload_id)
 {
@@ -621,7 +614,7 @@ native_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
         g_task_return_boolean(task, TRUE); /* an attempt starts at most once */
         return;
     }
-    if (is_active(workload->code) || workload->task != NULL) {
+    if (einsora_status_code_is_active(workload->code) || workload->task != NULL) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_BUSY,
                                 "attempt %" G_GINT64_FORMAT " still runs; stop it first",
                                 workload->attempt);
@@ -766,7 +759,8 @@ begin_op(EinsoraNativeDriver *self, NativeOp op, const char *workload_id, GCance
         workload->code = EINSORA_STATUS_CODE_REMOVING;
     else if (einsora_process_supervisor_get_pid(self->supervisor, workload_id) != 0)
         workload->code = EINSORA_STATUS_CODE_STOPPING;
-    else if (is_active(workload->code) || workload->code == EINSORA_STATUS_CODE_UNKNOWN)
+    else if (einsora_status_code_is_active(workload->code) ||
+             workload->code == EINSORA_STATUS_CODE_UNKNOWN)
         workload->code = EINSORA_STATUS_CODE_STOPPED;
     /* A failed or exited one keeps its code: that is what happened to it. */
     einsora_process_supervisor_stop_async(self->supervisor, workload_id, cancellable,

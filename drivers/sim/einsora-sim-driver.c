@@ -124,13 +124,6 @@ log_status(const SimWorkload *workload, const char *event)
                      einsora_status_code_to_string(workload->code));
 }
 
-static gboolean
-is_active(EinsoraStatusCode code)
-{
-    return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
-           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
-}
-
 static SimWorkload *
 workload_lookup(EinsoraSimDriver *self, const char *workload_id)
 {
@@ -335,7 +328,7 @@ sim_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *desire
     if (g_task_return_error_if_cancelled(task))
         return;
     workload = workload_ensure(self, desired->workload_id);
-    if (is_active(workload->code)) {
+    if (einsora_status_code_is_active(workload->code)) {
         /* At most once: the attempt it is already running is started. */
         if (workload->attempt == desired->attempt &&
             (workload->code == EINSORA_STATUS_CODE_STARTING ||
@@ -368,7 +361,7 @@ sim_stop_async(EinsoraAgentDriver *driver, const char *workload_id, GCancellable
     g_task_set_source_tag(task, sim_stop_async);
     if (g_task_return_error_if_cancelled(task))
         return;
-    if (workload == NULL || !is_active(workload->code)) {
+    if (workload == NULL || !einsora_status_code_is_active(workload->code)) {
         /* Nothing runs: a failed or exited workload is parked at once,
          * keeping its data; a removed one has nothing to keep. */
         if (workload != NULL && workload->code != EINSORA_STATUS_CODE_REMOVED)
