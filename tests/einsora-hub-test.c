@@ -1087,6 +1087,79 @@ test_refused_inventory(Fixture *f, gconstpointer data)
     g_assert_true(online(f->hub, f->studio_id));
 }
 
+/* The stored inventory has one reader: what the hub offers for placement
+ * is what the API shows (GPUs with their classes, drivers), and a stored
+ * one that doesn't fit the machine is neither offered nor shown. */
+static void
+test_stored_inventory_one_reader(Fixture *f, gconstpointer data)
+{
+    static const char *const misfits[] = {
+        /* A Mac's inventory on a Linux machine. */
+        "{\"os\":\"darwin\",\"arch\":\"arm64\",\"cpus\":12,\"memory_mib\":32768,"
+        "\"gpus\":[],\"drivers\":[\"sim\"]}",
+        /* A GPU that isn't a GPU record. */
+        "{\"os\":\"linux\",\"arch\":\"x86_64\",\"cpus\":4,\"memory_mib\":1024,"
+        "\"gpus\":[\"NVIDIA L40S\"],\"drivers\":[\"sim\"]}",
+        /* A member no version writes. */
+        "{\"os\":\"linux\",\"arch\":\"x86_64\",\"cpus\":4,\"memory_mib\":1024,"
+        "\"gpus\":[],\"drivers\":[\"sim\"],\"trusted\":true}",
+    };
+    g_autoptr(EinsoraDesiredState) state = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraCapacity) capacity = capacity_of(f->hub);
+    const EinsoraMachineCapacity *offered = machine_in(capacity, f->box_id);
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GPtrArray) gpus = NULL;
+    g_auto(GStrv) drivers = NULL;
+    g_autoptr(GError) error = NULL;
+
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, &error);
+    g_assert_no_error(error);
+    gpus = einsora_service_machine_gpus(f->service, machine);
+    drivers = einsora_service_machine_drivers(f->service, machine);
+    g_assert_cmpuint(gpus->len, ==, 3);
+    for (guint i = 0; i < 2; i++) {
+        const EinsoraMachineGpu *gpu = g_ptr_array_index(gpus, i);
+        g_assert_cmpstr(gpu->vendor, ==, "nvidia");
+        g_assert_cmpstr(gpu->model, ==, "NVIDIA L40S");
+        g_assert_cmpint(gpu->memory_mib, ==, 46068);
+        g_assert_cmpstr(gpu->gpu_class, ==, "l40s-48gb");
+    }
+    g_assert_null(((const EinsoraMachineGpu *)g_ptr_array_index(gpus, 2))->gpu_class);
+    g_assert_cmpint(einsora_machine_capacity_devices(offered, "l40s-48gb"), ==, 2);
+    g_assert_cmpstrv(drivers, offered->drivers);
+    g_assert_cmpint(g_strv_length(drivers), ==, 2);
+
+    for (guint i = 0; i < G_N_ELEMENTS(misfits); i++) {
+        g_autofree gchar *seen_at = einsora_timestamp_format(f->clock.now_us);
+        EinsoraInventory *read = NULL;
+
+        g_test_message("stored: %s", misfits[i]);
+        g_assert_true(einsora_store_record_machine_seen(EINSORA_STORE(f->store), f->box_id, seen_at,
+                                                        misfits[i], &error));
+        g_assert_no_error(error);
+        g_clear_pointer(&machine, einsora_machine_free);
+        g_clear_pointer(&gpus, g_ptr_array_unref);
+        g_clear_pointer(&drivers, g_strfreev);
+        g_clear_pointer(&capacity, einsora_capacity_free);
+        machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, &error);
+        g_assert_no_error(error);
+
+        g_assert_false(einsora_inventory_read_stored(machine, &read, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_null(read);
+        g_clear_error(&error);
+        gpus = einsora_service_machine_gpus(f->service, machine);
+        drivers = einsora_service_machine_drivers(f->service, machine);
+        g_assert_cmpuint(gpus->len, ==, 0);
+        g_assert_cmpstrv(drivers, (const char *const[]){NULL});
+        capacity = capacity_of(f->hub);
+        offered = machine_in(capacity, f->box_id);
+        g_assert_cmpint(offered->cpus, ==, 0);
+        g_assert_cmpint(einsora_machine_capacity_devices(offered, "l40s-48gb"), ==, 0);
+        g_assert_false(offered->online);
+    }
+}
+
 /* Every code maps to a fixed meaning; failures read fixed reasons. */
 static void
 test_observe_codes(Fixture *f, gconstpointer data)
@@ -1379,6 +1452,8 @@ main(int argc, char **argv)
     ADD("/hub/capacity/settling", test_settling);
     ADD("/hub/capacity/from-inventory", test_capacity_from_inventory);
     ADD("/hub/capacity/refused-inventory", test_refused_inventory);
+    ADD("/hub/capacity/stored-inventory-read-as-the-api-shows-it",
+        test_stored_inventory_one_reader);
     ADD("/hub/observe/codes", test_observe_codes);
     ADD("/hub/observe/stale-attempts-and-generations", test_observe_stale);
     ADD("/hub/restart/changes-no-desired-state", test_restart_changes_nothing);

@@ -2,7 +2,8 @@
 
 #include "einsora-desired-state.h"
 
-#include "einsora-protocol-json-private.h"
+#include "einsora-json-read.h"
+#include "einsora-protocol.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraDesiredState, einsora_desired_state, einsora_desired_state_copy,
                     einsora_desired_state_free)
@@ -47,8 +48,8 @@ einsora_desired_state_to_json(const EinsoraDesiredState *state)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "machine_id", state->machine_id);
-    einsora_protocol_add_int(builder, "generation", state->generation);
+    einsora_json_add_string(builder, "machine_id", state->machine_id);
+    einsora_json_add_int(builder, "generation", state->generation);
     json_builder_set_member_name(builder, "workloads");
     json_builder_begin_array(builder);
     for (guint i = 0; i < state->workloads->len; i++)
@@ -65,8 +66,8 @@ read_workloads(JsonObject *object, GPtrArray *workloads, GError **error)
     g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
     JsonArray *array;
 
-    if (!einsora_protocol_read_array(object, "workloads", EINSORA_PROTOCOL_MAX_WORKLOADS, &array,
-                                     error))
+    if (!einsora_json_read_array(object, "workloads", EINSORA_PROTOCOL_MAX_WORKLOADS, &array,
+                                 error))
         return FALSE;
     for (guint i = 0; i < json_array_get_length(array); i++) {
         EinsoraDesiredWorkload *workload =
@@ -79,9 +80,8 @@ read_workloads(JsonObject *object, GPtrArray *workloads, GError **error)
         g_ptr_array_add(workloads, workload);
         /* One workload asked two things at once has no right answer. */
         if (!g_hash_table_add(seen, workload->workload_id))
-            return einsora_protocol_invalid(error,
-                                            "workloads[%u]: \"workload_id\" %s is listed twice", i,
-                                            workload->workload_id);
+            return einsora_json_invalid(error, "workloads[%u]: \"workload_id\" %s is listed twice",
+                                        i, workload->workload_id);
     }
     return TRUE;
 }
@@ -93,9 +93,9 @@ einsora_desired_state_from_json(JsonNode *node, GError **error)
     g_autoptr(EinsoraDesiredState) state = einsora_desired_state_new();
     JsonObject *object;
 
-    if (!einsora_protocol_read_object(node, "a desired state", members, &object, error) ||
-        !einsora_protocol_read_uuid(object, "machine_id", &state->machine_id, error) ||
-        !einsora_protocol_read_int(object, "generation", G_MAXINT64, &state->generation, error) ||
+    if (!einsora_json_read_object(node, "a desired state", members, &object, error) ||
+        !einsora_json_read_uuid(object, "machine_id", &state->machine_id, error) ||
+        !einsora_json_read_int(object, "generation", G_MAXINT64, &state->generation, error) ||
         !read_workloads(object, state->workloads, error))
         return NULL;
     return g_steal_pointer(&state);

@@ -2,7 +2,8 @@
 
 #include "einsora-desired-workload.h"
 
-#include "einsora-protocol-json-private.h"
+#include "einsora-json-read.h"
+#include "einsora-protocol.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraDesiredWorkload, einsora_desired_workload, einsora_desired_workload_copy,
                     einsora_desired_workload_free)
@@ -48,18 +49,18 @@ einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "workload_id", workload->workload_id);
-    einsora_protocol_add_string(builder, "tenant_id", workload->tenant_id);
-    einsora_protocol_add_string(builder, "mode", einsora_workload_mode_to_string(workload->mode));
-    einsora_protocol_add_int(builder, "attempt", workload->attempt);
-    einsora_protocol_add_string(builder, "kind", einsora_workload_kind_to_string(workload->kind));
-    einsora_protocol_add_string(builder, "driver", workload->driver);
-    einsora_protocol_add_string(builder, "placed_class", workload->placed_class);
-    einsora_protocol_add_string(builder, "image", workload->image);
-    einsora_protocol_add_string(builder, "runtime_reference", workload->runtime_reference);
-    einsora_protocol_add_int(builder, "cpus", workload->cpus);
-    einsora_protocol_add_int(builder, "memory_mib", workload->memory_mib);
-    einsora_protocol_add_int(builder, "devices", workload->devices);
+    einsora_json_add_string(builder, "workload_id", workload->workload_id);
+    einsora_json_add_string(builder, "tenant_id", workload->tenant_id);
+    einsora_json_add_string(builder, "mode", einsora_workload_mode_to_string(workload->mode));
+    einsora_json_add_int(builder, "attempt", workload->attempt);
+    einsora_json_add_string(builder, "kind", einsora_workload_kind_to_string(workload->kind));
+    einsora_json_add_string(builder, "driver", workload->driver);
+    einsora_json_add_string(builder, "placed_class", workload->placed_class);
+    einsora_json_add_string(builder, "image", workload->image);
+    einsora_json_add_string(builder, "runtime_reference", workload->runtime_reference);
+    einsora_json_add_int(builder, "cpus", workload->cpus);
+    einsora_json_add_int(builder, "memory_mib", workload->memory_mib);
+    einsora_json_add_int(builder, "devices", workload->devices);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -80,43 +81,40 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
     g_autofree gchar *kind = NULL;
     JsonObject *object;
 
-    if (!einsora_protocol_read_object(node, "a desired workload", members, &object, error) ||
-        !einsora_protocol_read_uuid(object, "workload_id", &workload->workload_id, error) ||
-        !einsora_protocol_read_uuid(object, "tenant_id", &workload->tenant_id, error) ||
-        !einsora_protocol_read_string(object, "mode", TRUE, &mode, error))
+    if (!einsora_json_read_object(node, "a desired workload", members, &object, error) ||
+        !einsora_json_read_uuid(object, "workload_id", &workload->workload_id, error) ||
+        !einsora_json_read_uuid(object, "tenant_id", &workload->tenant_id, error) ||
+        !einsora_json_read_string(object, "mode", TRUE, &mode, error))
         return NULL;
     if (!einsora_workload_mode_from_string(mode, &workload->mode)) {
-        einsora_protocol_invalid(error, "\"mode\" must be run, park or remove");
+        einsora_json_invalid(error, "\"mode\" must be run, park or remove");
         return NULL;
     }
-    if (!einsora_protocol_read_int(object, "attempt", G_MAXINT64, &workload->attempt, error) ||
-        !einsora_protocol_read_string(object, "kind", TRUE, &kind, error))
+    if (!einsora_json_read_int(object, "attempt", G_MAXINT64, &workload->attempt, error) ||
+        !einsora_json_read_string(object, "kind", TRUE, &kind, error))
         return NULL;
     if (!einsora_workload_kind_from_string(kind, &workload->kind)) {
-        einsora_protocol_invalid(error, "\"kind\" must be notebook, endpoint or vm");
+        einsora_json_invalid(error, "\"kind\" must be notebook, endpoint or vm");
         return NULL;
     }
-    if (!einsora_protocol_read_string(object, "driver", TRUE, &workload->driver, error) ||
-        !einsora_protocol_read_string(object, "placed_class", TRUE, &workload->placed_class,
-                                      error) ||
-        !einsora_protocol_read_string(object, "image", FALSE, &workload->image, error) ||
-        !einsora_protocol_read_string(object, "runtime_reference", FALSE,
-                                      &workload->runtime_reference, error) ||
-        !einsora_protocol_read_int(object, "cpus", EINSORA_PROTOCOL_MAX_CPUS, &workload->cpus,
-                                   error) ||
-        !einsora_protocol_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
-                                   &workload->memory_mib, error) ||
-        !einsora_protocol_read_int(object, "devices", EINSORA_PROTOCOL_MAX_GPUS, &workload->devices,
-                                   error))
+    if (!einsora_json_read_string(object, "driver", TRUE, &workload->driver, error) ||
+        !einsora_json_read_string(object, "placed_class", TRUE, &workload->placed_class, error) ||
+        !einsora_json_read_string(object, "image", FALSE, &workload->image, error) ||
+        !einsora_json_read_string(object, "runtime_reference", FALSE, &workload->runtime_reference,
+                                  error) ||
+        !einsora_json_read_int(object, "cpus", EINSORA_PROTOCOL_MAX_CPUS, &workload->cpus, error) ||
+        !einsora_json_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
+                               &workload->memory_mib, error) ||
+        !einsora_json_read_int(object, "devices", EINSORA_PROTOCOL_MAX_GPUS, &workload->devices,
+                               error))
         return NULL;
     /* Running needs what to run; parking and removing need only the ID. */
     if (workload->mode == EINSORA_WORKLOAD_MODE_RUN && workload->image == NULL) {
-        einsora_protocol_invalid(error, "missing member \"image\", which running needs");
+        einsora_json_invalid(error, "missing member \"image\", which running needs");
         return NULL;
     }
     if (workload->mode == EINSORA_WORKLOAD_MODE_RUN && workload->runtime_reference == NULL) {
-        einsora_protocol_invalid(error,
-                                 "missing member \"runtime_reference\", which running needs");
+        einsora_json_invalid(error, "missing member \"runtime_reference\", which running needs");
         return NULL;
     }
     return g_steal_pointer(&workload);

@@ -8,6 +8,7 @@
 #include "einsora-desired-workload.h"
 #include "einsora-inventory-gpu.h"
 #include "einsora-inventory.h"
+#include "einsora-json-read.h"
 #include "einsora-status-code.h"
 #include "einsora-sync-report.h"
 #include "einsora-workload-mode.h"
@@ -15,12 +16,14 @@
 
 G_BEGIN_DECLS
 
-#define EINSORA_PROTOCOL_MAX_STRING_BYTES 256
+/* The inventory and the strict JSON reader are the domain's (a machine's
+ * stored inventory is read the same way); their bounds are the
+ * protocol's too. */
+#define EINSORA_PROTOCOL_MAX_STRING_BYTES EINSORA_JSON_MAX_STRING_BYTES
 #define EINSORA_PROTOCOL_MAX_WORKLOADS 10000
-#define EINSORA_PROTOCOL_MAX_GPUS 64
-#define EINSORA_PROTOCOL_MAX_DRIVERS 32
-#define EINSORA_PROTOCOL_MAX_CPUS 4096
-/* 64 TiB, in MiB. */
-#define EINSORA_PROTOCOL_MAX_MEMORY_MIB (G_GINT64_CONSTANT(64) * 1024 * 1024)
+#define EINSORA_PROTOCOL_MAX_GPUS EINSORA_INVENTORY_MAX_GPUS
+#define EINSORA_PROTOCOL_MAX_DRIVERS EINSORA_INVENTORY_MAX_DRIVERS
+#define EINSORA_PROTOCOL_MAX_CPUS EINSORA_INVENTORY_MAX_CPUS
+#define EINSORA_PROTOCOL_MAX_MEMORY_MIB EINSORA_INVENTORY_MAX_MEMORY_MIB
 
 G_END_DECLS

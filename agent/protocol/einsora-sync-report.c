@@ -2,7 +2,8 @@
 
 #include "einsora-sync-report.h"
 
-#include "einsora-protocol-json-private.h"
+#include "einsora-json-read.h"
+#include "einsora-protocol.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraSyncReport, einsora_sync_report, einsora_sync_report_copy,
                     einsora_sync_report_free)
@@ -48,8 +49,8 @@ einsora_sync_report_to_json(const EinsoraSyncReport *report)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "machine_id", report->machine_id);
-    einsora_protocol_add_int(builder, "applied_generation", report->applied_generation);
+    einsora_json_add_string(builder, "machine_id", report->machine_id);
+    einsora_json_add_int(builder, "applied_generation", report->applied_generation);
     json_builder_set_member_name(builder, "statuses");
     json_builder_begin_array(builder);
     for (guint i = 0; i < report->statuses->len; i++)
@@ -71,8 +72,7 @@ read_statuses(JsonObject *object, GPtrArray *statuses, GError **error)
     g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
     JsonArray *array;
 
-    if (!einsora_protocol_read_array(object, "statuses", EINSORA_PROTOCOL_MAX_WORKLOADS, &array,
-                                     error))
+    if (!einsora_json_read_array(object, "statuses", EINSORA_PROTOCOL_MAX_WORKLOADS, &array, error))
         return FALSE;
     for (guint i = 0; i < json_array_get_length(array); i++) {
         EinsoraWorkloadStatus *status =
@@ -85,8 +85,8 @@ read_statuses(JsonObject *object, GPtrArray *statuses, GError **error)
         g_ptr_array_add(statuses, status);
         /* Two statuses for one workload would leave the hub to guess. */
         if (!g_hash_table_add(seen, status->workload_id))
-            return einsora_protocol_invalid(
-                error, "statuses[%u]: \"workload_id\" %s is listed twice", i, status->workload_id);
+            return einsora_json_invalid(error, "statuses[%u]: \"workload_id\" %s is listed twice",
+                                        i, status->workload_id);
     }
     return TRUE;
 }
@@ -101,10 +101,10 @@ einsora_sync_report_from_json(JsonNode *node, GError **error)
     JsonObject *object;
     JsonNode *inventory;
 
-    if (!einsora_protocol_read_object(node, "a sync report", members, &object, error) ||
-        !einsora_protocol_read_uuid(object, "machine_id", &report->machine_id, error) ||
-        !einsora_protocol_read_int(object, "applied_generation", G_MAXINT64,
-                                   &report->applied_generation, error) ||
+    if (!einsora_json_read_object(node, "a sync report", members, &object, error) ||
+        !einsora_json_read_uuid(object, "machine_id", &report->machine_id, error) ||
+        !einsora_json_read_int(object, "applied_generation", G_MAXINT64,
+                               &report->applied_generation, error) ||
         !read_statuses(object, report->statuses, error))
         return NULL;
     inventory = json_object_get_member(object, "inventory");

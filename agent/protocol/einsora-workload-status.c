@@ -2,7 +2,8 @@
 
 #include "einsora-workload-status.h"
 
-#include "einsora-protocol-json-private.h"
+#include "einsora-json-read.h"
+#include "einsora-protocol.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraWorkloadStatus, einsora_workload_status, einsora_workload_status_copy,
                     einsora_workload_status_free)
@@ -38,11 +39,11 @@ einsora_workload_status_to_json(const EinsoraWorkloadStatus *status)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "workload_id", status->workload_id);
-    einsora_protocol_add_int(builder, "attempt", status->attempt);
-    einsora_protocol_add_string(builder, "mode", einsora_workload_mode_to_string(status->mode));
-    einsora_protocol_add_string(builder, "code", einsora_status_code_to_string(status->code));
-    einsora_protocol_add_int(builder, "applied_generation", status->applied_generation);
+    einsora_json_add_string(builder, "workload_id", status->workload_id);
+    einsora_json_add_int(builder, "attempt", status->attempt);
+    einsora_json_add_string(builder, "mode", einsora_workload_mode_to_string(status->mode));
+    einsora_json_add_string(builder, "code", einsora_status_code_to_string(status->code));
+    einsora_json_add_int(builder, "applied_generation", status->applied_generation);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -58,16 +59,16 @@ einsora_workload_status_from_json(JsonNode *node, GError **error)
     g_autofree gchar *code = NULL;
     JsonObject *object;
 
-    if (!einsora_protocol_read_object(node, "a workload status", members, &object, error) ||
-        !einsora_protocol_read_uuid(object, "workload_id", &status->workload_id, error) ||
-        !einsora_protocol_read_int(object, "attempt", G_MAXINT64, &status->attempt, error) ||
-        !einsora_protocol_read_string(object, "mode", TRUE, &mode, error) ||
-        !einsora_protocol_read_string(object, "code", TRUE, &code, error) ||
-        !einsora_protocol_read_int(object, "applied_generation", G_MAXINT64,
-                                   &status->applied_generation, error))
+    if (!einsora_json_read_object(node, "a workload status", members, &object, error) ||
+        !einsora_json_read_uuid(object, "workload_id", &status->workload_id, error) ||
+        !einsora_json_read_int(object, "attempt", G_MAXINT64, &status->attempt, error) ||
+        !einsora_json_read_string(object, "mode", TRUE, &mode, error) ||
+        !einsora_json_read_string(object, "code", TRUE, &code, error) ||
+        !einsora_json_read_int(object, "applied_generation", G_MAXINT64,
+                               &status->applied_generation, error))
         return NULL;
     if (!einsora_workload_mode_from_string(mode, &status->mode)) {
-        einsora_protocol_invalid(error, "\"mode\" must be run, park or remove");
+        einsora_json_invalid(error, "\"mode\" must be run, park or remove");
         return NULL;
     }
     /* A code outside the vocabulary is UNKNOWN, not an error: it reads

@@ -4,6 +4,7 @@
 
 #include "einsora-driver.h"
 #include "einsora-error.h"
+#include "einsora-inventory.h"
 #include "einsora-reason.h"
 #include "einsora-redact.h"
 #include "einsora-uuid.h"
@@ -1085,45 +1086,36 @@ einsora_service_machine_placeable(EinsoraService *self, const EinsoraMachine *ma
                                        EINSORA_MACHINE_PLACEABLE_WINDOW_US);
 }
 
-static JsonObject *
-stored_inventory(const EinsoraMachine *machine, JsonNode **node)
+/* The stored inventory, read the one way the hub reads it for capacity,
+ * so the API shows only what placement may use. One that doesn't fit the
+ * machine shows as none: the hub says why in its debug log. */
+static EinsoraInventory *
+stored_inventory(const EinsoraMachine *machine)
 {
-    if (machine->inventory == NULL)
+    EinsoraInventory *inventory = NULL;
+
+    if (!einsora_inventory_read_stored(machine, &inventory, NULL))
         return NULL;
-    *node = json_from_string(machine->inventory, NULL);
-    if (*node == NULL || !JSON_NODE_HOLDS_OBJECT(*node))
-        return NULL;
-    return json_node_get_object(*node);
+    return inventory;
 }
 
 GPtrArray *
 einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine)
 {
     GPtrArray *gpus = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_machine_gpu_free);
-    g_autoptr(JsonNode) node = NULL;
-    JsonObject *inventory = stored_inventory(machine, &node);
-    JsonArray *reported;
+    g_autoptr(EinsoraInventory) inventory = stored_inventory(machine);
 
-    if (inventory == NULL || !json_object_has_member(inventory, "gpus") ||
-        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(inventory, "gpus")))
-        return gpus;
-    reported = json_object_get_array_member(inventory, "gpus");
-    for (guint i = 0; i < json_array_get_length(reported); i++) {
-        JsonNode *element = json_array_get_element(reported, i);
+    for (guint i = 0; inventory != NULL && i < inventory->gpus->len; i++) {
+        const EinsoraInventoryGpu *reported = g_ptr_array_index(inventory->gpus, i);
         g_autoptr(EinsoraMachineGpu) gpu = einsora_machine_gpu_new();
         EinsoraAccelerator vendor;
-        JsonObject *object;
 
-        if (!JSON_NODE_HOLDS_OBJECT(element))
-            continue;
-        object = json_node_get_object(element);
-        gpu->vendor = g_strdup(json_object_get_string_member_with_default(object, "vendor", ""));
-        gpu->model = g_strdup(json_object_get_string_member_with_default(object, "model", ""));
-        gpu->memory_mib = json_object_get_int_member_with_default(object, "memory_mib", 0);
+        gpu->vendor = g_strdup(reported->vendor);
+        gpu->model = g_strdup(reported->model);
+        gpu->memory_mib = reported->memory_mib;
         if (einsora_accelerator_from_string(gpu->vendor, &vendor))
             gpu->gpu_class = g_strdup(einsora_catalog_class_for_gpu(
-                self->catalog, machine->region, vendor, gpu->model,
-                json_object_get_int_member_with_default(inventory, "memory_mib", 0)));
+                self->catalog, machine->region, vendor, gpu->model, inventory->memory_mib));
         g_ptr_array_add(gpus, g_steal_pointer(&gpu));
     }
     return gpus;
@@ -1132,20 +1124,11 @@ einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine
 gchar **
 einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine)
 {
-    g_autoptr(GStrvBuilder) drivers = g_strv_builder_new();
-    g_autoptr(JsonNode) node = NULL;
-    JsonObject *inventory = stored_inventory(machine, &node);
+    g_autoptr(EinsoraInventory) inventory = stored_inventory(machine);
 
-    if (inventory != NULL && json_object_has_member(inventory, "drivers") &&
-        JSON_NODE_HOLDS_ARRAY(json_object_get_member(inventory, "drivers"))) {
-        JsonArray *reported = json_object_get_array_member(inventory, "drivers");
-        for (guint i = 0; i < json_array_get_length(reported); i++) {
-            const char *name = json_array_get_string_element(reported, i);
-            if (name != NULL)
-                g_strv_builder_add(drivers, name);
-        }
-    }
-    return g_strv_builder_end(drivers);
+    if (inventory == NULL)
+        return g_new0(gchar *, 1);
+    return g_strdupv(inventory->drivers);
 }
 
 GHashTable *

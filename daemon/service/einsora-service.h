@@ -123,10 +123,11 @@ EinsoraMachine *einsora_service_get_machine(EinsoraService *self, const char *te
 gboolean einsora_service_machine_online(EinsoraService *self, const EinsoraMachine *machine);
 /* Whether new work can be placed on it now (EINSORA_MACHINE_PLACEABLE_WINDOW_US). */
 gboolean einsora_service_machine_placeable(EinsoraService *self, const EinsoraMachine *machine);
-/* What the machine's agent last reported, as the store keeps it (the hub
- * checked it fits the machine): its GPUs (EinsoraMachineGpu, each with
- * the class it serves in the machine's region) and its drivers. Empty
- * when it hasn't reported yet. */
+/* What the machine's agent last reported, as the store keeps it, read by
+ * einsora_inventory_read_stored() as the hub reads it: its GPUs
+ * (EinsoraMachineGpu, each with the class it serves in the machine's
+ * region) and its drivers. Empty when it hasn't reported yet, or when
+ * what is stored doesn't fit the machine. */
 GPtrArray *einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine);
 gchar **einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine);
 /* How many of the tenant's workloads hold capacity on each machine:

@@ -567,25 +567,18 @@ add_device(GHashTable *devices, const char *gpu_class)
 }
 
 /* The machine's last valid inventory, from the store, so a restarted hub
- * knows it before the agent sends it again. Checked again here: only an
- * inventory that fits the machine decides anything. */
+ * knows it before the agent sends it again. Read and checked again the
+ * one way the API reads it too: only an inventory that fits the machine
+ * decides anything. */
 static EinsoraInventory *
 stored_inventory(const EinsoraMachine *machine)
 {
-    g_autoptr(JsonNode) node = NULL;
-    g_autoptr(EinsoraInventory) inventory = NULL;
+    EinsoraInventory *inventory = NULL;
     g_autoptr(GError) error = NULL;
 
-    if (machine->inventory == NULL)
-        return NULL;
-    node = json_from_string(machine->inventory, &error);
-    if (node != NULL)
-        inventory = einsora_inventory_from_json(node, &error);
-    if (inventory == NULL || !einsora_inventory_validate(inventory, machine->os, &error)) {
+    if (!einsora_inventory_read_stored(machine, &inventory, &error))
         g_debug("machine %s: stored inventory not used: %s", machine->id, error->message);
-        return NULL;
-    }
-    return g_steal_pointer(&inventory);
+    return inventory;
 }
 
 static EinsoraMachineCapacity *

@@ -1,9 +1,12 @@
-#define G_LOG_DOMAIN "einsora-agent"
+#define G_LOG_DOMAIN "einsora-domain"
 
 #include "einsora-inventory.h"
 
+#include <string.h>
+
 #include "einsora-driver.h"
-#include "einsora-protocol-json-private.h"
+#include "einsora-json-read.h"
+#include "einsora-json-text.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraInventory, einsora_inventory, einsora_inventory_copy,
                     einsora_inventory_free)
@@ -52,10 +55,10 @@ einsora_inventory_to_json(const EinsoraInventory *inventory)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "os", inventory->os);
-    einsora_protocol_add_string(builder, "arch", inventory->arch);
-    einsora_protocol_add_int(builder, "cpus", inventory->cpus);
-    einsora_protocol_add_int(builder, "memory_mib", inventory->memory_mib);
+    einsora_json_add_string(builder, "os", inventory->os);
+    einsora_json_add_string(builder, "arch", inventory->arch);
+    einsora_json_add_int(builder, "cpus", inventory->cpus);
+    einsora_json_add_int(builder, "memory_mib", inventory->memory_mib);
     json_builder_set_member_name(builder, "gpus");
     json_builder_begin_array(builder);
     for (guint i = 0; i < inventory->gpus->len; i++)
@@ -76,16 +79,15 @@ read_drivers(JsonObject *object, GStrv *out, GError **error)
     g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
     JsonArray *array;
 
-    if (!einsora_protocol_read_array(object, "drivers", EINSORA_PROTOCOL_MAX_DRIVERS, &array,
-                                     error))
+    if (!einsora_json_read_array(object, "drivers", EINSORA_INVENTORY_MAX_DRIVERS, &array, error))
         return FALSE;
     for (guint i = 0; i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         g_autofree gchar *member = g_strdup_printf("drivers[%u]", i);
 
         if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING)
-            return einsora_protocol_invalid(error, "\"%s\" must be a string", member);
-        if (!einsora_protocol_check_string(json_node_get_string(node), member, error))
+            return einsora_json_invalid(error, "\"%s\" must be a string", member);
+        if (!einsora_json_check_string(json_node_get_string(node), member, error))
             return FALSE;
         g_strv_builder_add(builder, json_node_get_string(node));
     }
@@ -105,19 +107,19 @@ einsora_inventory_from_json(JsonNode *node, GError **error)
     JsonObject *object;
     JsonArray *gpus;
 
-    if (!einsora_protocol_read_object(node, "an inventory", members, &object, error) ||
-        !einsora_protocol_read_string(object, "os", TRUE, &inventory->os, error))
+    if (!einsora_json_read_object(node, "an inventory", members, &object, error) ||
+        !einsora_json_read_string(object, "os", TRUE, &inventory->os, error))
         return NULL;
     if (!g_str_equal(inventory->os, "linux") && !g_str_equal(inventory->os, "darwin")) {
-        einsora_protocol_invalid(error, "\"os\" must be linux or darwin");
+        einsora_json_invalid(error, "\"os\" must be linux or darwin");
         return NULL;
     }
-    if (!einsora_protocol_read_string(object, "arch", TRUE, &inventory->arch, error) ||
-        !einsora_protocol_read_int(object, "cpus", EINSORA_PROTOCOL_MAX_CPUS, &inventory->cpus,
-                                   error) ||
-        !einsora_protocol_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
-                                   &inventory->memory_mib, error) ||
-        !einsora_protocol_read_array(object, "gpus", EINSORA_PROTOCOL_MAX_GPUS, &gpus, error))
+    if (!einsora_json_read_string(object, "arch", TRUE, &inventory->arch, error) ||
+        !einsora_json_read_int(object, "cpus", EINSORA_INVENTORY_MAX_CPUS, &inventory->cpus,
+                               error) ||
+        !einsora_json_read_int(object, "memory_mib", EINSORA_INVENTORY_MAX_MEMORY_MIB,
+                               &inventory->memory_mib, error) ||
+        !einsora_json_read_array(object, "gpus", EINSORA_INVENTORY_MAX_GPUS, &gpus, error))
         return NULL;
     for (guint i = 0; i < json_array_get_length(gpus); i++) {
         EinsoraInventoryGpu *gpu =
@@ -147,27 +149,27 @@ validate_drivers(const EinsoraInventory *inventory, GError **error)
 {
     guint n = inventory->drivers != NULL ? g_strv_length(inventory->drivers) : 0;
 
-    if (n > EINSORA_PROTOCOL_MAX_DRIVERS)
-        return einsora_protocol_invalid(error, "\"drivers\" has more than %d entries",
-                                        EINSORA_PROTOCOL_MAX_DRIVERS);
+    if (n > EINSORA_INVENTORY_MAX_DRIVERS)
+        return einsora_json_invalid(error, "\"drivers\" has more than %d entries",
+                                    EINSORA_INVENTORY_MAX_DRIVERS);
     for (guint i = 0; i < n; i++) {
         const char *name = inventory->drivers[i];
         /* The driver table, not the agent, says which OS a driver runs on. */
         const EinsoraDriverInfo *driver = einsora_driver_lookup(name);
         g_autofree gchar *member = g_strdup_printf("drivers[%u]", i);
 
-        if (!einsora_protocol_check_string(name, member, error))
+        if (!einsora_json_check_string(name, member, error))
             return FALSE;
         if (driver == NULL)
-            return einsora_protocol_invalid(error, "\"%s\": unknown driver \"%s\"", member, name);
+            return einsora_json_invalid(error, "\"%s\": unknown driver \"%s\"", member, name);
         if (driver->os != NULL && g_strcmp0(driver->os, inventory->os) != 0)
-            return einsora_protocol_invalid(error,
-                                            "\"%s\": the %s driver runs only on %s, and this "
-                                            "machine is %s",
-                                            member, name, driver->os, inventory->os);
+            return einsora_json_invalid(error,
+                                        "\"%s\": the %s driver runs only on %s, and this "
+                                        "machine is %s",
+                                        member, name, driver->os, inventory->os);
         for (guint j = 0; j < i; j++) {
             if (g_str_equal(inventory->drivers[j], name))
-                return einsora_protocol_invalid(error, "\"%s\": %s is listed twice", member, name);
+                return einsora_json_invalid(error, "\"%s\": %s is listed twice", member, name);
         }
     }
     return TRUE;
@@ -178,9 +180,9 @@ validate_gpus(const EinsoraInventory *inventory, GError **error)
 {
     guint apple_gpus = 0;
 
-    if (inventory->gpus->len > EINSORA_PROTOCOL_MAX_GPUS)
-        return einsora_protocol_invalid(error, "\"gpus\" has more than %d entries",
-                                        EINSORA_PROTOCOL_MAX_GPUS);
+    if (inventory->gpus->len > EINSORA_INVENTORY_MAX_GPUS)
+        return einsora_json_invalid(error, "\"gpus\" has more than %d entries",
+                                    EINSORA_INVENTORY_MAX_GPUS);
     for (guint i = 0; i < inventory->gpus->len; i++) {
         const EinsoraInventoryGpu *gpu = inventory->gpus->pdata[i];
         g_autofree gchar *member = g_strdup_printf("gpus[%u].vendor", i);
@@ -188,24 +190,24 @@ validate_gpus(const EinsoraInventory *inventory, GError **error)
 
         if (g_strcmp0(gpu->vendor, "nvidia") != 0 && g_strcmp0(gpu->vendor, "amd") != 0 &&
             g_strcmp0(gpu->vendor, "apple") != 0)
-            return einsora_protocol_invalid(error, "\"%s\" must be nvidia, amd or apple", member);
+            return einsora_json_invalid(error, "\"%s\" must be nvidia, amd or apple", member);
         if (gpu->model == NULL)
-            return einsora_protocol_invalid(error, "missing member \"%s\"", model_member);
-        if (!einsora_protocol_check_string(gpu->model, model_member, error))
+            return einsora_json_invalid(error, "missing member \"%s\"", model_member);
+        if (!einsora_json_check_string(gpu->model, model_member, error))
             return FALSE;
-        if (gpu->memory_mib < 0 || gpu->memory_mib > EINSORA_PROTOCOL_MAX_MEMORY_MIB)
-            return einsora_protocol_invalid(error, "\"gpus[%u].memory_mib\" is out of range", i);
+        if (gpu->memory_mib < 0 || gpu->memory_mib > EINSORA_INVENTORY_MAX_MEMORY_MIB)
+            return einsora_json_invalid(error, "\"gpus[%u].memory_mib\" is out of range", i);
         if (!g_str_equal(gpu->vendor, "apple"))
             continue;
         /* An Apple GPU is the unified GPU of an Apple Silicon Mac: there
          * is one, and nowhere else. */
         if (!is_apple_silicon(inventory))
-            return einsora_protocol_invalid(error,
-                                            "\"%s\": an Apple GPU is only in a Mac with Apple "
-                                            "Silicon, and this machine is %s on %s",
-                                            member, inventory->os, inventory->arch);
+            return einsora_json_invalid(error,
+                                        "\"%s\": an Apple GPU is only in a Mac with Apple "
+                                        "Silicon, and this machine is %s on %s",
+                                        member, inventory->os, inventory->arch);
         if (++apple_gpus > 1)
-            return einsora_protocol_invalid(error, "\"%s\": a Mac has only one Apple GPU", member);
+            return einsora_json_invalid(error, "\"%s\": a Mac has only one Apple GPU", member);
     }
     return TRUE;
 }
@@ -221,20 +223,49 @@ einsora_inventory_validate(const EinsoraInventory *inventory, const char *machin
     g_return_val_if_fail(inventory != NULL, FALSE);
 
     if (g_strcmp0(inventory->os, "linux") != 0 && g_strcmp0(inventory->os, "darwin") != 0)
-        return einsora_protocol_invalid(error, "\"os\" must be linux or darwin");
+        return einsora_json_invalid(error, "\"os\" must be linux or darwin");
     if (machine_os != NULL && !g_str_equal(machine_os, inventory->os))
-        return einsora_protocol_invalid(error, "\"os\" says %s, but this machine registered as %s",
-                                        inventory->os, machine_os);
+        return einsora_json_invalid(error, "\"os\" says %s, but this machine registered as %s",
+                                    inventory->os, machine_os);
     if (inventory->arch == NULL)
-        return einsora_protocol_invalid(error, "missing member \"arch\"");
-    if (!einsora_protocol_check_string(inventory->arch, "arch", error))
+        return einsora_json_invalid(error, "missing member \"arch\"");
+    if (!einsora_json_check_string(inventory->arch, "arch", error))
         return FALSE;
-    if (inventory->cpus < 0 || inventory->cpus > EINSORA_PROTOCOL_MAX_CPUS)
-        return einsora_protocol_invalid(error, "\"cpus\" must be between 0 and %d",
-                                        EINSORA_PROTOCOL_MAX_CPUS);
-    if (inventory->memory_mib < 0 || inventory->memory_mib > EINSORA_PROTOCOL_MAX_MEMORY_MIB)
-        return einsora_protocol_invalid(error,
-                                        "\"memory_mib\" must be between 0 and %" G_GINT64_FORMAT,
-                                        EINSORA_PROTOCOL_MAX_MEMORY_MIB);
+    if (inventory->cpus < 0 || inventory->cpus > EINSORA_INVENTORY_MAX_CPUS)
+        return einsora_json_invalid(error, "\"cpus\" must be between 0 and %d",
+                                    EINSORA_INVENTORY_MAX_CPUS);
+    if (inventory->memory_mib < 0 || inventory->memory_mib > EINSORA_INVENTORY_MAX_MEMORY_MIB)
+        return einsora_json_invalid(error, "\"memory_mib\" must be between 0 and %" G_GINT64_FORMAT,
+                                    EINSORA_INVENTORY_MAX_MEMORY_MIB);
     return validate_drivers(inventory, error) && validate_gpus(inventory, error);
+}
+
+/* The machine's inventory as the store keeps it: read as strictly as a
+ * report and checked again against the machine, so only an inventory that
+ * fits it decides or shows anything (a row written by an older version, or
+ * edited behind the daemon's back, does neither). TRUE with *out NULL when
+ * its agent hasn't reported one yet; FALSE when the stored one doesn't fit,
+ * saying why. */
+gboolean
+einsora_inventory_read_stored(const EinsoraMachine *machine, EinsoraInventory **out, GError **error)
+{
+    g_autoptr(JsonParser) parser = NULL;
+    g_autoptr(EinsoraInventory) inventory = NULL;
+
+    g_return_val_if_fail(machine != NULL, FALSE);
+    g_return_val_if_fail(out != NULL, FALSE);
+
+    *out = NULL;
+    if (machine->inventory == NULL)
+        return TRUE;
+    if (!einsora_json_text_is_one_value(machine->inventory, strlen(machine->inventory)))
+        return einsora_json_invalid(error, "an inventory must be one JSON object");
+    parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, machine->inventory, -1, error))
+        return FALSE;
+    inventory = einsora_inventory_from_json(json_parser_get_root(parser), error);
+    if (inventory == NULL || !einsora_inventory_validate(inventory, machine->os, error))
+        return FALSE;
+    *out = g_steal_pointer(&inventory);
+    return TRUE;
 }

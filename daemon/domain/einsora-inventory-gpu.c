@@ -1,8 +1,9 @@
-#define G_LOG_DOMAIN "einsora-agent"
+#define G_LOG_DOMAIN "einsora-domain"
 
 #include "einsora-inventory-gpu.h"
 
-#include "einsora-protocol-json-private.h"
+#include "einsora-inventory.h"
+#include "einsora-json-read.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraInventoryGpu, einsora_inventory_gpu, einsora_inventory_gpu_copy,
                     einsora_inventory_gpu_free)
@@ -40,9 +41,9 @@ einsora_inventory_gpu_to_json(const EinsoraInventoryGpu *gpu)
     g_autoptr(JsonBuilder) builder = json_builder_new();
 
     json_builder_begin_object(builder);
-    einsora_protocol_add_string(builder, "vendor", gpu->vendor);
-    einsora_protocol_add_string(builder, "model", gpu->model);
-    einsora_protocol_add_int(builder, "memory_mib", gpu->memory_mib);
+    einsora_json_add_string(builder, "vendor", gpu->vendor);
+    einsora_json_add_string(builder, "model", gpu->model);
+    einsora_json_add_int(builder, "memory_mib", gpu->memory_mib);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -56,11 +57,11 @@ einsora_inventory_gpu_from_json(JsonNode *node, GError **error)
     g_autoptr(EinsoraInventoryGpu) gpu = einsora_inventory_gpu_new();
     JsonObject *object;
 
-    if (!einsora_protocol_read_object(node, "a GPU", members, &object, error) ||
-        !einsora_protocol_read_string(object, "vendor", TRUE, &gpu->vendor, error) ||
-        !einsora_protocol_read_string(object, "model", TRUE, &gpu->model, error) ||
-        !einsora_protocol_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
-                                   &gpu->memory_mib, error))
+    if (!einsora_json_read_object(node, "a GPU", members, &object, error) ||
+        !einsora_json_read_string(object, "vendor", TRUE, &gpu->vendor, error) ||
+        !einsora_json_read_string(object, "model", TRUE, &gpu->model, error) ||
+        !einsora_json_read_int(object, "memory_mib", EINSORA_INVENTORY_MAX_MEMORY_MIB,
+                               &gpu->memory_mib, error))
         return NULL;
     return g_steal_pointer(&gpu);
 }
