@@ -323,6 +323,17 @@ test_check_server(void)
     }
 }
 
+/* G_DEFINE_QUARK stringifies its tokens, so a formatter's spaces would be
+ * in the name (they once were: "einsora - connection - error - quark"). */
+static void
+test_error_domain_name(void)
+{
+    const char *name = g_quark_to_string(EINSORA_CONNECTION_ERROR);
+
+    g_assert_cmpstr(name, ==, "einsora-connection-error-quark");
+    g_assert_null(strchr(name, ' '));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -334,6 +345,7 @@ main(int argc, char **argv)
     g_setenv("XDG_CONFIG_HOME", config, TRUE);
     g_test_init(&argc, &argv, NULL);
     /* Plain functions: they need no daemon. */
+    g_test_add_func("/app/connection/error-domain-name-has-no-spaces", test_error_domain_name);
     g_test_add_func("/app/connection/is-local", test_is_local);
     g_test_add_func("/app/connection/check-server", test_check_server);
     if (g_getenv("EINSORA_DAEMON") != NULL) {

@@ -529,6 +529,17 @@ test_secret_service(void)
     einsora_test_dir_remove(home);
 }
 
+/* G_DEFINE_QUARK stringifies its tokens, so a formatter's spaces would be
+ * in the name (they once were: "einsora - token - store - error - quark"). */
+static void
+test_error_domain_name(void)
+{
+    const char *name = g_quark_to_string(EINSORA_TOKEN_STORE_ERROR);
+
+    g_assert_cmpstr(name, ==, "einsora-token-store-error-quark");
+    g_assert_null(strchr(name, ' '));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -545,6 +556,7 @@ main(int argc, char **argv)
     test_bus = g_test_dbus_new(G_TEST_DBUS_NONE);
     g_test_dbus_up(test_bus);
 
+    g_test_add_func("/app/token-store/error-domain-name-has-no-spaces", test_error_domain_name);
     g_test_add_func("/app/token-store/file/round-trip", test_file_round_trip);
     g_test_add_func("/app/token-store/file/modes", test_file_modes);
     g_test_add_func("/app/token-store/file/refuses-readable", test_file_refuses_readable);

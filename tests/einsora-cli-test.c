@@ -7,6 +7,7 @@
  * EINSORA_UPDATE_GOLDEN=1 rewrites tests/golden/ from this run. */
 #include <sqlite3.h>
 
+#include "einsora-cli.h"
 #include "einsora-test-daemon.h"
 #include "einsora-test-dir.h"
 
@@ -884,6 +885,17 @@ test_catalog(void)
     }
 }
 
+/* G_DEFINE_QUARK stringifies its tokens, so a formatter's spaces would be
+ * in the name (they once were: "einsora - cli - error - quark"). */
+static void
+test_error_domain_name(void)
+{
+    const char *name = g_quark_to_string(EINSORA_CLI_ERROR);
+
+    g_assert_cmpstr(name, ==, "einsora-cli-error-quark");
+    g_assert_null(strchr(name, ' '));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -910,6 +922,7 @@ main(int argc, char **argv)
     g_ptr_array_add(secrets, g_strdup(token_b));
     g_ptr_array_add(secrets, g_strdup(token_c));
 
+    g_test_add_func("/cli/errors/domain-name-has-no-spaces", test_error_domain_name);
     g_test_add_func("/cli/help/every-command", test_help);
     g_test_add_func("/cli/usage/exit-status-2", test_usage_errors);
     g_test_add_func("/cli/workloads/launch-then-list-table-and-json", test_launch_and_list);

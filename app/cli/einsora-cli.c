@@ -10,7 +10,10 @@
 #include "einsora-short-id.h"
 #include "einsora-table.h"
 
-G_DEFINE_QUARK(einsora - cli - error - quark, einsora_cli_error)
+/* The macro stringifies its first argument: keep the formatter away. */
+/* clang-format off */
+G_DEFINE_QUARK(einsora-cli-error-quark, einsora_cli_error)
+/* clang-format on */
 
 static void
 options_clear(EinsoraCliOptions *options)

@@ -28,7 +28,10 @@ struct _EinsoraConnection {
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraConnection, einsora_connection, G_TYPE_OBJECT)
-G_DEFINE_QUARK(einsora - connection - error - quark, einsora_connection_error)
+/* The macro stringifies its first argument: keep the formatter away. */
+/* clang-format off */
+G_DEFINE_QUARK(einsora-connection-error-quark, einsora_connection_error)
+/* clang-format on */
 
 enum { SIGNAL_PROGRESS, N_SIGNALS };
 static guint signals[N_SIGNALS];

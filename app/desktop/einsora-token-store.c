@@ -45,7 +45,10 @@ struct _EinsoraTokenStore {
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraTokenStore, einsora_token_store, G_TYPE_OBJECT)
-G_DEFINE_QUARK(einsora - token - store - error - quark, einsora_token_store_error)
+/* The macro stringifies its first argument: keep the formatter away. */
+/* clang-format off */
+G_DEFINE_QUARK(einsora-token-store-error-quark, einsora_token_store_error)
+/* clang-format on */
 
 enum { PROP_0, PROP_BACKEND, N_PROPS };
 static GParamSpec *props[N_PROPS];
