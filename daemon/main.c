@@ -29,6 +29,7 @@
 #include "einsora-service.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
+#include "einsora-uuid.h"
 
 #define DATABASE_NAME "einsora.db"
 /* On one's own machine capacity is the real limit; the quota only keeps a
@@ -778,6 +779,12 @@ main(int argc, char **argv)
     if (!g_option_context_parse(context, &argc, &argv, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return 2;
+    }
+    /* Before anything is touched: without the kernel's random generator
+     * no ID can be made (docs/adr/0022). */
+    if (!einsora_uuid_check_random(&error)) {
+        g_printerr("einsora-daemon: %s\n", error->message);
+        return EXIT_FAILURE;
     }
     if (!resolve_settings(&settings, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);

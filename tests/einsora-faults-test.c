@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "einsora-test-daemon.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-seccomp.h"
 
 #define JSON "application/json"
 /* A refusal comes before anything starts: well under this. */
@@ -46,10 +48,11 @@ fixture_tear_down(Fixture *f, gconstpointer data)
 
 /* Runs einsora-daemon (no subcommand: the daemon itself) and expects it to
  * refuse: exit 1, promptly, with one line on stderr that says @expected
- * (each of them). */
+ * (each of them). @child_setup, when not NULL, runs in the daemon's
+ * process before it executes. */
 static void
-assert_refused(Fixture *f, const char *const *env, const char *const *args,
-               const char *const *expected)
+assert_refused_with(Fixture *f, const char *const *env, const char *const *args,
+                    const char *const *expected, GSpawnChildSetupFunc child_setup)
 {
     g_autoptr(GSubprocessLauncher) launcher =
         g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
@@ -71,6 +74,8 @@ assert_refused(Fixture *f, const char *const *env, const char *const *args,
     g_subprocess_launcher_setenv(launcher, "EINSORA_AGENT_RUN_DIR", run_dir, TRUE);
     for (guint i = 0; env != NULL && env[i] != NULL; i += 2)
         g_subprocess_launcher_setenv(launcher, env[i], env[i + 1], TRUE);
+    if (child_setup != NULL)
+        g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
     g_ptr_array_add(argv, g_strdup(einsora_test_daemon_path()));
     g_ptr_array_add(argv, g_strdup("--data-dir"));
     g_ptr_array_add(argv, g_strdup(f->data_dir));
@@ -96,6 +101,13 @@ assert_refused(Fixture *f, const char *const *env, const char *const *args,
         if (strstr(err, expected[i]) == NULL)
             g_error("\"%s\" is not in: %s", expected[i], err);
     }
+}
+
+static void
+assert_refused(Fixture *f, const char *const *env, const char *const *args,
+               const char *const *expected)
+{
+    assert_refused_with(f, env, args, expected, NULL);
 }
 
 static gchar *
@@ -425,6 +437,45 @@ test_refuses_open_data_directory(Fixture *f, gconstpointer data)
         g_assert_false(g_file_test(f->db, G_FILE_TEST_EXISTS));
         g_assert_cmpint(chown(f->data_dir, 0, 0), ==, 0);
     }
+}
+
+static void
+hide_getrandom(gpointer data)
+{
+    if (!einsora_test_hide_getrandom())
+        _exit(99);
+}
+
+/* Whether a child can have getrandom(2) hidden here (seccomp). */
+static gboolean
+can_hide_getrandom(void)
+{
+    int status = 0;
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0)
+        _exit(einsora_test_hide_getrandom() ? 0 : 1);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Without the kernel's random generator no ID others can't guess can be
+ * made, and nothing is made from GLib's predictable one instead: refused
+ * with that said, before the data directory is touched (it used to abort
+ * at the first ID, after the store was opened). */
+static void
+test_refuses_without_random_generator(Fixture *f, gconstpointer data)
+{
+    if (!can_hide_getrandom()) {
+        g_test_skip("seccomp is not available here, so getrandom can't be hidden");
+        return;
+    }
+    assert_refused_with(
+        f, NULL, NULL,
+        (const char *const[]){"random generator", "getrandom: Function not implemented", NULL},
+        hide_getrandom);
+    g_assert_false(g_file_test(f->data_dir, G_FILE_TEST_EXISTS));
 }
 
 /* With the real daemon */
@@ -784,6 +835,8 @@ main(int argc, char **argv)
                test_refuses_port_in_use, fixture_tear_down);
     g_test_add("/faults/start/refuses-data-directory-others-can-write", Fixture, NULL,
                fixture_set_up, test_refuses_open_data_directory, fixture_tear_down);
+    g_test_add("/faults/start/refuses-without-random-generator", Fixture, NULL, fixture_set_up,
+               test_refuses_without_random_generator, fixture_tear_down);
     g_test_add_func("/faults/disk-full/503-then-recovers-without-restart", test_disk_full);
     g_test_add_func("/faults/store-down/pauses-controller-workloads-keep-running", test_store_down);
     return g_test_run();

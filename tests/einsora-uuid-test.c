@@ -1,4 +1,5 @@
 #include "einsora-error.h"
+#include "einsora-test-seccomp.h"
 #include "einsora-uuid.h"
 
 static void
@@ -70,6 +71,43 @@ test_unique(void)
     }
 }
 
+static void
+test_random_answers(void)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_uuid_check_random(&error));
+    g_assert_no_error(error);
+}
+
+/* Without the kernel's generator the check says so, as an error, and an
+ * ID is never made from anything else: it stops, saying why. */
+static void
+test_without_random_generator(void)
+{
+    if (g_test_subprocess()) {
+        g_autoptr(GError) error = NULL;
+
+        if (!einsora_test_hide_getrandom()) {
+            g_print("seccomp is not available here\n");
+            return;
+        }
+        g_assert_false(einsora_uuid_check_random(&error));
+        g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOSYS);
+        g_assert_nonnull(strstr(error->message, "getrandom"));
+        g_free(einsora_uuid_v7_new(G_GINT64_CONSTANT(1764406000123)));
+        g_assert_not_reached();
+    }
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    if (g_test_trap_has_passed()) {
+        g_test_trap_assert_stdout("*seccomp is not available here*");
+        g_test_skip("seccomp is not available here, so getrandom can't be hidden");
+        return;
+    }
+    g_test_trap_assert_failed();
+    g_test_trap_assert_stderr("*getrandom: Function not implemented*");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -78,5 +116,7 @@ main(int argc, char **argv)
     g_test_add_func("/uuid/v7/sorts-in-creation-order", test_sorts_in_creation_order);
     g_test_add_func("/uuid/v7/unique", test_unique);
     g_test_add_func("/uuid/parse/refuses-malformed", test_parse_refuses);
+    g_test_add_func("/uuid/random/kernel-generator-answers", test_random_answers);
+    g_test_add_func("/uuid/random/without-it-no-id-is-made", test_without_random_generator);
     return g_test_run();
 }

@@ -3,6 +3,7 @@
 #include "einsora-uuid.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/random.h>
 
 #include "einsora-error.h"
@@ -14,20 +15,49 @@ G_LOCK_DEFINE_STATIC(uuid_clock);
 static gint64 last_ms = -1;
 static guint16 counter;
 
-static void
-fill_random(guint8 *buf, gsize len)
+/* IDs must be unguessable, so their random bits come only from the
+ * kernel's generator, getrandom(2): never from GLib's g_random_*, which is
+ * predictable, not even as a fallback.
+ *
+ * Without GRND_NONBLOCK, getrandom() waits only until the kernel's pool is
+ * first seeded, early in boot, and never again; GRND_NONBLOCK would turn
+ * that wait into a refusal at boot instead. EINTR is retried. What is left
+ * is a property of the system, the same on every call (ENOSYS: a kernel
+ * before 3.17, or a seccomp filter that hides the call; EPERM: a filter
+ * that refuses it), or a bug (EFAULT, EINVAL). So einsora_uuid_check_random()
+ * asks once, before the daemon does anything, and the daemon refuses to
+ * start with that said; once it has answered, it always answers. */
+static gboolean
+fill_random(guint8 *buf, gsize len, GError **error)
 {
     gsize done = 0;
+
     while (done < len) {
         gssize n = getrandom(buf + done, len - done, 0);
         if (n < 0) {
-            if (errno == EINTR)
+            int saved = errno;
+
+            if (saved == EINTR)
                 continue;
-            /* getrandom() cannot fail on Linux >= 3.17 once seeded. */
-            g_error("getrandom failed: %s", g_strerror(errno));
+            g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
+                        "the system's random generator doesn't answer (getrandom: %s), so no "
+                        "ID can be made that others can't guess",
+                        g_strerror(saved));
+            return FALSE;
         }
         done += (gsize)n;
     }
+    return TRUE;
+}
+
+/* Whether IDs can be made here: call it once at start, before anything
+ * needs one, and refuse to start when it says no. */
+gboolean
+einsora_uuid_check_random(GError **error)
+{
+    guint8 probe[16];
+
+    return fill_random(probe, sizeof probe, error);
 }
 
 static gchar *
@@ -43,10 +73,20 @@ format_uuid(const guint8 b[16])
 gchar *
 einsora_uuid_v7_new(gint64 unix_ms)
 {
+    g_autoptr(GError) error = NULL;
     guint8 b[16];
     guint16 seq;
 
-    fill_random(b, sizeof b);
+    if (!fill_random(b, sizeof b, &error)) {
+        /* Not reached once einsora_uuid_check_random() has said yes: the
+         * answer doesn't change within a process (see fill_random()). Only
+         * a program that skipped the check (a test, a benchmark) on such a
+         * system gets here. An ID others could guess is worse than
+         * stopping, and every caller needs its ID now, so this is the one
+         * failure that aborts, and it says why first. */
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "%s", error->message);
+        abort();
+    }
     if (unix_ms < 0)
         unix_ms = 0;
     unix_ms &= G_GINT64_CONSTANT(0xFFFFFFFFFFFF);
