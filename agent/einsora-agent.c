@@ -1,7 +1,9 @@
 #define G_LOG_DOMAIN "einsora-agent"
 
 #include "einsora-agent.h"
+
 #include "einsora-driver.h"
+#include "einsora-log.h"
 
 /* A failed sync is retried after 1 s, doubling up to 5 s: never a busy
  * loop, and well inside the 45 s after which a machine reads as offline. */
@@ -485,10 +487,11 @@ call_finished(EinsoraAgent *self, DriverCall *call, const GError *error)
 
     if (error == NULL)
         return;
-    g_message("workload %s: %s of attempt %" G_GINT64_FORMAT " with %s failed: %s",
-              call->workload_id, call_kind_to_string(call->kind), call->attempt,
-              einsora_agent_driver_get_name(call->driver),
-              call->timed_out ? "it ran out of time" : error->message);
+    einsora_log_workload(G_LOG_LEVEL_MESSAGE, call->workload_id, NULL, self->machine_id,
+                         "workload %s: %s of attempt %" G_GINT64_FORMAT " with %s failed: %s",
+                         call->workload_id, call_kind_to_string(call->kind), call->attempt,
+                         einsora_agent_driver_get_name(call->driver),
+                         call->timed_out ? "it ran out of time" : error->message);
     if (call->kind != CALL_START)
         return; /* Issued again when the hub next answers. */
     if (call->timed_out) {
@@ -547,8 +550,10 @@ call_driver(EinsoraAgent *self, CallKind kind, EinsoraAgentDriver *driver, const
     call->cancellable = g_cancellable_new();
     call->time_limit = attach_timeout(self, self->driver_timeout_us, on_time_limit, call);
     g_hash_table_insert(self->calls, call->workload_id, call);
-    g_debug("workload %s: %s with %s", workload_id, call_kind_to_string(kind),
-            einsora_agent_driver_get_name(driver));
+    einsora_log_workload(G_LOG_LEVEL_DEBUG, workload_id,
+                         workload != NULL ? workload->tenant_id : NULL, self->machine_id,
+                         "workload %s: %s with %s", workload_id, call_kind_to_string(kind),
+                         einsora_agent_driver_get_name(driver));
     switch (kind) {
     case CALL_START:
         einsora_agent_driver_start_async(driver, workload, call->cancellable, on_call_done, call);
@@ -587,8 +592,10 @@ refuse(EinsoraAgent *self, const EinsoraDesiredWorkload *workload, EinsoraStatus
     const OwnStatus *own = g_hash_table_lookup(self->own_statuses, workload->workload_id);
 
     if (own == NULL || own->code != code || own->attempt != workload->attempt)
-        g_debug("workload %s: attempt %" G_GINT64_FORMAT " refused: %s", workload->workload_id,
-                workload->attempt, einsora_status_code_to_string(code));
+        einsora_log_workload(
+            G_LOG_LEVEL_DEBUG, workload->workload_id, workload->tenant_id, self->machine_id,
+            "workload %s: attempt %" G_GINT64_FORMAT " refused: %s", workload->workload_id,
+            workload->attempt, einsora_status_code_to_string(code));
     own_status_set(self, workload->workload_id, workload->attempt, EINSORA_WORKLOAD_MODE_RUN, code);
 }
 

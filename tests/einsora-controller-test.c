@@ -1,5 +1,6 @@
 /* reconcile_once() driven with the fake backend and an injected clock,
  * through the lifecycle and the reasons of the design. */
+#include <string.h>
 #include "einsora-controller.h"
 #include "einsora-error.h"
 #include "einsora-fake-backend.h"
@@ -563,9 +564,54 @@ test_region_lease(Fixture *f, gconstpointer data)
     }
 }
 
+/* Log lines as the test's writer saw them: each line's fields, while a
+ * test captures. */
+static GPtrArray *captured_lines;
+
+static GLogWriterOutput
+capture_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer user_data)
+{
+    if (captured_lines != NULL) {
+        GHashTable *line = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        for (gsize i = 0; i < n_fields; i++) {
+            if (fields[i].length < 0)
+                g_hash_table_insert(line, g_strdup(fields[i].key), g_strdup(fields[i].value));
+        }
+        g_ptr_array_add(captured_lines, line);
+    }
+    return g_log_writer_default(level, fields, n_fields, user_data);
+}
+
+/* The controller's line about a workload carries its IDs as fields
+ * (einsora-log.h), so journalctl EINSORA_WORKLOAD_ID=... finds it. */
+static void
+test_log_fields(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, f->alice, "cpu-2c-4g");
+    gboolean found = FALSE;
+
+    captured_lines = g_ptr_array_new_with_free_func((GDestroyNotify)g_hash_table_unref);
+    einsora_fake_backend_fail_next(f->backend, EINSORA_FAKE_CALL_RUN);
+    pass(f);
+    for (guint i = 0; i < captured_lines->len; i++) {
+        GHashTable *line = g_ptr_array_index(captured_lines, i);
+        const char *message = g_hash_table_lookup(line, "MESSAGE");
+        if (message == NULL || strstr(message, "run failed") == NULL)
+            continue;
+        found = TRUE;
+        g_assert_cmpstr(g_hash_table_lookup(line, "EINSORA_WORKLOAD_ID"), ==, id);
+        g_assert_cmpstr(g_hash_table_lookup(line, "EINSORA_TENANT_ID"), ==, TENANT_A);
+        g_assert_nonnull(g_hash_table_lookup(line, "EINSORA_MACHINE_ID"));
+        g_assert_cmpstr(g_hash_table_lookup(line, "GLIB_DOMAIN"), ==, "einsora-controller");
+    }
+    g_clear_pointer(&captured_lines, g_ptr_array_unref);
+    g_assert_true(found);
+}
+
 int
 main(int argc, char **argv)
 {
+    g_log_set_writer_func(capture_writer, NULL, NULL);
     g_test_init(&argc, &argv, NULL);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/controller/admit/provisioning-then-running", test_admit_and_run);
@@ -577,6 +623,7 @@ main(int argc, char **argv)
     ADD("/controller/observe/failures-with-fixed-reasons", test_failures);
     ADD("/controller/observe/provisioning-timeout-and-unknown", test_provisioning_timeout);
     ADD("/controller/observe/stale-attempt-answers-nothing", test_stale_attempt);
+    ADD("/controller/log/workload-fields", test_log_fields);
     ADD("/controller/park-and-remove", test_stop_and_delete);
     ADD("/controller/catalog/withdrawn-class-keeps-waiting", test_withdrawn_class);
     ADD("/controller/lease/one-leader-per-region", test_region_lease);

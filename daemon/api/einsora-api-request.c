@@ -186,7 +186,7 @@ einsora_api_request_log(EinsoraApiRequest *self, GLogLevelFlags level, const cha
              level & G_LOG_LEVEL_WARNING ? "4" : (level & G_LOG_LEVEL_MESSAGE ? "5" : "6"), -1},
             {"GLIB_DOMAIN", G_LOG_DOMAIN, -1},
             {"EINSORA_REQUEST_ID", self->id, -1},
-            {"EINSORA_TENANT", self->actor != NULL ? self->actor->tenant_id : "", -1},
+            {"EINSORA_TENANT_ID", self->actor != NULL ? self->actor->tenant_id : "", -1},
         };
         g_log_structured_array(level, fields, G_N_ELEMENTS(fields));
     }

@@ -4,6 +4,7 @@
 
 #include "einsora-error.h"
 #include "einsora-lease.h"
+#include "einsora-log.h"
 #include "einsora-placement.h"
 #include "einsora-reason.h"
 #include "einsora-usage.h"
@@ -128,8 +129,9 @@ note_once(EinsoraController *self, const EinsoraWorkload *workload, const char *
     if (g_strcmp0(last_reason(self, workload), clean) == 0)
         return;
     if (!einsora_service_note(self->service, workload, reason, &error)) {
-        g_info("workload %s: note not written, retrying next pass: %s", workload->id,
-               error->message);
+        einsora_log_workload(
+            G_LOG_LEVEL_INFO, workload->id, workload->tenant_id, workload->machine_id,
+            "workload %s: note not written, retrying next pass: %s", workload->id, error->message);
         return;
     }
     remember_reason(self, workload, reason);
@@ -144,8 +146,10 @@ move(EinsoraController *self, EinsoraWorkload *workload, EinsoraWorkloadState to
     /* A lost race (the user stopped it meanwhile) is retried next pass
      * from the row as it is then. */
     if (!einsora_service_transition(self->service, workload, to, reason, placement, &error)) {
-        g_info("workload %s: %s not written, retrying next pass: %s", workload->id,
-               einsora_workload_state_to_string(to), error->message);
+        einsora_log_workload(G_LOG_LEVEL_INFO, workload->id, workload->tenant_id,
+                             workload->machine_id,
+                             "workload %s: %s not written, retrying next pass: %s", workload->id,
+                             einsora_workload_state_to_string(to), error->message);
         return FALSE;
     }
     remember_reason(self, workload, reason);
@@ -268,7 +272,9 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     spec = spec_for(self, workload);
     /* Provisioning but absent from the runtime is run again by observe. */
     if (!einsora_backend_run(self->backend, spec, &error)) {
-        g_message("workload %s: run failed: %s", workload->id, error->message);
+        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                             workload->machine_id, "workload %s: run failed: %s", workload->id,
+                             error->message);
         note_once(self, workload, einsora_reason_run_retrying());
     }
 }
@@ -282,7 +288,9 @@ fail(EinsoraController *self, EinsoraWorkload *workload, const char *reason)
     g_autoptr(GError) error = NULL;
 
     if (!einsora_backend_park(self->backend, spec, &error))
-        g_message("workload %s: releasing it failed: %s", workload->id, error->message);
+        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                             workload->machine_id, "workload %s: releasing it failed: %s",
+                             workload->id, error->message);
     move(self, workload, EINSORA_WORKLOAD_STATE_FAILED, reason, NULL);
 }
 
@@ -304,7 +312,9 @@ observe_now(EinsoraController *self, EinsoraWorkload *workload, EinsoraObservati
     g_autoptr(GError) error = NULL;
 
     if (!einsora_backend_observe(self->backend, spec, observation, &error)) {
-        g_message("workload %s: observing failed: %s", workload->id, error->message);
+        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                             workload->machine_id, "workload %s: observing failed: %s",
+                             workload->id, error->message);
         note_once(self, workload, einsora_reason_observe_retrying());
         return FALSE;
     }
@@ -353,7 +363,9 @@ observe(EinsoraController *self, EinsoraWorkload *workload)
             g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
             g_autoptr(GError) error = NULL;
             if (!einsora_backend_run(self->backend, spec, &error)) {
-                g_message("workload %s: run failed: %s", workload->id, error->message);
+                einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                                     workload->machine_id, "workload %s: run failed: %s",
+                                     workload->id, error->message);
                 note_once(self, workload, einsora_reason_run_retrying());
             }
         }
@@ -378,7 +390,9 @@ park(EinsoraController *self, EinsoraWorkload *workload)
     EinsoraObservation observation = {0};
 
     if (!einsora_backend_park(self->backend, spec, &error)) {
-        g_message("workload %s: parking failed: %s", workload->id, error->message);
+        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                             workload->machine_id, "workload %s: parking failed: %s", workload->id,
+                             error->message);
         note_once(self, workload, einsora_reason_observe_retrying());
         return;
     }
@@ -405,7 +419,9 @@ remove_workload(EinsoraController *self, EinsoraWorkload *workload)
         return;
     }
     if (!einsora_backend_remove(self->backend, spec, &error)) {
-        g_message("workload %s: removing failed: %s", workload->id, error->message);
+        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                             workload->machine_id, "workload %s: removing failed: %s", workload->id,
+                             error->message);
         note_once(self, workload, einsora_reason_observe_retrying());
         return;
     }

@@ -3,6 +3,7 @@
 #include "einsora-hub.h"
 
 #include "einsora-error.h"
+#include "einsora-log.h"
 #include "einsora-protocol.h"
 #include "einsora-reason.h"
 
@@ -224,8 +225,10 @@ notice_offline(MachineState *state, gint64 now_us)
     if (state == NULL || !state->online || synced_recently(state, now_us))
         return;
     state->online = FALSE;
-    g_message("machine %s (%s) is offline: no sync for %" G_GINT64_FORMAT " s", state->machine_id,
-              state->name, EINSORA_HUB_OFFLINE_AFTER_US / G_USEC_PER_SEC);
+    einsora_log_machine(G_LOG_LEVEL_MESSAGE, state->machine_id,
+                        "machine %s (%s) is offline: no sync for %" G_GINT64_FORMAT " s",
+                        state->machine_id, state->name,
+                        EINSORA_HUB_OFFLINE_AFTER_US / G_USEC_PER_SEC);
 }
 
 /* The machine, if it is registered in this hub's region. Its owner and
@@ -287,9 +290,11 @@ desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
     EinsoraDesiredWorkload *desired;
 
     if (workload->placed_class == NULL || workload->driver == NULL) {
-        g_debug("workload %s: on machine %s without a class or driver; left out of its desired "
-                "state",
-                workload->id, workload->machine_id);
+        einsora_log_workload(
+            G_LOG_LEVEL_DEBUG, workload->id, workload->tenant_id, workload->machine_id,
+            "workload %s: on machine %s without a class or driver; left out of its desired "
+            "state",
+            workload->id, workload->machine_id);
         return NULL;
     }
     einsora_catalog_resolve(self->catalog, workload->placed_class, workload->image, &resolved);
@@ -399,7 +404,9 @@ answer_held(EinsoraHub *self, MachineState *state, gboolean only_if_changed)
         return;
     desired = compute_desired(self, state, &error);
     if (desired == NULL) {
-        g_message("machine %s: desired state not read: %s", state->machine_id, error->message);
+        einsora_log_machine(G_LOG_LEVEL_MESSAGE, state->machine_id,
+                            "machine %s: desired state not read: %s", state->machine_id,
+                            error->message);
         /* A wake can wait for the long poll; the long poll can't. */
         if (only_if_changed)
             return;
@@ -482,15 +489,20 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
     g_free(state->name);
     state->name = g_strdup(machine->name);
     if (invalid != NULL)
-        g_message("machine %s (%s): inventory refused, so it isn't offered for placement until "
-                  "a good one arrives: %s",
-                  machine->id, machine->name, invalid->message);
+        einsora_log_machine(
+            G_LOG_LEVEL_MESSAGE, machine->id,
+            "machine %s (%s): inventory refused, so it isn't offered for placement until "
+            "a good one arrives: %s",
+            machine->id, machine->name, invalid->message);
     else if (state->refused && !refused)
-        g_message("machine %s (%s): its inventory fits it again", machine->id, machine->name);
+        einsora_log_machine(G_LOG_LEVEL_MESSAGE, machine->id,
+                            "machine %s (%s): its inventory fits it again", machine->id,
+                            machine->name);
     state->refused = refused;
     notice_offline(state, now_us);
     if (!state->online)
-        g_message("machine %s (%s) is online", machine->id, machine->name);
+        einsora_log_machine(G_LOG_LEVEL_MESSAGE, machine->id, "machine %s (%s) is online",
+                            machine->id, machine->name);
     state->online = TRUE;
     state->last_sync_us = now_us;
     state->applied_generation = report->applied_generation;
@@ -577,7 +589,9 @@ stored_inventory(const EinsoraMachine *machine)
     g_autoptr(GError) error = NULL;
 
     if (!einsora_inventory_read_stored(machine, &inventory, &error))
-        g_debug("machine %s: stored inventory not used: %s", machine->id, error->message);
+        einsora_log_machine(G_LOG_LEVEL_DEBUG, machine->id,
+                            "machine %s: stored inventory not used: %s", machine->id,
+                            error->message);
     return inventory;
 }
 
