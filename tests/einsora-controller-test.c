@@ -1,6 +1,7 @@
 /* reconcile_once() driven with the fake backend and an injected clock,
  * through the lifecycle and the reasons of the design. */
 #include <string.h>
+
 #include "einsora-controller.h"
 #include "einsora-error.h"
 #include "einsora-fake-backend.h"
