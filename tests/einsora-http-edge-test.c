@@ -237,6 +237,33 @@ test_hygiene(void)
     g_assert_cmpuint(failed, ==, 0);
 }
 
+/* The API's refusals are its usual errors: JSON with the request's ID,
+ * the same as the X-Request-ID header says. */
+static void
+test_api_refusal_shape(void)
+{
+    g_autoptr(GSocket) socket = einsora_test_connect(port_of(TO_API));
+    g_autoptr(GString) in = g_string_new(NULL);
+    const char *raw = "GET /v1/me HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
+    char buffer[4096];
+    gssize n;
+    const char *header;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *member = NULL;
+
+    g_assert_cmpint(g_socket_send(socket, raw, strlen(raw), NULL, NULL), ==, strlen(raw));
+    while ((n = g_socket_receive(socket, buffer, sizeof buffer, NULL, NULL)) > 0)
+        g_string_append_len(in, buffer, n);
+    g_assert_true(g_str_has_prefix(in->str, "HTTP/1.1 400 "));
+    g_assert_nonnull(strstr(in->str, "\r\nContent-Type: application/json\r\n"));
+    header = strstr(in->str, "\r\nX-Request-ID: ");
+    g_assert_nonnull(header);
+    id = g_strndup(header + strlen("\r\nX-Request-ID: "), 36);
+    member = g_strdup_printf("\"request_id\":\"%s\"", id);
+    g_assert_nonnull(strstr(in->str, "\"code\":\"invalid_request\""));
+    g_assert_nonnull(strstr(in->str, member));
+}
+
 /* Good requests: kept alive, pipelined, each answered once, in order. */
 static void
 test_kept_alive(void)
@@ -359,6 +386,7 @@ main(int argc, char **argv)
                                G_STRINGIFY(DEADLINE_MS));
     einsora_test_daemon_start(daemon_);
     g_test_add_func("/http/edge/hygiene", test_hygiene);
+    g_test_add_func("/http/edge/api-refusal-shape", test_api_refusal_shape);
     g_test_add_func("/http/edge/kept-alive", test_kept_alive);
     g_test_add_func("/http/edge/slow-clients-on-the-proxy", test_slow_clients_on_the_proxy);
     status = g_test_run();

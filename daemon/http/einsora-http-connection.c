@@ -887,7 +887,11 @@ refuse(EinsoraHttpConnection *self, guint status, const char *reason)
     /* The reasons are our own fixed texts: nothing of the request. */
     g_message("%s%srefused a request before reading it: %u %s", id != NULL ? "request_id=" : "",
               id != NULL ? id : "", status, reason);
-    if (settings->json_refusals)
+    if (settings->json_refusals && id != NULL)
+        body = g_strdup_printf(
+            "{\"error\":{\"code\":\"invalid_request\",\"message\":\"%s\",\"request_id\":\"%s\"}}\n",
+            reason, id);
+    else if (settings->json_refusals)
         body = g_strdup_printf("{\"error\":{\"code\":\"invalid_request\",\"message\":\"%s\"}}\n",
                                reason);
     else
