@@ -120,10 +120,11 @@ log_request(SoupServerMessage *msg, const char *workload_id, guint status, const
     if (level == G_LOG_LEVEL_DEBUG && g_log_writer_default_would_drop(level, G_LOG_DOMAIN))
         return;
     /* The path only: the query of /_einsora/open holds a ticket. */
-    g_log_structured(G_LOG_DOMAIN, level, "EINSORA_WORKLOAD_ID", workload_id != NULL ? workload_id : "",
-                     "MESSAGE", "access %s %s %s %u%s%s", workload_id != NULL ? workload_id : "-",
-                     soup_server_message_get_method(msg), g_uri_get_path(uri), status,
-                     note != NULL ? ": " : "", note != NULL ? note : "");
+    g_log_structured(G_LOG_DOMAIN, level, "EINSORA_WORKLOAD_ID",
+                     workload_id != NULL ? workload_id : "", "MESSAGE", "access %s %s %s %u%s%s",
+                     workload_id != NULL ? workload_id : "-", soup_server_message_get_method(msg),
+                     g_uri_get_path(uri), status, note != NULL ? ": " : "",
+                     note != NULL ? note : "");
 }
 
 /* The running workload behind @tenant_id's @workload_id, if any. */
