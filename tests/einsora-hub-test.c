@@ -929,6 +929,36 @@ test_offline_after_45s(Fixture *f, gconstpointer data)
     g_assert_cmpint(observe(f, f->hub, id).status, ==, EINSORA_RUNTIME_PROGRESSING);
 }
 
+/* A controller pass observes every workload of a machine in one turn of
+ * the main loop: the machine's desired state is read from the store once
+ * for them all (it was read once each: a pass was quadratic), and afresh
+ * in the next turn. */
+static void
+test_observe_reads_once_per_pass(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    guint64 before;
+
+    for (guint i = 0; i < 20; i++) {
+        gchar *id = launch(f, "notebook", "cpu-2c-4g", "jupyter");
+        place(f, id, f->box_id, "docker");
+        g_ptr_array_add(ids, id);
+    }
+    state = connect_machine(f, f->box_id, linux_inventory());
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+    before = einsora_hub_count_desired_reads(f->hub);
+    for (guint i = 0; i < ids->len; i++)
+        g_assert_cmpint(observe(f, f->hub, g_ptr_array_index(ids, i)).status, ==,
+                        EINSORA_RUNTIME_PROGRESSING);
+    g_assert_cmpuint(einsora_hub_count_desired_reads(f->hub), ==, before + 1);
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+    observe(f, f->hub, g_ptr_array_index(ids, 0));
+    g_assert_cmpuint(einsora_hub_count_desired_reads(f->hub), ==, before + 2);
+}
+
 static void
 test_away_fails_after_10m(Fixture *f, gconstpointer data)
 {
@@ -1448,6 +1478,7 @@ main(int argc, char **argv)
     ADD("/hub/long-poll/timeout-answers", test_long_poll_timeout);
     ADD("/hub/long-poll/superseded", test_long_poll_superseded);
     ADD("/hub/offline/after-45s", test_offline_after_45s);
+    ADD("/hub/observe/reads-once-per-pass", test_observe_reads_once_per_pass);
     ADD("/hub/offline/fails-after-10m", test_away_fails_after_10m);
     ADD("/hub/capacity/settling", test_settling);
     ADD("/hub/capacity/from-inventory", test_capacity_from_inventory);

@@ -41,6 +41,12 @@ typedef struct {
     gint64 generation;         /* of desired_json */
     GHashTable *marks;         /* workload ID -> WorkloadMark */
     HeldSync *held;
+    /* The desired state as last computed, and its workloads by ID, kept
+     * until the main loop turns: a controller pass observes each of the
+     * machine's workloads in one go, and reads the store once for them
+     * all instead of once each (which made a pass quadratic). */
+    EinsoraDesiredState *recent;
+    GHashTable *recent_index; /* workload ID -> EinsoraDesiredWorkload (in @recent) */
 } MachineState;
 
 struct _EinsoraHub {
@@ -54,8 +60,10 @@ struct _EinsoraHub {
     gint64 long_poll_us;
     gchar *away_reason;
     GMainContext *context;
-    GHashTable *machines; /* machine ID -> MachineState */
-    GHashTable *wakes;    /* machine IDs whose waiting sync wakes on idle */
+    GHashTable *machines;   /* machine ID -> MachineState */
+    GHashTable *wakes;      /* machine IDs whose waiting sync wakes on idle */
+    GSource *forget_source; /* drops the machines' recent desired states */
+    guint64 computed;       /* desired states read from the store, for tests */
     GSource *wake_source;
     gchar *access_machine_id; /* the machine whose agent runs in this process */
     GWeakRef access_source;
@@ -104,6 +112,8 @@ machine_state_free(MachineState *state)
     g_hash_table_unref(state->statuses);
     g_free(state->desired_json);
     g_hash_table_unref(state->marks);
+    g_clear_pointer(&state->recent_index, g_hash_table_unref);
+    g_clear_pointer(&state->recent, einsora_desired_state_free);
     g_free(state);
 }
 
@@ -128,6 +138,10 @@ einsora_hub_finalize(GObject *object)
     if (self->wake_source != NULL) {
         g_source_destroy(self->wake_source);
         g_source_unref(self->wake_source);
+    }
+    if (self->forget_source != NULL) {
+        g_source_destroy(self->forget_source);
+        g_source_unref(self->forget_source);
     }
     g_hash_table_unref(self->wakes);
     g_hash_table_unref(self->machines);
@@ -368,6 +382,7 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
     workloads = einsora_store_list_machine_workloads(self->store, state->machine_id, error);
     if (workloads == NULL)
         return NULL;
+    self->computed++;
     desired = einsora_desired_state_new();
     desired->machine_id = g_strdup(state->machine_id);
     for (guint i = 0; i < workloads->len; i++) {
@@ -746,15 +761,48 @@ observe_code(EinsoraStatusCode code, EinsoraObservation *observation)
     }
 }
 
-static const EinsoraDesiredWorkload *
-find_desired(const EinsoraDesiredState *desired, const char *workload_id)
+static gboolean
+forget_recent(gpointer user_data)
 {
-    for (guint i = 0; i < desired->workloads->len; i++) {
-        const EinsoraDesiredWorkload *workload = g_ptr_array_index(desired->workloads, i);
-        if (g_strcmp0(workload->workload_id, workload_id) == 0)
-            return workload;
+    EinsoraHub *self = user_data;
+    GHashTableIter iter;
+    gpointer value;
+
+    g_clear_pointer(&self->forget_source, g_source_unref);
+    g_hash_table_iter_init(&iter, self->machines);
+    while (g_hash_table_iter_next(&iter, NULL, &value)) {
+        MachineState *state = value;
+        g_clear_pointer(&state->recent_index, g_hash_table_unref);
+        g_clear_pointer(&state->recent, einsora_desired_state_free);
     }
-    return NULL;
+    return G_SOURCE_REMOVE;
+}
+
+/* The machine's desired workload @workload_id, from the desired state
+ * computed in this turn of the main loop if there is one. Within a turn
+ * it may predate a change the same turn made; observing another workload
+ * is not affected by that (each entry is its own workload's row), and
+ * the next turn reads afresh. */
+static const EinsoraDesiredWorkload *
+recent_desired(EinsoraHub *self, MachineState *state, const char *workload_id, GError **error)
+{
+    if (state->recent == NULL) {
+        state->recent = compute_desired(self, state, error);
+        if (state->recent == NULL)
+            return NULL;
+        state->recent_index = g_hash_table_new(g_str_hash, g_str_equal);
+        for (guint i = 0; i < state->recent->workloads->len; i++) {
+            EinsoraDesiredWorkload *workload = g_ptr_array_index(state->recent->workloads, i);
+            g_hash_table_insert(state->recent_index, workload->workload_id, workload);
+        }
+        if (self->forget_source == NULL) {
+            self->forget_source = g_idle_source_new();
+            g_source_set_priority(self->forget_source, G_PRIORITY_HIGH);
+            g_source_set_callback(self->forget_source, forget_recent, self, NULL);
+            g_source_attach(self->forget_source, self->context);
+        }
+    }
+    return g_hash_table_lookup(state->recent_index, workload_id);
 }
 
 /* A status answers only the attempt and mode the store expects now, once
@@ -767,7 +815,7 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
     EinsoraHub *self = EINSORA_HUB(backend);
     gint64 now_us = hub_now(self);
     MachineState *state;
-    g_autoptr(EinsoraDesiredState) desired = NULL;
+    g_autoptr(GError) local_error = NULL;
     const EinsoraDesiredWorkload *workload;
     const EinsoraWorkloadStatus *status;
     const WorkloadMark *mark;
@@ -793,11 +841,12 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
         }
         return TRUE;
     }
-    desired = compute_desired(self, state, error);
-    if (desired == NULL)
+    workload = recent_desired(self, state, spec->workload_id, &local_error);
+    if (local_error != NULL) {
+        g_propagate_error(error, g_steal_pointer(&local_error));
         return FALSE;
+    }
     observation->status = EINSORA_RUNTIME_PROGRESSING;
-    workload = find_desired(desired, spec->workload_id);
     status = g_hash_table_lookup(state->statuses, spec->workload_id);
     mark = g_hash_table_lookup(state->marks, spec->workload_id);
     if (workload == NULL || status == NULL || mark == NULL || status->attempt != spec->attempt ||
@@ -875,4 +924,11 @@ static void
 einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface)
 {
     iface->lookup = hub_lookup_access;
+}
+
+guint64
+einsora_hub_count_desired_reads(EinsoraHub *self)
+{
+    g_return_val_if_fail(EINSORA_IS_HUB(self), 0);
+    return self->computed;
 }

@@ -56,4 +56,9 @@ gboolean einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, cons
                                    gint64 *attempt, gchar **socket_path, gchar **token,
                                    GError **error);
 
+/* How many times a machine's desired state was read from the store
+ * since the hub started (tests: a controller pass reads it once per
+ * machine, not once per workload). */
+guint64 einsora_hub_count_desired_reads(EinsoraHub *self);
+
 G_END_DECLS
