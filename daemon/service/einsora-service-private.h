@@ -1,0 +1,46 @@
+/* What the parts of EinsoraService share: the instance, and the few
+ * helpers more than one part calls, by the file that holds them. The
+ * service is einsora-service.c and one einsora-service-<concern>.c per
+ * concern. Private to daemon/service. */
+#pragma once
+
+#include "einsora-service.h"
+
+G_BEGIN_DECLS
+
+struct _EinsoraService {
+    GObject parent_instance;
+    EinsoraStore *store;
+    EinsoraCatalog *catalog;
+    EinsoraNowFunc now;
+    gpointer now_data;
+};
+
+/* einsora-service.c */
+gint64 einsora_service_now(EinsoraService *self);
+void einsora_service_events_added(EinsoraService *self, const char *tenant_id);
+
+/* einsora-service-events.c */
+EinsoraWorkloadEvent *einsora_service_event_new(EinsoraService *self,
+                                                const EinsoraWorkload *workload,
+                                                gboolean has_from_state, EinsoraWorkloadState from,
+                                                const char *reason, gint64 now_us);
+
+/* einsora-service-transition.c */
+gboolean einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload,
+                                          EinsoraWorkloadState to, const char *reason,
+                                          const EinsoraPlacement *placement, EinsoraWorkload **out,
+                                          GError **error);
+
+/* einsora-service-quota.c */
+gboolean einsora_service_check_quota_in_tx(EinsoraService *self, const char *tenant_id,
+                                           const char *gpu_class, gint64 requested, GError **error);
+
+/* einsora-service-idempotency.c */
+EinsoraIdempotencyRecord *einsora_service_idempotency_record_new(const char *tenant_id,
+                                                                 const char *key,
+                                                                 const char *request_sha256,
+                                                                 guint status, const char *body,
+                                                                 gint64 now_us);
+
+G_END_DECLS

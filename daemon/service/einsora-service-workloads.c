@@ -1,0 +1,223 @@
+/* Workloads: creating one from a request checked against the catalog
+ * (with its quota check, its first timeline row and its Idempotency-Key
+ * record in one transaction), and reading them. */
+#define G_LOG_DOMAIN "einsora-service"
+
+#include "einsora-service-private.h"
+
+#include "einsora-error.h"
+#include "einsora-reason.h"
+#include "einsora-uuid.h"
+#include "einsora-workload-json.h"
+
+static gboolean
+validate_name(const char *name, GError **error)
+{
+    if (name == NULL || *name == '\0') {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "name is required");
+        return FALSE;
+    }
+    if (strlen(name) > EINSORA_WORKLOAD_NAME_MAX_BYTES || !g_utf8_validate(name, -1, NULL)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "name must be valid UTF-8 of at most %d bytes",
+                    EINSORA_WORKLOAD_NAME_MAX_BYTES);
+        return FALSE;
+    }
+    for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p)) {
+        gunichar c = g_utf8_get_char(p);
+        /* Format characters are invisible and can reorder what is shown. */
+        if (g_unichar_iscntrl(c) || g_unichar_type(c) == G_UNICODE_FORMAT) {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                                "name must not contain control or invisible formatting "
+                                "characters");
+            return FALSE;
+        }
+    }
+    if (g_unichar_isspace(g_utf8_get_char(name)) ||
+        g_unichar_isspace(g_utf8_get_char(g_utf8_find_prev_char(name, name + strlen(name))))) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "name must not start or end with a space");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Checks a request against the catalog and builds the new workload row.
+ * Nothing is written. */
+static EinsoraWorkload *
+workload_from_request(EinsoraService *self, const EinsoraActor *actor,
+                      const EinsoraWorkloadRequest *request, gint64 now_us, GError **error)
+{
+    EinsoraWorkloadKind kind;
+    const char *region;
+    const EinsoraComputeClass *klass;
+    const EinsoraImage *image;
+    EinsoraCatalogResolution resolved;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    if (request->kind == NULL || !einsora_workload_kind_from_string(request->kind, &kind)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "kind must be one of notebook, endpoint, vm");
+        return NULL;
+    }
+    if (request->name != NULL && !validate_name(request->name, error))
+        return NULL;
+
+    region = request->region != NULL ? request->region
+                                     : einsora_catalog_get_default_region(self->catalog);
+    if (einsora_catalog_lookup_region(self->catalog, region) == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "region is not one this installation offers");
+        return NULL;
+    }
+    if (request->gpu_class == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "gpu_class is required");
+        return NULL;
+    }
+    einsora_catalog_resolve(self->catalog, request->gpu_class, request->image, &resolved);
+    klass = resolved.klass;
+    if (klass == NULL || !einsora_catalog_class_offered_in(klass, region)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "gpu_class is not offered in this region");
+        return NULL;
+    }
+    if (request->image == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "image is required");
+        return NULL;
+    }
+    image = resolved.image;
+    if (image == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "image is not one this installation offers");
+        return NULL;
+    }
+    if (!einsora_image_supports_kind(image, kind)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "image %s can't run as a %s", image->name,
+                    einsora_workload_kind_to_string(kind));
+        return NULL;
+    }
+    if (resolved.runtime == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "image %s has no runtime for %s's accelerator (%s)", image->name, klass->name,
+                    einsora_accelerator_to_string(klass->accelerator));
+        return NULL;
+    }
+
+    workload = einsora_workload_new();
+    workload->id = einsora_uuid_v7_new(now_us / 1000);
+    workload->tenant_id = g_strdup(actor->tenant_id);
+    workload->kind = kind;
+    /* No name given: the kind and the ID's last characters, which vary
+     * even between workloads created in the same millisecond. */
+    workload->name = request->name != NULL
+                         ? g_strdup(request->name)
+                         : g_strdup_printf("%s-%s", einsora_workload_kind_to_string(kind),
+                                           workload->id + EINSORA_UUID_STRING_LEN - 6);
+    workload->state = EINSORA_WORKLOAD_STATE_INITIAL;
+    workload->region = g_strdup(region);
+    workload->gpu_class = g_strdup(klass->name);
+    workload->image = g_strdup(image->name);
+    workload->gpus = klass->devices;
+    workload->attempt = 0;
+    workload->version = 0;
+    workload->created_by = g_strdup(actor->user_id);
+    workload->created_at = einsora_timestamp_format(now_us);
+    workload->updated_at = einsora_timestamp_format(now_us);
+    return g_steal_pointer(&workload);
+}
+
+typedef struct {
+    EinsoraService *self;
+    const EinsoraActor *actor;
+    const EinsoraWorkload *workload;
+    const EinsoraWorkloadRequest *request;
+    gint64 now_us;
+} CreateContext;
+
+static gboolean
+create_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    CreateContext *ctx = user_data;
+    g_autofree gchar *reason = einsora_reason_created(ctx->actor);
+    g_autoptr(EinsoraWorkloadEvent) event = NULL;
+
+    if (!einsora_service_check_quota_in_tx(ctx->self, ctx->workload->tenant_id,
+                                           ctx->workload->gpu_class, ctx->workload->gpus, error))
+        return FALSE;
+    if (!einsora_store_insert_workload(store, ctx->workload, error))
+        return FALSE;
+    event = einsora_service_event_new(ctx->self, ctx->workload, FALSE, ctx->workload->state, reason,
+                                      ctx->now_us);
+    if (!einsora_store_append_event(store, event, error))
+        return FALSE;
+    /* The answer the API is about to give, kept with the workload. */
+    if (ctx->request->idempotency_key != NULL && ctx->request->request_sha256 != NULL) {
+        g_autoptr(JsonNode) node = einsora_workload_to_json(ctx->workload);
+        g_autofree gchar *body = json_to_string(node, FALSE);
+        g_autoptr(EinsoraIdempotencyRecord) record = einsora_service_idempotency_record_new(
+            ctx->workload->tenant_id, ctx->request->idempotency_key, ctx->request->request_sha256,
+            201, body, ctx->now_us);
+
+        return einsora_store_insert_idempotency_record(store, record, error);
+    }
+    return TRUE;
+}
+
+EinsoraWorkload *
+einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
+                                const EinsoraWorkloadRequest *request, GError **error)
+{
+    gint64 now_us;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    CreateContext ctx;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL, NULL);
+    g_return_val_if_fail(request != NULL, NULL);
+
+    now_us = einsora_service_now(self);
+    workload = workload_from_request(self, actor, request, now_us, error);
+    if (workload == NULL)
+        return NULL;
+    ctx = (CreateContext){self, actor, workload, request, now_us};
+    if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
+        return NULL;
+    einsora_service_events_added(self, workload->tenant_id);
+    return g_steal_pointer(&workload);
+}
+
+EinsoraWorkload *
+einsora_service_get_workload(EinsoraService *self, const char *tenant_id, const char *workload_id,
+                             gboolean include_deleted, GError **error)
+{
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    workload = einsora_store_get_workload(self->store, tenant_id, workload_id, error);
+    if (workload == NULL)
+        return NULL;
+    if (workload->state == EINSORA_WORKLOAD_STATE_DELETED && !include_deleted) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return g_steal_pointer(&workload);
+}
+
+GPtrArray *
+einsora_service_list_workloads(EinsoraService *self, const char *tenant_id,
+                               gboolean include_deleted, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    return einsora_store_list_workloads(self->store, tenant_id, include_deleted, error);
+}
