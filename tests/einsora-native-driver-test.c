@@ -15,6 +15,7 @@
 
 #include "einsora-bwrap-args.h"
 #include "einsora-native-driver.h"
+#include "einsora-safe-remove.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-jupyter.h"
 #include "einsora-uuid.h"
@@ -298,6 +299,47 @@ test_args_fingerprint(void)
     argv = einsora_bwrap_args_to_strv(b);
     g_assert_cmpstr(argv[0], ==, "/usr/bin/pasta");
     g_assert_cmpstr(argv[3], ==, "/usr/bin/bwrap");
+}
+
+/* The tree removal */
+
+/* A link in the tree to a directory outside it goes as a link: what it
+ * points to survives, as does the target of a tree that is itself a
+ * link; a tree that isn't there is already removed. */
+static void
+test_safe_remove_links_not_followed(void)
+{
+    g_autofree gchar *dir = einsora_test_dir_new();
+    g_autofree gchar *outside = g_build_filename(dir, "outside", NULL);
+    g_autofree gchar *kept = g_build_filename(outside, "kept.txt", NULL);
+    g_autofree gchar *tree = g_build_filename(dir, "tree", NULL);
+    g_autofree gchar *nested = g_build_filename(tree, "a", "b", NULL);
+    g_autofree gchar *file = g_build_filename(nested, "file", NULL);
+    g_autofree gchar *link = g_build_filename(nested, "link-to-outside", NULL);
+    g_autofree gchar *top_link = g_build_filename(dir, "top-link", NULL);
+    g_autoptr(GError) error = NULL;
+    struct stat st;
+
+    g_assert_cmpint(g_mkdir(outside, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(kept, "not the notebook's", -1, NULL));
+    g_assert_cmpint(g_mkdir_with_parents(nested, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(file, "x", -1, NULL));
+    g_assert_cmpint(symlink(outside, link), ==, 0);
+
+    g_assert_true(einsora_safe_remove_tree(tree, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(lstat(tree, &st), !=, 0);
+    g_assert_true(g_file_test(kept, G_FILE_TEST_IS_REGULAR));
+
+    g_assert_cmpint(symlink(outside, top_link), ==, 0);
+    g_assert_true(einsora_safe_remove_tree(top_link, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(lstat(top_link, &st), !=, 0);
+    g_assert_true(g_file_test(kept, G_FILE_TEST_IS_REGULAR));
+
+    g_assert_true(einsora_safe_remove_tree(tree, &error));
+    g_assert_no_error(error);
+    einsora_test_dir_remove(dir);
 }
 
 /* The driver */
@@ -686,6 +728,7 @@ main(int argc, char **argv)
     g_test_add_func("/native/args/layout", test_args_layout);
     g_test_add_func("/native/args/refuse-mistakes", test_args_refuse_mistakes);
     g_test_add_func("/native/args/fingerprint", test_args_fingerprint);
+    g_test_add_func("/native/safe-remove/links-not-followed", test_safe_remove_links_not_followed);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/native/run-dir-too-long", test_run_dir_too_long);
     ADD("/native/missing-binaries", test_missing_binaries);

@@ -2,26 +2,22 @@
 
 #include "einsora-native-driver.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/un.h>
-#include <unistd.h>
 
 #include "einsora-bwrap-args.h"
-#include "einsora-linux-inventory.h"
+#include "einsora-native-probe.h"
+#include "einsora-native-sandbox.h"
 #include "einsora-notebook-server.h"
 #include "einsora-process-supervisor.h"
+#include "einsora-safe-remove.h"
 #include "einsora-uuid.h"
 
 #define READY_POLL_MS 250
 #define READY_CHECK_TIMEOUT_MS 2000
-#define RUNTIME_DIR_IN_SANDBOX "/tmp/jupyter-runtime"
 #define LABEL_ATTEMPT "attempt"
 #define LABEL_DEVICES "devices"
 
@@ -141,160 +137,27 @@ workload_socket(EinsoraNativeDriver *self, const char *workload_id)
     return g_build_filename(self->run_dir, workload_id, EINSORA_NATIVE_SOCKET_NAME, NULL);
 }
 
-/* The sandbox */
+/* The sandbox: its policy is einsora-native-sandbox.c's, given here
+ * one workload's paths. */
 
-/* GLib 2.74 has no g_strv_builder_take(). */
-static void
-add_owned(GStrvBuilder *builder, gchar *value)
-{
-    g_strv_builder_add(builder, value);
-    explicit_bzero(value, strlen(value));
-    g_free(value);
-}
-
-/* What the system lends the sandbox, read-only: enough for Python,
- * Jupyter and their data, and nothing of anyone's home or of /var. */
-static const char *const system_dirs[] = {"/usr", "/opt"};
-static const char *const merged_dirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
-static const char *const etc_files[] = {
-    "/etc/alternatives", "/etc/ca-certificates", "/etc/fonts",     "/etc/group",
-    "/etc/host.conf",    "/etc/hosts",           "/etc/jupyter",   "/etc/ld.so.cache",
-    "/etc/ld.so.conf",   "/etc/ld.so.conf.d",    "/etc/localtime", "/etc/matplotlibrc",
-    "/etc/mime.types",   "/etc/nsswitch.conf",   "/etc/passwd",    "/etc/python3",
-    "/etc/python3.11",   "/etc/resolv.conf",     "/etc/ssl",       "/etc/timezone",
-};
-
-static void
-add_system(EinsoraBwrapArgs *args)
-{
-    for (guint i = 0; i < G_N_ELEMENTS(system_dirs); i++)
-        einsora_bwrap_args_add_pair(args, "--ro-bind-try", system_dirs[i], system_dirs[i]);
-    /* Debian's /bin and /lib are links into /usr: the same links inside. */
-    for (guint i = 0; i < G_N_ELEMENTS(merged_dirs); i++) {
-        g_autofree gchar *target = g_file_read_link(merged_dirs[i], NULL);
-
-        if (target != NULL)
-            einsora_bwrap_args_add_pair(args, "--symlink", target, merged_dirs[i]);
-        else
-            einsora_bwrap_args_add_pair(args, "--ro-bind-try", merged_dirs[i], merged_dirs[i]);
-    }
-    for (guint i = 0; i < G_N_ELEMENTS(etc_files); i++)
-        einsora_bwrap_args_add_pair(args, "--ro-bind-try", etc_files[i], etc_files[i]);
-}
-
-static gchar **
-server_command(EinsoraNativeDriver *self, const char *data_dir, const char *socket_path)
-{
-    g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
-
-    g_strv_builder_add(argv, self->jupyter_path);
-    g_strv_builder_add(argv, "--no-browser");
-    if (geteuid() == 0)
-        g_strv_builder_add(argv, "--allow-root");
-    add_owned(argv, g_strdup_printf("--sock=%s", socket_path));
-    g_strv_builder_add(argv, "--sock-mode=0600");
-    g_strv_builder_add(argv, "--KernelManager.transport=ipc");
-    add_owned(argv, g_strdup_printf("--notebook-dir=%s", data_dir));
-    return g_strv_builder_end(argv);
-}
-
-/* pasta gives the sandbox a network namespace of its own with outbound
- * traffic only (every port forward off, both ways); without it there is
- * only loopback. */
-static void
-add_network(EinsoraBwrapArgs *args, const char *pasta_path)
-{
-    const char *const prefix[] = {
-        pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none", "--udp-ports", "none",
-        "--tcp-ns", "none",         "--udp-ns", "none",        "--",   NULL};
-
-    if (pasta_path == NULL)
-        einsora_bwrap_args_add_flag(args, "--unshare-net");
-    else
-        einsora_bwrap_args_set_prefix(args, prefix);
-}
-
-/* The whole sandbox of one workload. Deterministic: the same workload
- * on the same configuration gives the same fingerprint, which is how a
- * restarted daemon knows the sandbox of a server it adopts. */
 static EinsoraBwrapArgs *
 build_sandbox(EinsoraNativeDriver *self, const char *workload_id, gint64 devices, GError **error)
 {
-    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(self->bwrap_path);
     g_autofree gchar *data_dir = workload_data_dir(self, workload_id);
     g_autofree gchar *run_dir = workload_run_dir(self, workload_id);
     g_autofree gchar *socket_path = workload_socket(self, workload_id);
-    g_auto(GStrv) command = server_command(self, data_dir, socket_path);
+    const EinsoraNativeSandbox sandbox = {
+        .bwrap_path = self->bwrap_path,
+        .jupyter_path = self->jupyter_path,
+        .pasta_path = self->pasta_path,
+        .device_root = self->device_root,
+        .data_dir = data_dir,
+        .run_dir = run_dir,
+        .socket_path = socket_path,
+        .devices = devices,
+    };
 
-    add_system(args);
-    einsora_bwrap_args_add_path(args, "--proc", "/proc");
-    einsora_bwrap_args_add_path(args, "--dev", "/dev");
-    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
-    einsora_bwrap_args_add_path(args, "--tmpfs", "/run");
-    if (devices > 0) {
-        /* The driver table gives this driver CPU and NVIDIA only, so a
-         * workload with devices wants NVIDIA's nodes. */
-        g_auto(GStrv) nodes = einsora_linux_inventory_nvidia_device_nodes(self->device_root);
-        g_autofree gchar *prefix =
-            g_strcmp0(self->device_root, "/") == 0 ? g_strdup("") : g_strdup(self->device_root);
-
-        if (nodes == NULL || nodes[0] == NULL) {
-            g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                                "this machine has no /dev/nvidia* devices");
-            return NULL;
-        }
-        for (guint i = 0; nodes[i] != NULL; i++) {
-            const char *inside = nodes[i] + strlen(prefix);
-            einsora_bwrap_args_add_pair(args, "--dev-bind", nodes[i], inside);
-        }
-    }
-    einsora_bwrap_args_bind(args, data_dir, TRUE);
-    einsora_bwrap_args_bind(args, run_dir, TRUE);
-    /* The sandbox's own root (where /etc's few files hang) read-only
-     * too, once every mount point on it exists. */
-    einsora_bwrap_args_add_path(args, "--remount-ro", "/");
-    /* pasta gives the sandbox a network namespace of its own with only
-     * outbound traffic; without it there is only loopback. */
-    if (self->pasta_path == NULL)
-        einsora_bwrap_args_add_flag(args, "--unshare-net");
-    else {
-        const char *const prefix[] = {
-            self->pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none",
-            "--udp-ports",    "none",         "--tcp-ns", "none",        "--udp-ns",
-            "none",           "--",           NULL};
-        einsora_bwrap_args_set_prefix(args, prefix);
-    }
-    einsora_bwrap_args_add_flag(args, "--unshare-pid");
-    einsora_bwrap_args_add_flag(args, "--unshare-ipc");
-    einsora_bwrap_args_add_flag(args, "--unshare-uts");
-    einsora_bwrap_args_add_flag(args, "--unshare-cgroup-try");
-    einsora_bwrap_args_add_path(args, "--chdir", data_dir);
-    einsora_bwrap_args_set_command(args, (const char *const *)command);
-    if (!einsora_bwrap_args_check(args, error))
-        return NULL;
-    return g_steal_pointer(&args);
-}
-
-/* The environment is an allowlist: nothing of the daemon's passes. */
-static gchar **
-server_environment(const char *data_dir, const char *token)
-{
-    g_autoptr(GStrvBuilder) env = g_strv_builder_new();
-    const char *tz = g_getenv("TZ");
-
-    g_strv_builder_add(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    add_owned(env, g_strdup_printf("HOME=%s", data_dir));
-    add_owned(env, g_strdup_printf("USER=%s", g_get_user_name()));
-    add_owned(env, g_strdup_printf("LOGNAME=%s", g_get_user_name()));
-    g_strv_builder_add(env, "LANG=C.UTF-8");
-    g_strv_builder_add(env, "SHELL=/bin/bash");
-    g_strv_builder_add(env, "TERM=xterm-256color");
-    g_strv_builder_add(env, "PYTHONUNBUFFERED=1");
-    g_strv_builder_add(env, "JUPYTER_RUNTIME_DIR=" RUNTIME_DIR_IN_SANDBOX);
-    if (tz != NULL && strchr(tz, '\n') == NULL)
-        add_owned(env, g_strdup_printf("TZ=%s", tz));
-    add_owned(env, g_strdup_printf("JUPYTER_TOKEN=%s", token));
-    return g_strv_builder_end(env);
+    return einsora_native_sandbox_build(&sandbox, error);
 }
 
 static void
@@ -539,7 +402,7 @@ launch(NativeWorkload *workload, GError **error)
         return EINSORA_STATUS_CODE_FAILED_TO_START;
     argv = einsora_bwrap_args_to_strv(args);
     fingerprint = einsora_bwrap_args_fingerprint(args);
-    envp = server_environment(data_dir, token);
+    envp = einsora_native_sandbox_environment(data_dir, token);
     attempt_label = g_strdup_printf(LABEL_ATTEMPT "=%" G_GINT64_FORMAT, workload->attempt);
     devices_label = g_strdup_printf(LABEL_DEVICES "=%" G_GINT64_FORMAT, workload->devices);
     {
@@ -640,8 +503,6 @@ native_start_finish(EinsoraAgentDriver *driver, GAsyncResult *result, GError **e
 
 /* Stopping and removing */
 
-static gboolean remove_tree(const char *path, GError **error);
-
 static void
 finish_op(NativeWorkload *workload, GError *error)
 {
@@ -661,7 +522,7 @@ remove_in_thread(GTask *task, gpointer source, gpointer task_data, GCancellable 
     GError *error = NULL;
 
     for (guint i = 0; paths[i] != NULL; i++) {
-        if (!remove_tree(paths[i], &error)) {
+        if (!einsora_safe_remove_tree(paths[i], &error)) {
             g_task_return_error(task, error);
             return;
         }
@@ -894,130 +755,6 @@ einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->get_access = native_get_access;
 }
 
-/* Deleting a tree without following links: a notebook can make a link
- * to anything, and only what is inside its own directories goes. Every
- * step works relative to an open directory (openat, unlinkat), so a
- * name swapped for a link mid-way is never followed, and a path too
- * long to name never stops it: directories deeper than MAX_DEPTH are
- * moved up to the top and deleted from there. */
-#define MAX_DEPTH 32
-
-static gboolean
-io_error(GError **error, const char *what, const char *name)
-{
-    int saved = errno;
-
-    g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't %s %s: %s", what, name,
-                g_strerror(saved));
-    return FALSE;
-}
-
-typedef struct {
-    int top_fd;
-    guint64 serial; /* names for what moves up, never reused */
-    guint moved_up; /* this pass */
-} Removal;
-
-/* Empties the directory @dir_fd; what lies deeper than MAX_DEPTH moves
- * up to the top, to be emptied on another pass. */
-static gboolean
-empty_directory(Removal *removal, int dir_fd, guint depth, GError **error)
-{
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    /* A description of its own: a dup would share (and exhaust) the
-     * directory's read position for the next pass. */
-    int list_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = list_fd >= 0 ? fdopendir(list_fd) : NULL;
-    struct dirent *entry;
-
-    if (dir == NULL) {
-        if (list_fd >= 0)
-            close(list_fd);
-        return io_error(error, "read", "a directory");
-    }
-    while ((entry = readdir(dir)) != NULL) {
-        if (!g_str_equal(entry->d_name, ".") && !g_str_equal(entry->d_name, ".."))
-            g_ptr_array_add(names, g_strdup(entry->d_name));
-    }
-    closedir(dir);
-    for (guint i = 0; i < names->len; i++) {
-        const char *name = g_ptr_array_index(names, i);
-        struct stat st;
-        int child;
-
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno == ENOENT)
-                continue;
-            return io_error(error, "read", name);
-        }
-        if (!S_ISDIR(st.st_mode)) {
-            if (unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT)
-                return io_error(error, "delete", name);
-            continue;
-        }
-        if (depth >= MAX_DEPTH) {
-            int moved;
-            do {
-                g_autofree gchar *up =
-                    g_strdup_printf(".einsora-deleting-%" G_GUINT64_FORMAT, removal->serial++);
-                moved = renameat2(dir_fd, name, removal->top_fd, up, RENAME_NOREPLACE);
-            } while (moved != 0 && errno == EEXIST);
-            if (moved != 0)
-                return io_error(error, "move", name);
-            removal->moved_up++;
-            continue;
-        }
-        /* A directory the notebook made unreadable is still ours. */
-        if ((st.st_mode & 0700) != 0700)
-            fchmodat(dir_fd, name, (st.st_mode & 07777) | 0700, 0);
-        child = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (child < 0)
-            return io_error(error, "open", name);
-        if (!empty_directory(removal, child, depth + 1, error)) {
-            close(child);
-            return FALSE;
-        }
-        close(child);
-        if (unlinkat(dir_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
-            return io_error(error, "delete", name);
-    }
-    return TRUE;
-}
-
-static gboolean
-remove_tree(const char *path, GError **error)
-{
-    struct stat st;
-    int top;
-    Removal removal = {-1, 0, 0};
-    gboolean ok = TRUE;
-
-    /* The notebook may have made its own directory unreadable. */
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0700) != 0700)
-        g_chmod(path, (st.st_mode & 07777) | 0700);
-    top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    removal.top_fd = top;
-
-    if (top < 0) {
-        if (errno == ENOENT)
-            return TRUE;
-        /* Not a directory (or a link): just that name goes. */
-        if ((errno == ENOTDIR || errno == ELOOP) && (g_unlink(path) == 0 || errno == ENOENT))
-            return TRUE;
-        return io_error(error, "delete", path);
-    }
-    /* Each pass empties what is within reach and moves deeper parts up;
-     * a tree n levels deep takes about n / MAX_DEPTH passes. */
-    do {
-        removal.moved_up = 0;
-        ok = empty_directory(&removal, top, 0, error);
-    } while (ok && removal.moved_up > 0);
-    close(top);
-    if (ok && g_rmdir(path) != 0 && errno != ENOENT)
-        return io_error(error, "delete", path);
-    return ok;
-}
-
 /* Construction and adoption */
 
 static void
@@ -1134,14 +871,6 @@ adopt_recorded(EinsoraNativeDriver *self)
     }
 }
 
-static gchar *
-find_program(const char *configured, const char *name)
-{
-    if (configured != NULL)
-        return g_file_test(configured, G_FILE_TEST_IS_EXECUTABLE) ? g_strdup(configured) : NULL;
-    return g_find_program_in_path(name);
-}
-
 EinsoraNativeDriver *
 einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **error)
 {
@@ -1170,10 +899,11 @@ einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **erro
     self->data_dir = g_strdup(config->data_dir);
     self->run_dir = g_strdup(config->run_dir);
     self->device_root = g_strdup(config->device_root != NULL ? config->device_root : "/");
-    self->bwrap_path = find_program(config->bwrap_path, "bwrap");
-    self->jupyter_path = find_program(config->jupyter_path, "jupyter-notebook");
+    self->bwrap_path = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
+    self->jupyter_path =
+        einsora_native_probe_find_program(config->jupyter_path, "jupyter-notebook");
     if (config->outbound_network) {
-        self->pasta_path = find_program(config->pasta_path, "pasta");
+        self->pasta_path = einsora_native_probe_find_program(config->pasta_path, "pasta");
         if (self->pasta_path == NULL)
             g_message("outbound networking for notebooks needs pasta (Debian's passt), which "
                       "isn't installed: notebooks get no network");
@@ -1200,151 +930,4 @@ einsora_native_driver_set_stop_grace(EinsoraNativeDriver *self, guint grace_ms)
 {
     g_return_if_fail(EINSORA_IS_NATIVE_DRIVER(self));
     einsora_process_supervisor_set_stop_grace(self->supervisor, grace_ms);
-}
-
-/* The probe */
-
-typedef struct {
-    GSubprocess *process;
-    GSource *timeout;
-    GCancellable *cancellable; /* the wait, cut short at the time limit */
-    gboolean timed_out;
-    gboolean through_pasta;
-} Probe;
-
-static void
-probe_free(Probe *probe)
-{
-    clear_source(&probe->timeout);
-    g_clear_object(&probe->process);
-    g_clear_object(&probe->cancellable);
-    g_free(probe);
-}
-
-/* Its own group, so the time limit can end all of it. */
-static void
-probe_child_setup(gpointer user_data)
-{
-    setsid();
-}
-
-static gboolean
-on_probe_timeout(gpointer user_data)
-{
-    Probe *probe = user_data;
-
-    const char *pid = g_subprocess_get_identifier(probe->process);
-
-    /* Everything it started goes (it has a group of its own), and the
-     * wait ends now even if something still holds its pipe. */
-    g_clear_pointer(&probe->timeout, g_source_unref);
-    probe->timed_out = TRUE;
-    if (pid != NULL)
-        kill(-(pid_t)atoi(pid), SIGKILL);
-    g_cancellable_cancel(probe->cancellable);
-    return G_SOURCE_REMOVE;
-}
-
-static void
-on_probe_done(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-    g_autoptr(GTask) task = user_data;
-    Probe *probe = g_task_get_task_data(task);
-    g_autoptr(GError) error = NULL;
-    g_autofree gchar *output = NULL;
-
-    clear_source(&probe->timeout);
-    if (!g_subprocess_communicate_utf8_finish(G_SUBPROCESS(source), result, &output, NULL,
-                                              &error) &&
-        !probe->timed_out) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    if (probe->timed_out) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                                probe->through_pasta
-                                    ? "Jupyter in bubblewrap through pasta didn't answer in time"
-                                    : "Jupyter in bubblewrap didn't answer in time");
-        return;
-    }
-    if (!g_subprocess_get_successful(G_SUBPROCESS(source)) || output == NULL ||
-        !g_ascii_isdigit(*g_strstrip(output))) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
-                                probe->through_pasta
-                                    ? "Jupyter in bubblewrap didn't run through pasta (can "
-                                      "pasta make its namespace here?)"
-                                    : "Jupyter in bubblewrap didn't run (can this user make "
-                                      "namespaces?)");
-        return;
-    }
-    g_task_return_boolean(task, TRUE);
-}
-
-void
-einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint timeout_ms,
-                                  GCancellable *cancellable, GAsyncReadyCallback callback,
-                                  gpointer user_data)
-{
-    g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
-    g_autofree gchar *bwrap = find_program(config->bwrap_path, "bwrap");
-    g_autofree gchar *jupyter = find_program(config->jupyter_path, "jupyter-notebook");
-    g_autofree gchar *pasta =
-        config->outbound_network ? find_program(config->pasta_path, "pasta") : NULL;
-    g_autoptr(EinsoraBwrapArgs) args = NULL;
-    g_autoptr(GSubprocessLauncher) launcher = NULL;
-    g_auto(GStrv) argv = NULL;
-    g_autoptr(GError) error = NULL;
-    const char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", NULL};
-    Probe *probe;
-
-    g_task_set_source_tag(task, einsora_native_driver_probe_async);
-    if (bwrap == NULL || jupyter == NULL) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s isn't installed",
-                                bwrap == NULL ? "bubblewrap (bwrap)" : "jupyter-notebook");
-        return;
-    }
-    args = einsora_bwrap_args_new(bwrap);
-    add_system(args);
-    einsora_bwrap_args_add_path(args, "--proc", "/proc");
-    einsora_bwrap_args_add_path(args, "--dev", "/dev");
-    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
-    /* Outbound networking is tried as it will run: through pasta. */
-    add_network(args, pasta);
-    einsora_bwrap_args_add_flag(args, "--unshare-pid");
-    {
-        const char *const command[] = {jupyter, "--version", NULL};
-        einsora_bwrap_args_set_command(args, command);
-    }
-    if (!einsora_bwrap_args_check(args, &error)) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    argv = einsora_bwrap_args_to_strv(args);
-    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
-    g_subprocess_launcher_set_environ(launcher, (gchar **)env);
-    g_subprocess_launcher_set_child_setup(launcher, probe_child_setup, NULL, NULL);
-    probe = g_new0(Probe, 1);
-    probe->through_pasta = pasta != NULL;
-    probe->cancellable = g_cancellable_new();
-    if (cancellable != NULL)
-        g_signal_connect_object(cancellable, "cancelled", G_CALLBACK(g_cancellable_cancel),
-                                probe->cancellable, G_CONNECT_SWAPPED);
-    g_task_set_task_data(task, probe, (GDestroyNotify)probe_free);
-    probe->process = g_subprocess_launcher_spawnv(launcher, (const gchar *const *)argv, &error);
-    if (probe->process == NULL) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    probe->timeout = g_timeout_source_new(timeout_ms);
-    g_source_set_callback(probe->timeout, on_probe_timeout, probe, NULL);
-    g_source_attach(probe->timeout, g_main_context_get_thread_default());
-    g_subprocess_communicate_utf8_async(probe->process, NULL, probe->cancellable, on_probe_done,
-                                        g_steal_pointer(&task));
-}
-
-gboolean
-einsora_native_driver_probe_finish(GAsyncResult *result, GError **error)
-{
-    return g_task_propagate_boolean(G_TASK(result), error);
 }

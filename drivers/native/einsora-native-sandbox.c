@@ -1,0 +1,183 @@
+#define G_LOG_DOMAIN "einsora-native"
+
+#include "einsora-native-sandbox.h"
+
+#include <gio/gio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "einsora-linux-inventory.h"
+
+#define RUNTIME_DIR_IN_SANDBOX "/tmp/jupyter-runtime"
+
+/* GLib 2.74 has no g_strv_builder_take(). */
+static void
+add_owned(GStrvBuilder *builder, gchar *value)
+{
+    g_strv_builder_add(builder, value);
+    explicit_bzero(value, strlen(value));
+    g_free(value);
+}
+
+/* What the system lends the sandbox, read-only: enough for Python,
+ * Jupyter and their data, and nothing of anyone's home or of /var. */
+static const char *const system_dirs[] = {"/usr", "/opt"};
+static const char *const merged_dirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+static const char *const etc_files[] = {
+    "/etc/alternatives", "/etc/ca-certificates", "/etc/fonts",     "/etc/group",
+    "/etc/host.conf",    "/etc/hosts",           "/etc/jupyter",   "/etc/ld.so.cache",
+    "/etc/ld.so.conf",   "/etc/ld.so.conf.d",    "/etc/localtime", "/etc/matplotlibrc",
+    "/etc/mime.types",   "/etc/nsswitch.conf",   "/etc/passwd",    "/etc/python3",
+    "/etc/python3.11",   "/etc/resolv.conf",     "/etc/ssl",       "/etc/timezone",
+};
+
+static void
+add_system(EinsoraBwrapArgs *args)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(system_dirs); i++)
+        einsora_bwrap_args_add_pair(args, "--ro-bind-try", system_dirs[i], system_dirs[i]);
+    /* Debian's /bin and /lib are links into /usr: the same links inside. */
+    for (guint i = 0; i < G_N_ELEMENTS(merged_dirs); i++) {
+        g_autofree gchar *target = g_file_read_link(merged_dirs[i], NULL);
+
+        if (target != NULL)
+            einsora_bwrap_args_add_pair(args, "--symlink", target, merged_dirs[i]);
+        else
+            einsora_bwrap_args_add_pair(args, "--ro-bind-try", merged_dirs[i], merged_dirs[i]);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(etc_files); i++)
+        einsora_bwrap_args_add_pair(args, "--ro-bind-try", etc_files[i], etc_files[i]);
+}
+
+static gchar **
+server_command(const char *jupyter_path, const char *data_dir, const char *socket_path)
+{
+    g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
+
+    g_strv_builder_add(argv, jupyter_path);
+    g_strv_builder_add(argv, "--no-browser");
+    if (geteuid() == 0)
+        g_strv_builder_add(argv, "--allow-root");
+    add_owned(argv, g_strdup_printf("--sock=%s", socket_path));
+    g_strv_builder_add(argv, "--sock-mode=0600");
+    g_strv_builder_add(argv, "--KernelManager.transport=ipc");
+    add_owned(argv, g_strdup_printf("--notebook-dir=%s", data_dir));
+    return g_strv_builder_end(argv);
+}
+
+/* pasta gives the sandbox a network namespace of its own with outbound
+ * traffic only (every port forward off, both ways); without it there is
+ * only loopback. */
+static void
+add_network(EinsoraBwrapArgs *args, const char *pasta_path)
+{
+    const char *const prefix[] = {
+        pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none", "--udp-ports", "none",
+        "--tcp-ns", "none",         "--udp-ns", "none",        "--",   NULL};
+
+    if (pasta_path == NULL)
+        einsora_bwrap_args_add_flag(args, "--unshare-net");
+    else
+        einsora_bwrap_args_set_prefix(args, prefix);
+}
+
+EinsoraBwrapArgs *
+einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(sandbox->bwrap_path);
+    const char *data_dir = sandbox->data_dir;
+    const char *run_dir = sandbox->run_dir;
+    const char *pasta_path = sandbox->pasta_path;
+    g_auto(GStrv) command = server_command(sandbox->jupyter_path, data_dir, sandbox->socket_path);
+
+    add_system(args);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/run");
+    if (sandbox->devices > 0) {
+        /* The driver table gives this driver CPU and NVIDIA only, so a
+         * workload with devices wants NVIDIA's nodes. */
+        g_auto(GStrv) nodes = einsora_linux_inventory_nvidia_device_nodes(sandbox->device_root);
+        g_autofree gchar *prefix = g_strcmp0(sandbox->device_root, "/") == 0
+                                       ? g_strdup("")
+                                       : g_strdup(sandbox->device_root);
+
+        if (nodes == NULL || nodes[0] == NULL) {
+            g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                                "this machine has no /dev/nvidia* devices");
+            return NULL;
+        }
+        for (guint i = 0; nodes[i] != NULL; i++) {
+            const char *inside = nodes[i] + strlen(prefix);
+            einsora_bwrap_args_add_pair(args, "--dev-bind", nodes[i], inside);
+        }
+    }
+    einsora_bwrap_args_bind(args, data_dir, TRUE);
+    einsora_bwrap_args_bind(args, run_dir, TRUE);
+    /* The sandbox's own root (where /etc's few files hang) read-only
+     * too, once every mount point on it exists. */
+    einsora_bwrap_args_add_path(args, "--remount-ro", "/");
+    /* pasta gives the sandbox a network namespace of its own with only
+     * outbound traffic; without it there is only loopback. */
+    if (pasta_path == NULL)
+        einsora_bwrap_args_add_flag(args, "--unshare-net");
+    else {
+        const char *const prefix[] = {
+            pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none", "--udp-ports", "none",
+            "--tcp-ns", "none",         "--udp-ns", "none",        "--",   NULL};
+        einsora_bwrap_args_set_prefix(args, prefix);
+    }
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    einsora_bwrap_args_add_flag(args, "--unshare-ipc");
+    einsora_bwrap_args_add_flag(args, "--unshare-uts");
+    einsora_bwrap_args_add_flag(args, "--unshare-cgroup-try");
+    einsora_bwrap_args_add_path(args, "--chdir", data_dir);
+    einsora_bwrap_args_set_command(args, (const char *const *)command);
+    if (!einsora_bwrap_args_check(args, error))
+        return NULL;
+    return g_steal_pointer(&args);
+}
+
+gchar **
+einsora_native_sandbox_environment(const char *data_dir, const char *token)
+{
+    g_autoptr(GStrvBuilder) env = g_strv_builder_new();
+    const char *tz = g_getenv("TZ");
+
+    g_strv_builder_add(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    add_owned(env, g_strdup_printf("HOME=%s", data_dir));
+    add_owned(env, g_strdup_printf("USER=%s", g_get_user_name()));
+    add_owned(env, g_strdup_printf("LOGNAME=%s", g_get_user_name()));
+    g_strv_builder_add(env, "LANG=C.UTF-8");
+    g_strv_builder_add(env, "SHELL=/bin/bash");
+    g_strv_builder_add(env, "TERM=xterm-256color");
+    g_strv_builder_add(env, "PYTHONUNBUFFERED=1");
+    g_strv_builder_add(env, "JUPYTER_RUNTIME_DIR=" RUNTIME_DIR_IN_SANDBOX);
+    if (tz != NULL && strchr(tz, '\n') == NULL)
+        add_owned(env, g_strdup_printf("TZ=%s", tz));
+    add_owned(env, g_strdup_printf("JUPYTER_TOKEN=%s", token));
+    return g_strv_builder_end(env);
+}
+
+EinsoraBwrapArgs *
+einsora_native_sandbox_build_probe(const char *bwrap_path, const char *jupyter_path,
+                                   const char *pasta_path, GError **error)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(bwrap_path);
+
+    add_system(args);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    /* Outbound networking is tried as it will run: through pasta. */
+    add_network(args, pasta_path);
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    {
+        const char *const command[] = {jupyter_path, "--version", NULL};
+        einsora_bwrap_args_set_command(args, command);
+    }
+    if (!einsora_bwrap_args_check(args, error))
+        return NULL;
+    return g_steal_pointer(&args);
+}

@@ -1,0 +1,47 @@
+/* The sandbox policy: what bubblewrap lends a notebook's server (the
+ * system read-only, its own two directories writable, NVIDIA's nodes when
+ * it has devices), which namespaces it gets, its network (outbound only
+ * through pasta, or loopback alone), and the allowlisted environment it
+ * runs with. The driver says where a workload's directories are; this
+ * file says what the sandbox around them is. */
+#pragma once
+
+#include <glib.h>
+
+#include "einsora-bwrap-args.h"
+
+G_BEGIN_DECLS
+
+/* What one notebook's sandbox is made from. */
+typedef struct {
+    const char *bwrap_path;
+    const char *jupyter_path;
+    /* NULL: no network but loopback. */
+    const char *pasta_path;
+    /* "/" normally: where /dev/nvidia* are looked for. */
+    const char *device_root;
+    /* The workload's data (its home) and run directories, writable at
+     * the same paths inside, and its server's socket in the latter. */
+    const char *data_dir;
+    const char *run_dir;
+    const char *socket_path;
+    gint64 devices;
+} EinsoraNativeSandbox;
+
+/* The whole sandbox of one workload. Deterministic: the same workload
+ * on the same configuration gives the same fingerprint, which is how a
+ * restarted daemon knows the sandbox of a server it adopts. */
+EinsoraBwrapArgs *einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error);
+
+/* The host probe's sandbox: the same system, /proc, /dev, /tmp and
+ * network as a notebook's and its own PID namespace, running
+ * `jupyter-notebook --version`. */
+EinsoraBwrapArgs *einsora_native_sandbox_build_probe(const char *bwrap_path,
+                                                     const char *jupyter_path,
+                                                     const char *pasta_path, GError **error);
+
+/* The server's environment, an allowlist: nothing of the daemon's
+ * passes. It holds @token: wipe it (explicit_bzero) before freeing. */
+gchar **einsora_native_sandbox_environment(const char *data_dir, const char *token);
+
+G_END_DECLS
