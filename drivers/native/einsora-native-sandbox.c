@@ -118,16 +118,7 @@ einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error
     /* The sandbox's own root (where /etc's few files hang) read-only
      * too, once every mount point on it exists. */
     einsora_bwrap_args_add_path(args, "--remount-ro", "/");
-    /* pasta gives the sandbox a network namespace of its own with only
-     * outbound traffic; without it there is only loopback. */
-    if (pasta_path == NULL)
-        einsora_bwrap_args_add_flag(args, "--unshare-net");
-    else {
-        const char *const prefix[] = {
-            pasta_path, "--config-net", "--quiet",  "--tcp-ports", "none", "--udp-ports", "none",
-            "--tcp-ns", "none",         "--udp-ns", "none",        "--",   NULL};
-        einsora_bwrap_args_set_prefix(args, prefix);
-    }
+    add_network(args, pasta_path);
     einsora_bwrap_args_add_flag(args, "--unshare-pid");
     einsora_bwrap_args_add_flag(args, "--unshare-ipc");
     einsora_bwrap_args_add_flag(args, "--unshare-uts");
