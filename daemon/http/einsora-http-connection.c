@@ -27,6 +27,8 @@ typedef enum {
 struct _EinsoraHttpConnection {
     grefcount ref;
     EinsoraHttpConnectionHost host;
+    /* Its own copy: an exchange libsoup still holds may outlive the edge. */
+    EinsoraHttpEdgeSettings settings;
     gboolean detached;
     GSocket *socket;
     GSocketAddress *local;
@@ -132,7 +134,7 @@ take_in(EinsoraHttpConnection *self, void *buffer, gsize count)
 static void
 body_progress(EinsoraHttpConnection *self)
 {
-    const EinsoraHttpEdgeSettings *settings = self->host.settings;
+    const EinsoraHttpEdgeSettings *settings = &self->settings;
     gint64 now = g_get_monotonic_time();
     gint64 deadline = now + (gint64)settings->body_idle_timeout_ms * 1000;
 
@@ -695,6 +697,7 @@ einsora_http_connection_new(const EinsoraHttpConnectionHost *host, GSocket *sock
 
     g_ref_count_init(&self->ref);
     self->host = *host;
+    self->settings = *host->settings;
     self->socket = g_object_ref(socket);
     self->in = g_byte_array_new();
     self->out = g_byte_array_new();
@@ -720,10 +723,15 @@ einsora_http_connection_get_deadline(EinsoraHttpConnection *self)
     return self->deadline_us;
 }
 
+/* The edge (and perhaps its SoupServer) is going: a connection between
+ * requests closes now; one in an exchange ends when libsoup lets go of
+ * it, and is not kept alive. */
 void
 einsora_http_connection_detach(EinsoraHttpConnection *self)
 {
     self->detached = TRUE;
+    if (self->phase != PHASE_EXCHANGE)
+        connection_close(self);
 }
 
 static void
@@ -877,7 +885,7 @@ status_phrase(guint status)
 static void
 refuse(EinsoraHttpConnection *self, guint status, const char *reason)
 {
-    const EinsoraHttpEdgeSettings *settings = self->host.settings;
+    const EinsoraHttpEdgeSettings *settings = &self->settings;
     g_autofree gchar *body = NULL;
     g_autofree gchar *head = NULL;
     g_autofree gchar *id = settings->new_request_id != NULL ? settings->new_request_id() : NULL;
@@ -924,7 +932,7 @@ start_exchange(EinsoraHttpConnection *self, EinsoraHttpRequestHead *head)
     self->keep_alive = head->keep_alive;
     self->hangup = g_cancellable_new();
     self->requests++;
-    if (self->requests >= self->host.settings->max_requests)
+    if (self->requests >= self->settings.max_requests)
         self->keep_alive = FALSE;
     body_progress(self);
     exchange = exchange_new(self);
@@ -955,13 +963,13 @@ scan(EinsoraHttpConnection *self)
     guint status = 0;
     const char *reason = NULL;
 
-    switch (einsora_http_request_head_scan(self->in->data, self->in->len,
-                                           &self->host.settings->head, &head, &status, &reason)) {
+    switch (einsora_http_request_head_scan(self->in->data, self->in->len, &self->settings.head,
+                                           &head, &status, &reason)) {
     case EINSORA_HTTP_HEAD_INCOMPLETE:
         if (self->in->len > 0 && self->head_started_us == 0) {
             self->head_started_us = g_get_monotonic_time();
             self->deadline_us =
-                self->head_started_us + (gint64)self->host.settings->head_timeout_ms * 1000;
+                self->head_started_us + (gint64)self->settings.head_timeout_ms * 1000;
         }
         if (self->read_source == NULL)
             start_reading(self);
@@ -982,8 +990,8 @@ on_readable(GSocket *socket, GIOCondition condition, gpointer user_data)
 {
     EinsoraHttpConnection *self = user_data;
     g_autoptr(GError) error = NULL;
-    gsize room = (gsize)self->host.settings->head.max_head_bytes + 2 -
-                 MIN(self->in->len, (guint)self->host.settings->head.max_head_bytes);
+    gsize room = (gsize)self->settings.head.max_head_bytes + 2 -
+                 MIN(self->in->len, (guint)self->settings.head.max_head_bytes);
     gssize got = receive_in(self, MIN((gsize)READ_SIZE, room), &error);
 
     if (got < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
@@ -1022,10 +1030,10 @@ wait_for_request(EinsoraHttpConnection *self)
 {
     self->phase = PHASE_WAITING;
     self->head_started_us = 0;
-    self->deadline_us = g_get_monotonic_time() +
-                        (gint64)(self->requests == 0 ? self->host.settings->head_timeout_ms
-                                                     : self->host.settings->idle_timeout_ms) *
-                            1000;
+    self->deadline_us =
+        g_get_monotonic_time() + (gint64)(self->requests == 0 ? self->settings.head_timeout_ms
+                                                              : self->settings.idle_timeout_ms) *
+                                     1000;
     set_waiting(self, TRUE);
 }
 
@@ -1056,7 +1064,7 @@ watch_read(EinsoraHttpConnection *self)
         g_autoptr(GError) error = NULL;
         gssize got;
 
-        if (self->in->len >= self->host.settings->head.max_head_bytes)
+        if (self->in->len >= self->settings.head.max_head_bytes)
             return FALSE;
         got = receive_in(self, READ_SIZE, &error);
         if (got < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
