@@ -213,6 +213,12 @@ static const ChunkedCase chunked_cases[] = {
     {"a bare LF", "5\nhello\r\n0\r\n\r\n", -1},
     {"data longer than said", "3\r\nhello\r\n0\r\n\r\n", -1},
     {"a size that overflows", "ffffffffffffffffff\r\n", -1},
+    {"an extension past 100 bytes (libsoup's line is 128)",
+     "5;"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "\r\nhello\r\n0\r\n\r\n",
+     -1},
     {"an empty size", "\r\n", -1},
 };
 

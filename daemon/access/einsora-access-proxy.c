@@ -831,8 +831,10 @@ continue_forward(Forward *forward)
  * workload: a bound on compressed bytes would let a small frame inflate
  * into a huge message. */
 
-/* The workload's answer to its handshake, at most. */
+/* The workload's answer to its handshake, at most, and how long it may
+ * take. */
 #define UPGRADE_HEAD_MAX (16 * 1024)
+#define UPGRADE_TIMEOUT_S 30
 #define UPGRADE_READ 4096
 
 typedef struct {
@@ -847,6 +849,8 @@ typedef struct {
     gulong wrote_handler;
     gulong finished_handler;
     GSource *hangup_watch;
+    guint timeout_id;
+    gboolean timed_out;
     gboolean client_gone;
 } Upgrade;
 
@@ -861,6 +865,7 @@ upgrade_free(Upgrade *upgrade)
         g_source_destroy(upgrade->hangup_watch);
         g_source_unref(upgrade->hangup_watch);
     }
+    g_clear_handle_id(&upgrade->timeout_id, g_source_remove);
     if (upgrade->fd >= 0)
         close(upgrade->fd);
     if (upgrade->request != NULL)
@@ -880,6 +885,10 @@ upgrade_free(Upgrade *upgrade)
 static void
 upgrade_fail(Upgrade *upgrade, guint status, const char *why)
 {
+    if (upgrade->timed_out) {
+        status = SOUP_STATUS_GATEWAY_TIMEOUT;
+        why = "the notebook didn't answer the WebSocket handshake in time";
+    }
     if (!upgrade->client_gone) {
         respond_page(upgrade->msg, status, "The notebook didn't take the connection",
                      "It may be starting or stopping. Reload the page in a moment.");
@@ -919,13 +928,22 @@ on_switched(SoupServerMessage *msg, gpointer user_data)
     upgrade_free(upgrade);
 }
 
+/* The browser left (or its message ended otherwise). While a step of the
+ * handshake is under way, its cancelled callback frees the upgrade; once
+ * the 101 is set nothing is pending, and if the 101 can't be written the
+ * switch never comes: freed here. */
 static void
-on_upgrade_client_gone(SoupServerMessage *msg, gpointer user_data)
+on_upgrade_finished(SoupServerMessage *msg, gpointer user_data)
 {
     Upgrade *upgrade = user_data;
 
     upgrade->client_gone = TRUE;
     g_cancellable_cancel(upgrade->cancellable);
+    if (upgrade->wrote_handler != 0) {
+        log_request(msg, upgrade->target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS,
+                    "the browser left before the switch");
+        upgrade_free(upgrade);
+    }
 }
 
 static gboolean
@@ -934,7 +952,21 @@ on_upgrade_hangup(GCancellable *hangup, gpointer user_data)
     Upgrade *upgrade = user_data;
 
     g_clear_pointer(&upgrade->hangup_watch, g_source_unref);
-    on_upgrade_client_gone(upgrade->msg, upgrade);
+    upgrade->client_gone = TRUE;
+    g_cancellable_cancel(upgrade->cancellable);
+    return G_SOURCE_REMOVE;
+}
+
+/* A workload that doesn't answer its handshake: the steps are cancelled,
+ * and the browser is told. */
+static gboolean
+on_upgrade_timeout(gpointer user_data)
+{
+    Upgrade *upgrade = user_data;
+
+    upgrade->timeout_id = 0;
+    upgrade->timed_out = TRUE;
+    g_cancellable_cancel(upgrade->cancellable);
     return G_SOURCE_REMOVE;
 }
 
@@ -988,6 +1020,7 @@ on_upgrade_answer(GObject *source, GAsyncResult *result, gpointer user_data)
     if (value != NULL)
         soup_message_headers_replace(answer, "Sec-WebSocket-Protocol", value);
     soup_server_message_set_status(upgrade->msg, SOUP_STATUS_SWITCHING_PROTOCOLS, NULL);
+    g_clear_handle_id(&upgrade->timeout_id, g_source_remove);
     upgrade->wrote_handler =
         g_signal_connect(upgrade->msg, "wrote-informational", G_CALLBACK(on_switched), upgrade);
     log_request(upgrade->msg, upgrade->target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS,
@@ -1104,7 +1137,8 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     }
     soup_server_message_pause(msg);
     upgrade->finished_handler =
-        g_signal_connect(msg, "finished", G_CALLBACK(on_upgrade_client_gone), upgrade);
+        g_signal_connect(msg, "finished", G_CALLBACK(on_upgrade_finished), upgrade);
+    upgrade->timeout_id = g_timeout_add_seconds(UPGRADE_TIMEOUT_S, on_upgrade_timeout, upgrade);
     upgrade->hangup_watch = einsora_http_message_watch_hangup(msg, on_upgrade_hangup, upgrade);
     client = g_socket_client_new();
     g_socket_client_connect_async(client, G_SOCKET_CONNECTABLE(address), upgrade->cancellable,

@@ -43,6 +43,12 @@ struct _EinsoraHttpConnection {
     gint64 head_started_us;
     GList waiting_link;
     guint requests;
+    /* What libsoup wrote from another thread (it closes a chunked body
+     * with g_output_stream_close_async(), whose default runs in a worker):
+     * kept here under @lock and written from the edge's main context. */
+    GMainContext *context;
+    GMutex lock;
+    GByteArray *offthread;
     gsize lingered;
 
     /* The request libsoup is reading or answering. */
@@ -57,7 +63,8 @@ struct _EinsoraHttpConnection {
     gboolean watching; /* reading on our own while the answer is awaited */
     gboolean tunnel;   /* after 101: bytes as they come */
     gboolean aborted;
-    gboolean peer_gone;
+    gboolean peer_gone; /* writing to it failed: nothing more goes out */
+    gboolean eof;       /* its input ended (a half-close, or gone): answered, then closed */
     gboolean close_after;
     gboolean keep_alive;
 
@@ -74,6 +81,8 @@ static void connection_close(EinsoraHttpConnection *self);
 static void start_reading(EinsoraHttpConnection *self);
 static void start_watching(EinsoraHttpConnection *self);
 static gboolean flush_out(EinsoraHttpConnection *self, GError **error);
+static void write_later(EinsoraHttpConnection *self);
+static void clear_source(GSource **source);
 
 /* The exchange: one request's stream, as libsoup sees it. */
 
@@ -148,8 +157,10 @@ body_finished(EinsoraHttpConnection *self)
 {
     self->body_done = TRUE;
     self->deadline_us = 0;
-    if (!self->request->upgrade)
-        start_watching(self);
+    /* Upgrades too: a browser that leaves while the workload is slow to
+     * take its handshake is noticed (the tunnel reads what the watch
+     * kept before the socket). */
+    start_watching(self);
 }
 
 /* Receives into @in, at most @count. Returns the bytes read, 0 at the
@@ -164,7 +175,7 @@ receive_in(EinsoraHttpConnection *self, gsize count, GError **error)
     got = g_socket_receive(self->socket, (gchar *)self->in->data + before, count, NULL, error);
     g_byte_array_set_size(self->in, before + (guint)MAX(got, 0));
     if (got == 0)
-        self->peer_gone = TRUE;
+        self->eof = TRUE;
     return got;
 }
 
@@ -181,7 +192,7 @@ read_body(EinsoraHttpConnection *self, guint8 *buffer, gsize count, GError **err
         } else {
             got = g_socket_receive(self->socket, (gchar *)buffer, want, NULL, error);
             if (got == 0)
-                self->peer_gone = TRUE;
+                self->eof = TRUE;
             if (got <= 0)
                 return got;
         }
@@ -392,6 +403,9 @@ take_response_head(EinsoraHttpConnection *self, GError **error)
         self->tunnel = TRUE;
         self->keep_alive = FALSE;
         self->response_head_done = TRUE;
+        /* From here the tunnel reads the socket itself. */
+        clear_source(&self->read_source);
+        self->watching = FALSE;
     } else if (self->response.status >= 200) {
         self->response_head_done = TRUE;
         self->response_left = self->response.content_length;
@@ -401,10 +415,8 @@ take_response_head(EinsoraHttpConnection *self, GError **error)
 }
 
 static gssize
-exchange_output_write_nonblocking(GPollableOutputStream *stream, const void *buffer, gsize count,
-                                  GError **error)
+write_answer(EinsoraHttpConnection *self, const void *buffer, gsize count, GError **error)
 {
-    EinsoraHttpConnection *self = EINSORA_HTTP_EXCHANGE_OUTPUT(stream)->connection;
     gssize sent;
 
     if (self->aborted || self->peer_gone) {
@@ -437,10 +449,14 @@ exchange_output_write_nonblocking(GPollableOutputStream *stream, const void *buf
             return -1;
         {
             g_autoptr(GError) ignored = NULL;
-            if (!flush_out(self, &ignored) &&
-                !g_error_matches(ignored, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
-                g_propagate_error(error, g_steal_pointer(&ignored));
-                return -1;
+            if (!flush_out(self, &ignored)) {
+                if (!g_error_matches(ignored, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+                    g_propagate_error(error, g_steal_pointer(&ignored));
+                    return -1;
+                }
+                /* Not left waiting for libsoup's next write: after a
+                 * 100 Continue that comes only once the client sends. */
+                write_later(self);
             }
         }
         return (gssize)consumed;
@@ -477,6 +493,13 @@ exchange_output_write_nonblocking(GPollableOutputStream *stream, const void *buf
     }
 }
 
+static gssize
+exchange_output_write_nonblocking(GPollableOutputStream *stream, const void *buffer, gsize count,
+                                  GError **error)
+{
+    return write_answer(EINSORA_HTTP_EXCHANGE_OUTPUT(stream)->connection, buffer, count, error);
+}
+
 static gboolean
 exchange_output_is_writable(GPollableOutputStream *stream)
 {
@@ -505,12 +528,86 @@ exchange_output_can_poll(GPollableOutputStream *stream)
     return TRUE;
 }
 
+/* Bytes of the answer that can't go out now: framed as they pass, and
+ * queued to be written after what is queued already. */
+static void
+queue_answer(EinsoraHttpConnection *self, const guint8 *data, gsize length)
+{
+    if (self->tunnel) {
+        /* As it is. */
+    } else if (self->response_done) {
+        /* Nothing may follow an answer that ended. */
+        self->keep_alive = FALSE;
+        return;
+    } else if (!self->response_head_done) {
+        self->keep_alive = FALSE;
+    } else if (self->response.body == EINSORA_HTTP_BODY_LENGTH) {
+        length = (gsize)MIN((guint64)length, self->response_left);
+        self->response_left -= length;
+        self->response_done = self->response_left == 0;
+    } else if (self->response.body == EINSORA_HTTP_BODY_CHUNKED) {
+        gboolean done = FALSE;
+        gssize part = einsora_http_chunked_feed(&self->response_chunked, data, length, &done);
+        if (part < 0 || (done && (gsize)part < length))
+            self->keep_alive = FALSE;
+        self->response_done = done;
+    } else if (self->response.body == EINSORA_HTTP_BODY_NONE) {
+        return;
+    } else {
+        self->keep_alive = FALSE;
+    }
+    g_byte_array_append(self->out, data, (guint)length);
+    write_later(self);
+}
+
+/* On the edge's main context: what another thread wrote. */
+static void
+deliver_offthread(EinsoraHttpConnection *self)
+{
+    g_autoptr(GByteArray) bytes = NULL;
+    gsize at = 0;
+
+    g_mutex_lock(&self->lock);
+    bytes = g_steal_pointer(&self->offthread);
+    self->offthread = g_byte_array_new();
+    g_mutex_unlock(&self->lock);
+    while (at < bytes->len && !self->aborted && !self->peer_gone) {
+        g_autoptr(GError) error = NULL;
+        gssize n = write_answer(self, bytes->data + at, bytes->len - at, &error);
+        if (n > 0) {
+            at += (gsize)n;
+            continue;
+        }
+        if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+            queue_answer(self, bytes->data + at, bytes->len - at);
+        break;
+    }
+}
+
+static gboolean
+on_offthread(gpointer user_data)
+{
+    deliver_offthread(user_data);
+    return G_SOURCE_REMOVE;
+}
+
 static gssize
 exchange_output_write(GOutputStream *stream, const void *buffer, gsize count,
                       GCancellable *cancellable, GError **error)
 {
     EinsoraHttpConnection *self = EINSORA_HTTP_EXCHANGE_OUTPUT(stream)->connection;
 
+    /* libsoup writes a chunked body's end from a worker thread: nothing of
+     * the connection is touched there. */
+    if (!g_main_context_is_owner(self->context)) {
+        g_mutex_lock(&self->lock);
+        g_byte_array_append(self->offthread, buffer, (guint)count);
+        g_mutex_unlock(&self->lock);
+        g_main_context_invoke_full(self->context, G_PRIORITY_HIGH, on_offthread,
+                                   einsora_http_connection_ref(self),
+                                   (GDestroyNotify)einsora_http_connection_unref);
+        return (gssize)count;
+    }
     for (;;) {
         GError *local = NULL;
         gssize sent = exchange_output_write_nonblocking(G_POLLABLE_OUTPUT_STREAM(stream), buffer,
@@ -687,6 +784,9 @@ einsora_http_connection_unref(EinsoraHttpConnection *self)
     g_byte_array_unref(self->in);
     g_byte_array_unref(self->out);
     g_byte_array_unref(self->response_head);
+    g_byte_array_unref(self->offthread);
+    g_mutex_clear(&self->lock);
+    g_main_context_unref(self->context);
     g_free(self);
 }
 
@@ -702,6 +802,9 @@ einsora_http_connection_new(const EinsoraHttpConnectionHost *host, GSocket *sock
     self->in = g_byte_array_new();
     self->out = g_byte_array_new();
     self->response_head = g_byte_array_new();
+    self->offthread = g_byte_array_new();
+    g_mutex_init(&self->lock);
+    self->context = g_main_context_ref_thread_default();
     self->waiting_link.data = self;
     g_socket_set_blocking(socket, FALSE);
     /* Small answers go out at once, as libsoup's own listener does. */
@@ -892,16 +995,24 @@ refuse(EinsoraHttpConnection *self, guint status, const char *reason)
     g_autofree gchar *id_header =
         id != NULL ? g_strdup_printf("X-Request-ID: %s\r\n", id) : g_strdup("");
 
-    /* The reasons are our own fixed texts: nothing of the request. */
+    /* The reasons are our own fixed texts: nothing of the request; still
+     * escaped for JSON, so a reason that quotes a word stays valid. */
+    g_autoptr(GString) escaped = g_string_new(NULL);
+
+    for (const char *c = reason; *c != '\0'; c++) {
+        if (*c == '"' || *c == '\\')
+            g_string_append_c(escaped, '\\');
+        g_string_append_c(escaped, *c);
+    }
     g_message("%s%srefused a request before reading it: %u %s", id != NULL ? "request_id=" : "",
               id != NULL ? id : "", status, reason);
     if (settings->json_refusals && id != NULL)
         body = g_strdup_printf(
             "{\"error\":{\"code\":\"invalid_request\",\"message\":\"%s\",\"request_id\":\"%s\"}}\n",
-            reason, id);
+            escaped->str, id);
     else if (settings->json_refusals)
         body = g_strdup_printf("{\"error\":{\"code\":\"invalid_request\",\"message\":\"%s\"}}\n",
-                               reason);
+                               escaped->str);
     else
         body = g_strdup_printf("%s\n", reason);
     head = g_strdup_printf(
@@ -927,7 +1038,9 @@ start_exchange(EinsoraHttpConnection *self, EinsoraHttpRequestHead *head)
     clear_source(&self->read_source);
     self->phase = PHASE_EXCHANGE;
     self->request = head;
-    self->head_left = head->length;
+    /* The empty lines before it are the edge's to skip, not libsoup's. */
+    g_byte_array_remove_range(self->in, 0, (guint)head->skipped);
+    self->head_left = head->length - head->skipped;
     self->body_left = head->content_length;
     self->keep_alive = head->keep_alive;
     self->hangup = g_cancellable_new();
@@ -1055,7 +1168,10 @@ einsora_http_connection_start(EinsoraHttpConnection *self)
 }
 
 /* While the answer is awaited: a hang-up is noticed, and a pipelined
- * request waits in @in (up to the head limit; then we stop reading).
+ * request waits in @in. Past the head limit what follows is dropped and
+ * the connection closes after this answer, so the end of its input is
+ * still seen. An end of input (a half-close too) cancels the hang-up
+ * watch but the answer still goes out; a reset ends writing as well.
  * Returns whether to go on watching. */
 static gboolean
 watch_read(EinsoraHttpConnection *self)
@@ -1064,15 +1180,22 @@ watch_read(EinsoraHttpConnection *self)
         g_autoptr(GError) error = NULL;
         gssize got;
 
-        if (self->in->len >= self->settings.head.max_head_bytes)
-            return FALSE;
-        got = receive_in(self, READ_SIZE, &error);
+        if (self->in->len >= self->settings.head.max_head_bytes) {
+            guint8 drop[16 * 1024];
+            self->close_after = TRUE;
+            got = g_socket_receive(self->socket, (gchar *)drop, sizeof drop, NULL, &error);
+            if (got == 0)
+                self->eof = TRUE;
+        } else {
+            got = receive_in(self, READ_SIZE, &error);
+        }
         if (got < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
             return TRUE;
+        if (got < 0)
+            self->peer_gone = TRUE;
         if (got <= 0)
             break;
     }
-    self->peer_gone = TRUE;
     if (self->hangup != NULL)
         g_cancellable_cancel(self->hangup);
     return FALSE;
@@ -1120,12 +1243,15 @@ exchange_end(Exchange *exchange)
     exchange->ended = TRUE;
     if (self->exchange != G_IO_STREAM(exchange))
         return;
+    /* An answer's end another thread wrote comes before its verdict. */
+    if (g_main_context_is_owner(self->context))
+        deliver_offthread(self);
     self->exchange = NULL;
     clear_source(&self->read_source);
     if (self->phase != PHASE_EXCHANGE)
         return;
     keep = self->keep_alive && !self->close_after && !self->tunnel && !self->aborted &&
-           !self->peer_gone && self->head_left == 0 && self->body_done &&
+           !self->peer_gone && !self->eof && self->head_left == 0 && self->body_done &&
            self->response_head_done && self->response_done && !self->detached;
     clear_request(self);
     if (!keep) {

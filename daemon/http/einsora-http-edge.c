@@ -53,6 +53,10 @@ struct _EinsoraHttpEdge {
 
 G_DEFINE_FINAL_TYPE(EinsoraHttpEdge, einsora_http_edge, G_TYPE_OBJECT)
 
+/* Every edge's connections together: the cap is the process's, since
+ * the edges share its open-file limit. */
+static gint all_connections;
+
 static gboolean resume_accepting(gpointer user_data);
 
 static guint
@@ -128,6 +132,7 @@ einsora_http_edge_dispose(GObject *object)
         g_hash_table_iter_init(&iter, self->connections);
         while (g_hash_table_iter_next(&iter, &key, NULL))
             einsora_http_connection_detach(key);
+        g_atomic_int_add(&all_connections, -(gint)g_hash_table_size(self->connections));
         g_clear_pointer(&self->connections, g_hash_table_unref);
     }
     /* Its links are the connections' own. */
@@ -165,7 +170,8 @@ on_connection_closed(EinsoraHttpConnection *connection, gpointer user_data)
 
     /* The table's reference may be the last: not while it is working. */
     einsora_http_connection_ref(connection);
-    g_hash_table_remove(self->connections, connection);
+    if (g_hash_table_remove(self->connections, connection))
+        g_atomic_int_add(&all_connections, -1);
     g_idle_add_full(G_PRIORITY_DEFAULT, release_later, connection,
                     (GDestroyNotify)einsora_http_connection_unref);
 }
@@ -265,7 +271,7 @@ make_room(EinsoraHttpEdge *self, EinsoraHttpConnection *newcomer)
 {
     EinsoraHttpConnection *oldest;
 
-    if (g_hash_table_size(self->connections) <= self->settings.max_connections)
+    if ((guint)g_atomic_int_get(&all_connections) <= self->settings.max_connections)
         return;
     g_message("%u connections open, the most allowed: closing the one waiting longest",
               self->settings.max_connections);
@@ -296,6 +302,7 @@ on_incoming(GSocket *listener, GIOCondition condition, gpointer user_data)
         }
         connection = einsora_http_connection_new(&self->host, socket);
         g_hash_table_add(self->connections, connection);
+        g_atomic_int_inc(&all_connections);
         einsora_http_connection_start(connection);
         make_room(self, connection);
     }

@@ -28,7 +28,8 @@ typedef struct {
     guint idle_timeout_ms;
     /* Requests on one connection before it is closed after an answer. */
     guint max_requests;
-    /* Connections at once (0: three quarters of the open-file limit). */
+    /* Connections at once, every edge's together (0: three quarters of
+     * the open-file limit, which the edges share). */
     guint max_connections;
     /* Refusals the edge answers itself: JSON problems ({"error": {"code",
      * "message"}}), as the /v1 API answers, or plain text. */

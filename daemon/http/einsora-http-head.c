@@ -169,7 +169,7 @@ read_field(const guint8 *line, gsize length, Fields *fields, const char **reason
     } else if (name_is(line, colon, "Transfer-Encoding")) {
         fields->codings++;
         if (end - start != strlen("chunked") || g_ascii_strncasecmp(value, "chunked", 7) != 0) {
-            *reason = "a transfer coding other than one \"chunked\"";
+            *reason = "a transfer coding other than a single chunked";
             return 400;
         }
         fields->chunked = TRUE;
@@ -313,6 +313,7 @@ einsora_http_request_head_scan(const guint8 *data, gsize length,
 
     head = g_new0(EinsoraHttpRequestHead, 1);
     head->length = skipped + end;
+    head->skipped = skipped;
     at = skipped;
     end += skipped;
     for (;;) {
@@ -381,7 +382,9 @@ enum {
 };
 
 #define CHUNK_SIZE_DIGITS 15
-#define CHUNK_LINE_MAX 4096
+/* A chunk's size line with its extensions: libsoup reads it into a buffer
+ * of 128 bytes, so a longer one would be refused there, unanswered. */
+#define CHUNK_LINE_MAX 100
 #define CHUNK_TRAILERS_MAX (16 * 1024)
 
 gssize

@@ -40,6 +40,7 @@ typedef struct {
     gboolean keep_alive; /* what the client asks for */
     gboolean upgrade;    /* Connection names upgrade and an Upgrade header is there */
     gsize length;        /* of the head in bytes, the blank line included */
+    gsize skipped;       /* of those, the empty lines before the request line */
 } EinsoraHttpRequestHead;
 
 void einsora_http_request_head_free(EinsoraHttpRequestHead *head);
@@ -54,8 +55,11 @@ typedef enum {
 /* Looks at what has arrived of a request: a complete head is parsed into
  * @head; a head that breaks a rule, or that can no longer fit the
  * limits, is refused with the status to answer (400, 405, 414, 431, 501
- * or 505) and a short reason for the page and the log. Empty lines before
- * the request line are skipped, as RFC 9112 §2.2 allows. */
+ * or 505) and a short reason for the page and the log (a fixed text, with
+ * nothing of the request in it). Empty lines before the request line are
+ * skipped, as RFC 9112 §2.2 allows, and counted in @head's skipped: what
+ * goes on to libsoup leaves them out, since it reads a third empty line as
+ * the end of a head. */
 EinsoraHttpHeadScan einsora_http_request_head_scan(const guint8 *data, gsize length,
                                                    const EinsoraHttpHeadLimits *limits,
                                                    EinsoraHttpRequestHead **head, guint *status,
