@@ -1342,6 +1342,78 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
     g_assert_cmpuint(peak - before, <, RSS_BOUND_KIB(8 * 1024));
 }
 
+/* A browser that resets its connection while the workload is still
+ * answering its handshake: the proxy lets go of the workload's socket
+ * (it held it, and the handshake with the workload's token, for good). */
+static void
+test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *path = g_build_filename(f->dir, "late.sock", NULL);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
+    g_autoptr(GSocket) listener = NULL;
+    g_autoptr(GSocket) upstream = NULL;
+    g_autoptr(GSocket) browser = NULL;
+    g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) proxy_address =
+        g_inet_socket_address_new(loopback, (guint16)einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *request = NULL;
+    g_autofree gchar *seen = NULL;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    char byte;
+    gssize n;
+
+    listener =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
+    g_assert_true(g_socket_bind(listener, address, TRUE, &error));
+    g_assert_true(g_socket_listen(listener, &error));
+    g_socket_set_blocking(listener, FALSE);
+    g_free(f->targets->socket_path);
+    f->targets->socket_path = g_strdup(path);
+    browser =
+        g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+    g_assert_true(g_socket_connect(browser, proxy_address, NULL, &error));
+    request = g_strdup_printf("GET /ws HTTP/1.1\r\nHost: w-%s.localhost:%u\r\nCookie: %s\r\n"
+                              "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                              "Sec-WebSocket-Version: 13\r\n\r\n",
+                              f->notebook, einsora_access_proxy_get_port(f->proxy), cookie);
+    send_all(browser, request);
+    while ((upstream = g_socket_accept(listener, NULL, NULL)) == NULL) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        iterate_a_while(1);
+    }
+    g_socket_set_blocking(upstream, FALSE);
+    seen = receive_head(upstream);
+    /* A reset, not a close: SO_LINGER with no time. */
+    {
+        struct linger reset = {1, 0};
+        g_assert_cmpint(
+            setsockopt(g_socket_get_fd(browser), SOL_SOCKET, SO_LINGER, &reset, sizeof reset), ==,
+            0);
+        g_clear_object(&browser);
+    }
+    iterate_a_while(100);
+    /* The answer comes late (the proxy may have let go already, seeing
+     * the reset: then this send fails, which is as good). */
+    {
+        const char *answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                             "Connection: Upgrade\r\n"
+                             "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+        g_socket_send(upstream, answer, strlen(answer), NULL, NULL);
+    }
+    for (;;) {
+        g_autoptr(GError) receive_error = NULL;
+        n = g_socket_receive(upstream, &byte, 1, NULL, &receive_error);
+        if (n == 0 ||
+            (n < 0 && !g_error_matches(receive_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)))
+            break; /* the proxy let go of it */
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        iterate_a_while(5);
+    }
+}
+
 static void
 test_websocket_refused_without_session(Fixture *f, gconstpointer data)
 {
@@ -1409,6 +1481,7 @@ main(int argc, char **argv)
     ADD("/access/websocket/message-bound", test_websocket_message_bound);
     ADD("/access/websocket/huge-frame", test_websocket_huge_frame);
     ADD("/access/websocket/stalled-side", test_websocket_stalled_side);
+    ADD("/access/websocket/browser-resets-before-101", test_websocket_browser_resets_before_101);
     ADD("/access/no-content-framing", test_no_content_framing);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);
