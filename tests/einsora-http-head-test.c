@@ -326,8 +326,17 @@ test_response_heads(void)
     {
         EinsoraHttpResponseHead out;
         gboolean keep_alive = TRUE;
+        /* Found by the fuzzer: a NUL in a head (and a bare CR or LF). */
+        const char nul[] = "HTTP/1.1 204 No Content\r\nTr\0ansfer-Encoding: chunked\r\n\r\n";
+        const char *bare[] = {"HTTP/1.1 200 OK\r\nX: a\rb\r\nContent-Length: 0\r\n\r\n",
+                              "HTTP/1.1 200 OK\r\nX: a\nb\r\nContent-Length: 0\r\n\r\n"};
         g_assert_null(
             einsora_http_response_head_rewrite("junk\r\n\r\n", 8, FALSE, 1, &keep_alive, &out));
+        g_assert_null(
+            einsora_http_response_head_rewrite(nul, sizeof nul - 1, FALSE, 1, &keep_alive, &out));
+        for (guint i = 0; i < G_N_ELEMENTS(bare); i++)
+            g_assert_null(einsora_http_response_head_rewrite(bare[i], strlen(bare[i]), FALSE, 1,
+                                                             &keep_alive, &out));
     }
 }
 

@@ -508,6 +508,11 @@ einsora_http_response_head_rewrite(const char *data, gsize length, gboolean head
     gboolean strip_length;
 
     memset(out, 0, sizeof *out);
+    /* What libsoup writes carries what a workload said: a NUL, or a CR or
+     * LF that doesn't end a line, would make a head a client reads
+     * otherwise. Refused, as at the way in. */
+    if (memchr(data, '\0', length) != NULL)
+        return NULL;
     if (line_end == NULL || line_end - data < 12 || memcmp(data, "HTTP/1.", 7) != 0 ||
         data[8] != ' ' || !g_ascii_isdigit(data[9]) || !g_ascii_isdigit(data[10]) ||
         !g_ascii_isdigit(data[11]))
@@ -533,6 +538,9 @@ einsora_http_response_head_rewrite(const char *data, gsize length, gboolean head
             return NULL;
         if (next == at)
             break;
+        if (memchr(at, '\r', (gsize)(next - at)) != NULL ||
+            memchr(at, '\n', (gsize)(next - at)) != NULL)
+            return NULL;
         colon = memchr(at, ':', (gsize)(next - at));
         if (colon == NULL)
             return NULL;
