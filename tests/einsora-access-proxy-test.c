@@ -1342,9 +1342,22 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
     g_assert_cmpuint(peak - before, <, RSS_BOUND_KIB(8 * 1024));
 }
 
+static guint
+own_fds(void)
+{
+    g_autoptr(GDir) dir = g_dir_open("/proc/self/fd", 0, NULL);
+    guint n = 0;
+
+    g_assert_nonnull(dir);
+    while (g_dir_read_name(dir) != NULL)
+        n++;
+    return n;
+}
+
 /* A browser that resets its connection while the workload is still
  * answering its handshake: the proxy lets go of the workload's socket
- * (it held it, and the handshake with the workload's token, for good). */
+ * (it held it, and the handshake with the workload's token, for good)
+ * and of the browser's connection (its message was left paused). */
 static void
 test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
 {
@@ -1363,6 +1376,7 @@ test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     char byte;
     gssize n;
+    guint before;
 
     listener =
         g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
@@ -1371,6 +1385,8 @@ test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
     g_socket_set_blocking(listener, FALSE);
     g_free(f->targets->socket_path);
     f->targets->socket_path = g_strdup(path);
+    iterate_a_while(50);
+    before = own_fds();
     browser =
         g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
     g_assert_true(g_socket_connect(browser, proxy_address, NULL, &error));
@@ -1412,6 +1428,10 @@ test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         iterate_a_while(5);
     }
+    /* Of this test's sockets only the workload's end is left open. */
+    g_clear_object(&upstream);
+    iterate_a_while(300);
+    g_assert_cmpuint(own_fds(), <=, before);
 }
 
 static void

@@ -303,7 +303,8 @@ typedef struct {
     gulong disconnected_handler;
     gulong wrote_handler;
     GSource *hangup_watch;
-    gboolean client_gone;
+    gboolean client_gone; /* hung up, or the message is over */
+    gboolean finished;    /* libsoup is done with the message */
     guint status;
     /* Text the server writes may hold its own token (Jupyter puts it in
      * its pages for its scripts): it is taken out on the way, with the
@@ -471,11 +472,23 @@ copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const ch
 static void pump(Forward *forward);
 static GBytes *scrub_chunk(Forward *forward, GBytes *chunk);
 
+/* The end of a forward. A message libsoup still has is unpaused, also
+ * when its client hung up, so that libsoup finishes it (the write fails)
+ * and lets go of the connection: an answer not begun becomes a 499
+ * (nginx's "client closed request"), one begun is cut short. */
 static void
 forward_end(Forward *forward)
 {
-    if (!forward->client_gone)
+    if (!forward->finished) {
+        if (forward->client_gone && forward->wrote_handler == 0) {
+            soup_server_message_set_status(forward->msg, 499, "Client Closed Request");
+            soup_server_message_set_response(forward->msg, NULL, SOUP_MEMORY_STATIC, NULL, 0);
+            forward->status = 499;
+        } else if (forward->client_gone) {
+            soup_message_body_complete(soup_server_message_get_response_body(forward->msg));
+        }
         soup_server_message_unpause(forward->msg);
+    }
     log_request(forward->msg, forward->target->workload_id, forward->status, NULL);
     forward_free(forward);
 }
@@ -587,6 +600,7 @@ on_client_finished(SoupServerMessage *msg, gpointer user_data)
 
     /* The browser went away (or the answer is complete): stop reading. */
     forward->client_gone = TRUE;
+    forward->finished = TRUE;
     g_cancellable_cancel(forward->cancellable);
 }
 
@@ -852,6 +866,7 @@ typedef struct {
     guint timeout_id;
     gboolean timed_out;
     gboolean client_gone;
+    gboolean finished; /* libsoup is done with the message */
 } Upgrade;
 
 static void
@@ -889,7 +904,9 @@ upgrade_fail(Upgrade *upgrade, guint status, const char *why)
         status = SOUP_STATUS_GATEWAY_TIMEOUT;
         why = "the notebook didn't answer the WebSocket handshake in time";
     }
-    if (!upgrade->client_gone) {
+    /* Answered even to a browser that hung up: libsoup then finishes the
+     * message and lets go of its connection. */
+    if (!upgrade->finished) {
         respond_page(upgrade->msg, status, "The notebook didn't take the connection",
                      "It may be starting or stopping. Reload the page in a moment.");
         soup_server_message_unpause(upgrade->msg);
@@ -938,6 +955,7 @@ on_upgrade_finished(SoupServerMessage *msg, gpointer user_data)
     Upgrade *upgrade = user_data;
 
     upgrade->client_gone = TRUE;
+    upgrade->finished = TRUE;
     g_cancellable_cancel(upgrade->cancellable);
     if (upgrade->wrote_handler != 0) {
         log_request(msg, upgrade->target->workload_id, SOUP_STATUS_SWITCHING_PROTOCOLS,

@@ -571,6 +571,9 @@ deliver_offthread(EinsoraHttpConnection *self)
     bytes = g_steal_pointer(&self->offthread);
     self->offthread = g_byte_array_new();
     g_mutex_unlock(&self->lock);
+    /* Late, after its exchange ended: there is nothing left to add to. */
+    if (self->phase != PHASE_EXCHANGE || self->exchange == NULL || self->request == NULL)
+        return;
     while (at < bytes->len && !self->aborted && !self->peer_gone) {
         g_autoptr(GError) error = NULL;
         gssize n = write_answer(self, bytes->data + at, bytes->len - at, &error);
@@ -603,9 +606,16 @@ exchange_output_write(GOutputStream *stream, const void *buffer, gsize count,
         g_mutex_lock(&self->lock);
         g_byte_array_append(self->offthread, buffer, (guint)count);
         g_mutex_unlock(&self->lock);
-        g_main_context_invoke_full(self->context, G_PRIORITY_HIGH, on_offthread,
-                                   einsora_http_connection_ref(self),
-                                   (GDestroyNotify)einsora_http_connection_unref);
+        /* An idle of the edge's own context (g_main_context_invoke()
+         * would run it right here when that context is free). */
+        {
+            GSource *source = g_idle_source_new();
+            g_source_set_priority(source, G_PRIORITY_HIGH);
+            g_source_set_callback(source, on_offthread, einsora_http_connection_ref(self),
+                                  (GDestroyNotify)einsora_http_connection_unref);
+            g_source_attach(source, self->context);
+            g_source_unref(source);
+        }
         return (gssize)count;
     }
     for (;;) {
@@ -1176,16 +1186,26 @@ einsora_http_connection_start(EinsoraHttpConnection *self)
 static gboolean
 watch_read(EinsoraHttpConnection *self)
 {
-    for (;;) {
+    /* Reads a turn of the main loop takes at most: a client that floods
+     * while it waits can't hold the loop. */
+    for (guint reads = 0; reads < 4; reads++) {
         g_autoptr(GError) error = NULL;
         gssize got;
 
         if (self->in->len >= self->settings.head.max_head_bytes) {
             guint8 drop[16 * 1024];
+            /* What comes before a 101 is the tunnel's: never dropped. */
+            if (self->request != NULL && self->request->upgrade)
+                return FALSE;
+            /* Past a megabyte of it, the client is taken as gone. */
+            if (self->lingered > LINGER_BYTES)
+                break;
             self->close_after = TRUE;
             got = g_socket_receive(self->socket, (gchar *)drop, sizeof drop, NULL, &error);
             if (got == 0)
                 self->eof = TRUE;
+            if (got > 0)
+                self->lingered += (gsize)got;
         } else {
             got = receive_in(self, READ_SIZE, &error);
         }
@@ -1195,6 +1215,8 @@ watch_read(EinsoraHttpConnection *self)
             self->peer_gone = TRUE;
         if (got <= 0)
             break;
+        if (reads == 3)
+            return TRUE;
     }
     if (self->hangup != NULL)
         g_cancellable_cancel(self->hangup);
