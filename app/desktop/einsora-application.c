@@ -8,7 +8,7 @@
 #include "einsora-event-feed.h"
 #include "einsora-format.h"
 #include "einsora-new-workload-dialog.h"
-#include "einsora-notebook-window.h"
+#include "einsora-notebook-module.h"
 #include "einsora-server-dialog.h"
 #include "einsora-tray.h"
 #include "einsora-window.h"
@@ -530,22 +530,21 @@ on_new_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
                                          g_object_ref(self));
 }
 
-static EinsoraNotebookWindow *
+static GtkWindow *
 notebook_window(EinsoraApplication *self, const char *workload_id)
 {
     for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
-        if (EINSORA_IS_NOTEBOOK_WINDOW(l->data) &&
-            g_strcmp0(einsora_notebook_window_get_workload_id(l->data), workload_id) == 0)
+        if (g_strcmp0(einsora_notebook_module_get_workload_id(l->data), workload_id) == 0)
             return l->data;
     return NULL;
 }
 
 static void
-on_notebook_wants_browser(EinsoraNotebookWindow *window, EinsoraApplication *self)
+on_notebook_wants_browser(GtkWindow *window, EinsoraApplication *self)
 {
     g_action_group_activate_action(
         G_ACTION_GROUP(self), "open-in-browser",
-        g_variant_new_string(einsora_notebook_window_get_workload_id(window)));
+        g_variant_new_string(einsora_notebook_module_get_workload_id(window)));
 }
 
 /* Every notebook window, also those a page opens (new-tab links), can
@@ -553,7 +552,7 @@ on_notebook_wants_browser(EinsoraNotebookWindow *window, EinsoraApplication *sel
 static void
 on_window_added(GtkApplication *application, GtkWindow *window, gpointer user_data)
 {
-    if (EINSORA_IS_NOTEBOOK_WINDOW(window))
+    if (einsora_notebook_module_get_workload_id(window) != NULL)
         g_signal_connect_object(window, "open-in-browser", G_CALLBACK(on_notebook_wants_browser),
                                 application, 0);
 }
@@ -607,10 +606,16 @@ on_access_link(GObject *source, GAsyncResult *result, gpointer user_data)
             g_app_info_launch_default_for_uri_async(url, NULL, NULL, on_browser_launched,
                                                     g_object_ref(self));
     } else {
-        EinsoraNotebookWindow *window = einsora_notebook_window_new(
+        /* The first notebook window loads WebKit (ADR 0031). */
+        GtkWindow *window = einsora_notebook_module_new_window(
             GTK_APPLICATION(self), opening->workload_id,
-            item != NULL ? einsora_workload_item_get_name(item) : opening->workload_id, url);
-        gtk_window_present(GTK_WINDOW(window));
+            item != NULL ? einsora_workload_item_get_name(item) : opening->workload_id, url,
+            &error);
+
+        if (window != NULL)
+            gtk_window_present(window);
+        else
+            toast(self, error->message);
     }
     opening_free(opening);
 }
@@ -619,11 +624,11 @@ static void
 open_workload(EinsoraApplication *self, const char *workload_id, gboolean in_browser)
 {
     Opening *opening;
-    EinsoraNotebookWindow *window = in_browser ? NULL : notebook_window(self, workload_id);
+    GtkWindow *window = in_browser ? NULL : notebook_window(self, workload_id);
 
     /* Its window is open already: that one. */
     if (window != NULL) {
-        gtk_window_present(GTK_WINDOW(window));
+        gtk_window_present(window);
         return;
     }
     if (self->client == NULL)

@@ -1,0 +1,91 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-notebook-module.h"
+
+#include <glib/gi18n.h>
+#include <gmodule.h>
+
+typedef GType (*GetTypeFunc)(void);
+typedef GtkWindow *(*NewWindowFunc)(GtkApplication *application, const char *workload_id,
+                                    const char *title, const char *url);
+typedef const char *(*GetWorkloadIdFunc)(GtkWindow *window);
+
+/* The process's one copy: a GType can't be unregistered, so the library
+ * stays once it is in. */
+static struct {
+    GModule *module;
+    GType window_type;
+    NewWindowFunc new_window;
+    GetWorkloadIdFunc get_workload_id;
+} notebook;
+
+static gboolean
+find_symbol(GModule *module, const char *name, gpointer *symbol, GError **error)
+{
+    if (g_module_symbol(module, name, symbol) && *symbol != NULL)
+        return TRUE;
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, _("%s has no %s."), g_module_name(module),
+                name);
+    return FALSE;
+}
+
+gboolean
+einsora_notebook_module_load(GError **error)
+{
+    const char *dir = g_getenv("EINSORA_APP_MODULE_DIR");
+    g_autofree gchar *path = NULL;
+    GModule *module;
+    GetTypeFunc get_type = NULL;
+    gpointer new_window = NULL;
+    gpointer get_workload_id = NULL;
+
+    if (notebook.module != NULL)
+        return TRUE;
+    path = g_build_filename(dir != NULL && *dir != '\0' ? dir : EINSORA_MODULE_DIR,
+                            EINSORA_NOTEBOOK_MODULE, NULL);
+    /* Local: its symbols (WebKit's among them) stay out of the app's
+     * namespace; lazy: most of WebKit is never called. */
+    module = g_module_open(path, G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);
+    if (module == NULL) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, _("Notebook windows can't open: %s"),
+                    g_module_error());
+        return FALSE;
+    }
+    if (!find_symbol(module, "einsora_notebook_window_get_type", (gpointer *)&get_type, error) ||
+        !find_symbol(module, "einsora_notebook_window_new", &new_window, error) ||
+        !find_symbol(module, "einsora_notebook_window_get_workload_id", &get_workload_id, error)) {
+        g_prefix_error(error, "%s", _("Notebook windows can't open: "));
+        g_module_close(module);
+        return FALSE;
+    }
+    g_module_make_resident(module);
+    notebook.module = module;
+    notebook.window_type = get_type();
+    notebook.new_window = (NewWindowFunc)new_window;
+    notebook.get_workload_id = (GetWorkloadIdFunc)get_workload_id;
+    g_debug("loaded %s", path);
+    return TRUE;
+}
+
+gboolean
+einsora_notebook_module_is_loaded(void)
+{
+    return notebook.module != NULL;
+}
+
+GtkWindow *
+einsora_notebook_module_new_window(GtkApplication *application, const char *workload_id,
+                                   const char *title, const char *url, GError **error)
+{
+    if (!einsora_notebook_module_load(error))
+        return NULL;
+    return notebook.new_window(application, workload_id, title, url);
+}
+
+const char *
+einsora_notebook_module_get_workload_id(GtkWindow *window)
+{
+    if (notebook.module == NULL || !G_TYPE_CHECK_INSTANCE_TYPE(window, notebook.window_type))
+        return NULL;
+    return notebook.get_workload_id(window);
+}
