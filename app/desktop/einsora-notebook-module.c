@@ -29,10 +29,31 @@ find_symbol(GModule *module, const char *name, gpointer *symbol, GError **error)
     return FALSE;
 }
 
+/* $EINSORA_APP_MODULE_DIR; else beside the program, where the build tree
+ * has it (the installed program's directory has none); else where it was
+ * installed. */
+static gchar *
+module_path(void)
+{
+    const char *dir = g_getenv("EINSORA_APP_MODULE_DIR");
+    g_autofree gchar *program = g_file_read_link("/proc/self/exe", NULL);
+    g_autofree gchar *beside = NULL;
+
+    if (dir != NULL && *dir != '\0')
+        return g_build_filename(dir, EINSORA_NOTEBOOK_MODULE, NULL);
+    if (program != NULL) {
+        g_autofree gchar *program_dir = g_path_get_dirname(program);
+
+        beside = g_build_filename(program_dir, EINSORA_NOTEBOOK_MODULE, NULL);
+        if (g_file_test(beside, G_FILE_TEST_IS_REGULAR))
+            return g_steal_pointer(&beside);
+    }
+    return g_build_filename(EINSORA_MODULE_DIR, EINSORA_NOTEBOOK_MODULE, NULL);
+}
+
 gboolean
 einsora_notebook_module_load(GError **error)
 {
-    const char *dir = g_getenv("EINSORA_APP_MODULE_DIR");
     g_autofree gchar *path = NULL;
     GModule *module;
     GetTypeFunc get_type = NULL;
@@ -41,8 +62,7 @@ einsora_notebook_module_load(GError **error)
 
     if (notebook.module != NULL)
         return TRUE;
-    path = g_build_filename(dir != NULL && *dir != '\0' ? dir : EINSORA_MODULE_DIR,
-                            EINSORA_NOTEBOOK_MODULE, NULL);
+    path = module_path();
     /* Local: its symbols (WebKit's among them) stay out of the app's
      * namespace; lazy: most of WebKit is never called. */
     module = g_module_open(path, G_MODULE_BIND_LAZY | G_MODULE_BIND_LOCAL);

@@ -8,8 +8,9 @@
 
 G_BEGIN_DECLS
 
-/* Opens the library (once; later calls answer at once). Its directory is
- * $EINSORA_APP_MODULE_DIR, else the one it was installed in. */
+/* Opens the library (once; later calls answer at once): from
+ * $EINSORA_APP_MODULE_DIR, else beside the program (the build tree), else
+ * where it was installed. */
 gboolean einsora_notebook_module_load(GError **error);
 gboolean einsora_notebook_module_is_loaded(void);
 /* einsora_notebook_window_new(), loading the library first. */
