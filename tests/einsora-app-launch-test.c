@@ -1,7 +1,8 @@
 /* The einsora-app program as installed, started as a user starts it,
  * under Xvfb with a private session bus (tests/run-under-xvfb.sh), against
  * the real daemon (sim driver): WebKitGTK is not in the process until the
- * first notebook window opens (docs/adr/0031-webkit-on-demand.md). What
+ * first notebook window opens (docs/adr/0031-webkit-on-demand.md), nor is
+ * librsvg until an SVG icon is shown. What
  * is mapped is read from /proc/PID/maps, so a link that pulls WebKit in,
  * directly or through another library, fails here. The window is asked
  * for over D-Bus (app.open-workload), as the tray and notifications do. */
@@ -14,6 +15,10 @@
 static const char *const webkit_libraries[] = {"libwebkitgtk-6.0.so",
                                                "libjavascriptcoregtk-6.0.so"};
 #define NOTEBOOK_LIBRARY "libeinsora-notebook"
+/* Adwaita's status icons and spinner are SVG only: the first one drawn
+ * loads librsvg (about 6 MiB). The window sets them when they are shown,
+ * and the spinner only after a connection has taken a second. */
+#define SVG_LIBRARY "librsvg-2.so"
 /* Waits with an end, not timings: a start on a loaded machine is slow. */
 #define WAIT_SECONDS 120
 
@@ -161,6 +166,15 @@ test_webkit_on_first_notebook_window(Fixture *f, gconstpointer data)
         if (strstr(maps, webkit_libraries[i]) != NULL)
             g_error("%s is mapped at start, before any notebook window", webkit_libraries[i]);
     g_assert_null(strstr(maps, NOTEBOOK_LIBRARY));
+    /* Unless this loaded machine was slow enough for the spinner. */
+    if (strstr(maps, SVG_LIBRARY) != NULL) {
+        g_autofree gchar *out = NULL;
+
+        g_assert_true(g_file_get_contents(f->stdout_path, &out, NULL, NULL));
+        if (strstr(out, "timing: spinner") == NULL)
+            g_error("%s is mapped at start, with no spinner shown", SVG_LIBRARY);
+        g_test_message("the spinner was shown: %s is mapped", SVG_LIBRARY);
+    }
 
     bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
     g_assert_no_error(error);

@@ -11,14 +11,29 @@
 
 /* Ages ("5 min") are re-read once a minute: a clock, not the daemon. */
 #define AGE_REFRESH_SECONDS 60
+/* A connection that takes longer than this shows the spinner; a local
+ * daemon usually answers first, and no spinner flashes. */
+#define SPINNER_DELAY_MS 1000
+
+/* The status pages' icons and the spinner are SVG only in Adwaita: the
+ * first one drawn or measured (a GtkStack measures its hidden pages too)
+ * loads librsvg, about 6 MiB of a start's memory and a part of its time
+ * (docs/bench.md, "The desktop app"). So they are set when they are
+ * shown. */
+#define ERROR_ICON "dialog-error-symbolic"
+#define EMPTY_ICON "dev.einsora.Einsora-symbolic"
 
 struct _EinsoraWindow {
     AdwApplicationWindow parent_instance;
     AdwToastOverlay *toasts;
     GtkStack *main_stack;
     AdwStatusPage *connecting_page;
+    GtkSpinner *connecting_spinner;
+    guint spinner_source;
+    AdwStatusPage *error_page;
     GtkLabel *error_label;
     GtkStack *list_stack;
+    AdwStatusPage *empty_page;
     GtkLabel *count_label;
     AdwViewSwitcherTitle *switcher_title;
     GtkDropDown *filter_dropdown;
@@ -43,12 +58,43 @@ struct _EinsoraWindow {
 
 G_DEFINE_FINAL_TYPE(EinsoraWindow, einsora_window, ADW_TYPE_APPLICATION_WINDOW)
 
+static gboolean
+on_spinner_due(gpointer user_data)
+{
+    EinsoraWindow *self = user_data;
+
+    self->spinner_source = 0;
+    /* (tests/einsora-app-launch-test.c: the spinner's SVG may load now) */
+    if (g_getenv("EINSORA_APP_TIMING") != NULL)
+        g_print("einsora-app timing: spinner %" G_GINT64_FORMAT "\n", g_get_real_time());
+    gtk_spinner_start(self->connecting_spinner);
+    return G_SOURCE_REMOVE;
+}
+
+/* The connecting page spins only once a connection has taken a while. */
+static void
+on_main_page(GtkStack *stack, GParamSpec *pspec, EinsoraWindow *self)
+{
+    gboolean connecting = g_strcmp0(gtk_stack_get_visible_child_name(stack), "connecting") == 0;
+
+    if (connecting && self->spinner_source == 0 &&
+        !gtk_spinner_get_spinning(self->connecting_spinner))
+        self->spinner_source = g_timeout_add(SPINNER_DELAY_MS, on_spinner_due, self);
+    if (!connecting) {
+        g_clear_handle_id(&self->spinner_source, g_source_remove);
+        gtk_spinner_stop(self->connecting_spinner);
+    }
+}
+
 static void
 einsora_window_dispose(GObject *object)
 {
     EinsoraWindow *self = EINSORA_WINDOW(object);
 
     g_clear_handle_id(&self->age_source, g_source_remove);
+    g_clear_handle_id(&self->spinner_source, g_source_remove);
+    if (self->main_stack != NULL)
+        g_signal_handlers_disconnect_by_func(self->main_stack, on_main_page, self);
     if (self->paint_handler != 0 && gtk_widget_get_frame_clock(GTK_WIDGET(self)) != NULL)
         g_clear_signal_handler(&self->paint_handler, gtk_widget_get_frame_clock(GTK_WIDGET(self)));
     g_clear_pointer(&self->bound_rows, g_hash_table_unref);
@@ -86,8 +132,11 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, toasts);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, main_stack);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, connecting_page);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, connecting_spinner);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, error_page);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, error_label);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, list_stack);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, empty_page);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, count_label);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, switcher_title);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, filter_dropdown);
@@ -158,6 +207,10 @@ update_count(EinsoraWindow *self)
     else
         text = g_strdup_printf(_("%u of %u workloads"), shown, all);
     gtk_label_set_text(self->count_label, text);
+    /* Until the list is in, the window shows the connecting page, and the
+     * empty page needs no icon yet. */
+    if (shown == 0 && self->list_shown)
+        adw_status_page_set_icon_name(self->empty_page, EMPTY_ICON);
     gtk_stack_set_visible_child_name(self->list_stack, shown > 0 ? "list" : "empty");
 }
 
@@ -256,6 +309,9 @@ einsora_window_init(EinsoraWindow *self)
                             self, 0);
     g_signal_connect_object(self->workload_page, "back", G_CALLBACK(on_page_back), self, 0);
     g_signal_connect(self, "realize", G_CALLBACK(on_realize), self);
+    g_signal_connect_object(self->main_stack, "notify::visible-child-name",
+                            G_CALLBACK(on_main_page), self, 0);
+    on_main_page(self->main_stack, NULL, self);
 }
 
 EinsoraWindow *
@@ -307,6 +363,7 @@ void
 einsora_window_show_error(EinsoraWindow *self, const char *message)
 {
     gtk_label_set_text(self->error_label, message);
+    adw_status_page_set_icon_name(self->error_page, ERROR_ICON);
     gtk_stack_set_visible_child_name(self->main_stack, "error");
 }
 
@@ -315,6 +372,7 @@ einsora_window_show_ready(EinsoraWindow *self)
 {
     gtk_stack_set_visible_child_name(self->main_stack, "ready");
     self->list_shown = TRUE;
+    update_count(self);
 }
 
 /* "online · 4 CPUs · 16 GiB · 1 GPU (nvidia-a100) · linux-native · 2 workloads" */
