@@ -5,6 +5,11 @@
 #
 #   meson setup /tmp/bapp -Dbuildtype=release -Dapp=enabled && ninja -C /tmp/bapp
 #   bash bench/app-bench.sh /tmp/bapp            # default: build/
+#   bash bench/app-bench.sh /tmp/bapp /tmp/bapp-before
+#
+# With a second build (another commit's, e.g. main's before a change), its
+# einsora-app is measured in the same rounds, against the same daemon and
+# peer, and gets a column of its own.
 #
 # It runs under its own Xvfb and session bus (tests/run-under-xvfb.sh), with
 # a real einsora-daemon (sim driver) holding BENCH_WORKLOADS workloads
@@ -26,17 +31,23 @@ if [ -z "${EINSORA_BENCH_UNDER_X:-}" ]; then
   EINSORA_BENCH_UNDER_X=1 exec bash "$root/tests/run-under-xvfb.sh" bash "$0" "$@" \
     > >(grep -v '^SpiRegistry' || true)
 fi
+die() {
+  echo "app-bench: $*" >&2
+  exit 1
+}
 build=${1:-$root/build}
 [ -d "$build" ] || build=$root/$build
+baseline=${2:-}
+if [ -n "$baseline" ]; then
+  [ -d "$baseline" ] || die "no baseline build $baseline"
+  baseline_app=$baseline/app/desktop/einsora-app
+  [ -x "$baseline_app" ] || die "no $baseline_app"
+fi
 rounds=${BENCH_ROUNDS:-7}
 workloads=${BENCH_WORKLOADS:-100}
 app=$build/app/desktop/einsora-app
 peer=$build/bench/einsora-app-peer
 daemon=$build/daemon/einsora-daemon
-die() {
-  echo "app-bench: $*" >&2
-  exit 1
-}
 for program in "$app" "$peer" "$daemon"; do
   [ -x "$program" ] || die "no $program: meson setup $build -Dapp=enabled && ninja -C $build"
 done
@@ -109,29 +120,52 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 : >"$tmp/app.txt"
 : >"$tmp/peer.txt"
+: >"$tmp/baseline.txt"
 for round in $(seq "$rounds"); do
-  if ((round % 2)); then order="app peer"; else order="peer app"; fi
+  if [ -n "$baseline" ]; then
+    case $((round % 3)) in
+    1) order="app baseline peer" ;;
+    2) order="peer app baseline" ;;
+    0) order="baseline peer app" ;;
+    esac
+  elif ((round % 2)); then order="app peer"; else order="peer app"; fi
   for who in $order; do
-    if [ "$who" = app ]; then
-      result=$(measure "$app")
-    else
-      result=$(measure "$peer" "$workloads")
-    fi
+    case $who in
+    app) result=$(measure "$app") ;;
+    baseline) result=$(measure "$baseline_app") ;;
+    peer) result=$(measure "$peer" "$workloads") ;;
+    esac
     echo "$result" >>"$tmp/$who.txt"
     echo "app-bench: round $round/$rounds $who: $result (first ms, list ms, RSS KiB, rows)" >&2
   done
 done
 rows=$(awk 'NR == 1 { print $4 }' "$tmp/app.txt")
 [ "$rows" = "$workloads" ] || die "einsora-app listed $rows workloads, not $workloads"
+if [ -n "$baseline" ]; then
+  rows=$(awk 'NR == 1 { print $4 }' "$tmp/baseline.txt")
+  [ "$rows" = "$workloads" ] || die "the baseline einsora-app listed $rows workloads, not $workloads"
+fi
 
 col() { awk -v c="$2" '{ print $c }' "$tmp/$1.txt" | median; }
 af=$(col app 1) al=$(col app 2) ar=$(col app 3)
 pf=$(col peer 1) pl=$(col peer 2) pr=$(col peer 3)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 echo "einsora-app (built from $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')) vs a bare libadwaita window listing as many rows; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, Xvfb (software rendering); $workloads workloads; medians of $rounds rounds"
 echo
-echo "| | einsora-app | peer | ratio |"
-echo "| --- | ---: | ---: | ---: |"
-echo "| launch to first frame (ms) | $af | $pf | $(ratio "$af" "$pf") |"
-echo "| launch to first frame with the list (ms) | $al | $pl | $(ratio "$al" "$pl") |"
-echo "| RSS with the list shown (MiB) | $(awk -v k="$ar" 'BEGIN { printf "%.1f", k / 1024 }') | $(awk -v k="$pr" 'BEGIN { printf "%.1f", k / 1024 }') | $(ratio "$ar" "$pr") |"
+if [ -z "$baseline" ]; then
+  echo "| | einsora-app | peer | ratio |"
+  echo "| --- | ---: | ---: | ---: |"
+  echo "| launch to first frame (ms) | $af | $pf | $(ratio "$af" "$pf") |"
+  echo "| launch to first frame with the list (ms) | $al | $pl | $(ratio "$al" "$pl") |"
+  echo "| RSS with the list shown (MiB) | $(mib "$ar") | $(mib "$pr") | $(ratio "$ar" "$pr") |"
+  exit 0
+fi
+bf=$(col baseline 1) bl=$(col baseline 2) br=$(col baseline 3)
+echo "baseline: $baseline_app, in the same rounds"
+echo
+echo "| | baseline | einsora-app | peer | baseline / peer | einsora-app / peer |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| launch to first frame (ms) | $bf | $af | $pf | $(ratio "$bf" "$pf") | $(ratio "$af" "$pf") |"
+echo "| launch to first frame with the list (ms) | $bl | $al | $pl | $(ratio "$bl" "$pl") | $(ratio "$al" "$pl") |"
+echo "| RSS with the list shown (MiB) | $(mib "$br") | $(mib "$ar") | $(mib "$pr") | $(ratio "$br" "$pr") | $(ratio "$ar" "$pr") |"
