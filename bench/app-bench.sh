@@ -19,7 +19,9 @@
 #   list frame:  to the first frame painted with the list of workloads in
 #                it (for einsora-app: after /readyz, the event feed and the
 #                list were read from the daemon; for the peer, the first);
-#   RSS:         VmRSS of the process 1 s after the list frame.
+#   RSS:         VmRSS of the process 1 s after the list frame;
+#   spinner:     1 when einsora-app's connecting spinner was shown (the
+#                list took over a second), which costs memory (librsvg).
 # Medians over BENCH_ROUNDS rounds (default 7) go to standard output as a
 # markdown table; progress to standard error.
 set -euo pipefail
@@ -111,9 +113,13 @@ measure() {
   rows=$(awk '{ print $6 }' <<<"$line")
   sleep 1
   rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+  # einsora-app shows its spinner (and loads librsvg for it) only when
+  # the list took over a second to come: a loaded machine's rounds.
+  spinner=0
+  grep -q 'timing: spinner' "$out" && spinner=1
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
-  echo "$(((first - start) / 1000)) $(((list - start) / 1000)) $rss $rows"
+  echo "$(((first - start) / 1000)) $(((list - start) / 1000)) $rss $rows $spinner"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -136,7 +142,7 @@ for round in $(seq "$rounds"); do
     peer) result=$(measure "$peer" "$workloads") ;;
     esac
     echo "$result" >>"$tmp/$who.txt"
-    echo "app-bench: round $round/$rounds $who: $result (first ms, list ms, RSS KiB, rows)" >&2
+    echo "app-bench: round $round/$rounds $who: $result (first ms, list ms, RSS KiB, rows, spinner)" >&2
   done
 done
 rows=$(awk 'NR == 1 { print $4 }' "$tmp/app.txt")
@@ -151,6 +157,7 @@ af=$(col app 1) al=$(col app 2) ar=$(col app 3)
 pf=$(col peer 1) pl=$(col peer 2) pr=$(col peer 3)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+spun() { awk '$5 == 1' "$tmp/$1.txt" | wc -l; }
 echo "einsora-app (built from $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')) vs a bare libadwaita window listing as many rows; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, Xvfb (software rendering); $workloads workloads; medians of $rounds rounds"
 echo
 if [ -z "$baseline" ]; then
@@ -159,6 +166,8 @@ if [ -z "$baseline" ]; then
   echo "| launch to first frame (ms) | $af | $pf | $(ratio "$af" "$pf") |"
   echo "| launch to first frame with the list (ms) | $al | $pl | $(ratio "$al" "$pl") |"
   echo "| RSS with the list shown (MiB) | $(mib "$ar") | $(mib "$pr") | $(ratio "$ar" "$pr") |"
+  echo
+  echo "einsora-app showed its connecting spinner in $(spun app) of $rounds rounds."
   exit 0
 fi
 bf=$(col baseline 1) bl=$(col baseline 2) br=$(col baseline 3)
@@ -169,3 +178,5 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 echo "| launch to first frame (ms) | $bf | $af | $pf | $(ratio "$bf" "$pf") | $(ratio "$af" "$pf") |"
 echo "| launch to first frame with the list (ms) | $bl | $al | $pl | $(ratio "$bl" "$pl") | $(ratio "$al" "$pl") |"
 echo "| RSS with the list shown (MiB) | $(mib "$br") | $(mib "$ar") | $(mib "$pr") | $(ratio "$br" "$pr") | $(ratio "$ar" "$pr") |"
+echo
+echo "einsora-app showed its connecting spinner in $(spun app) of $rounds rounds (the baseline: $(spun baseline); one that predates the delayed spinner never prints it)."
