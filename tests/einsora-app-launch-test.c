@@ -7,6 +7,7 @@
  * directly or through another library, fails here. The window is asked
  * for over D-Bus (app.open-workload), as the tray and notifications do. */
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <signal.h>
 
 #include "einsora-test-daemon.h"
@@ -81,8 +82,10 @@ create_running_notebook(Fixture *f)
     }
 }
 
+/* @module_dir: (nullable) EINSORA_APP_MODULE_DIR; NULL: as installed
+ * programs run, the library found beside the program. */
 static void
-start_app(Fixture *f)
+start_app(Fixture *f, const char *module_dir)
 {
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     g_autoptr(GError) error = NULL;
@@ -95,6 +98,10 @@ start_app(Fixture *f)
     g_subprocess_launcher_setenv(launcher, "EINSORA_NO_SYSTEMD", "1", TRUE);
     g_subprocess_launcher_setenv(launcher, "EINSORA_APP_TIMING", "1", TRUE);
     g_subprocess_launcher_setenv(launcher, "XDG_STATE_HOME", f->daemon->dir, TRUE);
+    if (module_dir != NULL)
+        g_subprocess_launcher_setenv(launcher, "EINSORA_APP_MODULE_DIR", module_dir, TRUE);
+    else
+        g_subprocess_launcher_unsetenv(launcher, "EINSORA_APP_MODULE_DIR");
     g_subprocess_launcher_set_stdout_file_path(launcher, f->stdout_path);
     g_subprocess_launcher_set_stderr_file_path(launcher, f->stderr_path);
     f->app = g_subprocess_launcher_spawn(launcher, &error, app, NULL);
@@ -102,9 +109,10 @@ start_app(Fixture *f)
     f->pid = g_strdup(g_subprocess_get_identifier(f->app));
 }
 
-/* Turns the test's own loop too (its D-Bus calls) while it waits. */
+/* Turns the test's own loop too (its D-Bus calls) while it waits for
+ * @needle in the program's standard output (or @path). */
 static void
-wait_for_output(Fixture *f, const char *needle)
+wait_for_text(Fixture *f, const char *path, const char *needle)
 {
     gint64 deadline = g_get_monotonic_time() + WAIT_SECONDS * G_USEC_PER_SEC;
 
@@ -112,7 +120,7 @@ wait_for_output(Fixture *f, const char *needle)
         g_autofree gchar *out = NULL;
         g_autofree gchar *err = NULL;
 
-        if (g_file_get_contents(f->stdout_path, &out, NULL, NULL) && strstr(out, needle) != NULL)
+        if (g_file_get_contents(path, &out, NULL, NULL) && strstr(out, needle) != NULL)
             return;
         g_file_get_contents(f->stderr_path, &err, NULL, NULL);
         if (g_subprocess_get_identifier(f->app) == NULL)
@@ -146,19 +154,33 @@ maps_webkit(const char *maps)
     return FALSE;
 }
 
+/* As the tray and notifications ask: app.open-workload over D-Bus. */
+static void
+open_workload(const char *id)
+{
+    g_autoptr(GDBusConnection) bus = NULL;
+    g_autoptr(GDBusActionGroup) actions = NULL;
+    g_autoptr(GError) error = NULL;
+
+    bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    g_assert_no_error(error);
+    actions = g_dbus_action_group_get(bus, "dev.einsora.Einsora", "/dev/einsora/Einsora");
+    g_action_group_activate_action(G_ACTION_GROUP(actions), "open-workload",
+                                   g_variant_new_string(id));
+    g_dbus_connection_flush_sync(bus, NULL, &error);
+    g_assert_no_error(error);
+}
+
 static void
 test_webkit_on_first_notebook_window(Fixture *f, gconstpointer data)
 {
     g_autofree gchar *id = create_running_notebook(f);
     g_autofree gchar *maps = NULL;
-    g_autoptr(GDBusConnection) bus = NULL;
-    g_autoptr(GDBusActionGroup) actions = NULL;
-    g_autoptr(GError) error = NULL;
     gint64 deadline;
 
-    start_app(f);
+    start_app(f, NULL);
     /* Drawn, the list read and shown: all a start does. */
-    wait_for_output(f, "list-frame");
+    wait_for_text(f, f->stdout_path, "list-frame");
     maps = read_maps(f);
     /* The proof that the read means something: GTK is there. */
     g_assert_nonnull(strstr(maps, "libgtk-4.so"));
@@ -176,13 +198,7 @@ test_webkit_on_first_notebook_window(Fixture *f, gconstpointer data)
         g_test_message("the spinner was shown: %s is mapped", SVG_LIBRARY);
     }
 
-    bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    g_assert_no_error(error);
-    actions = g_dbus_action_group_get(bus, "dev.einsora.Einsora", "/dev/einsora/Einsora");
-    g_action_group_activate_action(G_ACTION_GROUP(actions), "open-workload",
-                                   g_variant_new_string(id));
-    g_dbus_connection_flush_sync(bus, NULL, &error);
-    g_assert_no_error(error);
+    open_workload(id);
 
     deadline = g_get_monotonic_time() + WAIT_SECONDS * G_USEC_PER_SEC;
     for (;;) {
@@ -202,11 +218,32 @@ test_webkit_on_first_notebook_window(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(maps, webkit_libraries[i]));
 }
 
+/* A broken install (no library where it should be): the app says so
+ * and goes on, and WebKit stays out. */
+static void
+test_notebook_library_missing(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = create_running_notebook(f);
+    g_autofree gchar *empty_dir = g_build_filename(f->daemon->dir, "no-modules", NULL);
+    g_autofree gchar *maps = NULL;
+
+    g_assert_cmpint(g_mkdir(empty_dir, 0700), ==, 0);
+    start_app(f, empty_dir);
+    wait_for_text(f, f->stdout_path, "list-frame");
+    open_workload(id);
+    wait_for_text(f, f->stderr_path, "no notebook window: Notebook windows can't open");
+    g_assert_nonnull(g_subprocess_get_identifier(f->app));
+    maps = read_maps(f);
+    g_assert_false(maps_webkit(maps));
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add("/app/launch/webkit-on-first-notebook-window", Fixture, NULL, fixture_set_up,
                test_webkit_on_first_notebook_window, fixture_tear_down);
+    g_test_add("/app/launch/notebook-library-missing", Fixture, NULL, fixture_set_up,
+               test_notebook_library_missing, fixture_tear_down);
     return g_test_run();
 }

@@ -612,10 +612,12 @@ on_access_link(GObject *source, GAsyncResult *result, gpointer user_data)
             item != NULL ? einsora_workload_item_get_name(item) : opening->workload_id, url,
             &error);
 
-        if (window != NULL)
+        if (window != NULL) {
             gtk_window_present(window);
-        else
+        } else {
+            g_message("no notebook window: %s", error->message);
             toast(self, error->message);
+        }
     }
     opening_free(opening);
 }
