@@ -609,6 +609,107 @@ test_log_fields(Fixture *f, gconstpointer data)
     g_assert_true(found);
 }
 
+/* Waking */
+
+/* Runs what the main loop has ready now, without waiting for timers
+ * (the controller's own tick is a minute away in these tests). */
+static void
+drain(void)
+{
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+}
+
+static void
+on_intent_changed(EinsoraService *service, const char *workload_id, gpointer user_data)
+{
+    einsora_controller_wake(user_data);
+}
+
+/* Wired as the daemon wires it. */
+static void
+wake_on_intent(Fixture *f)
+{
+    g_signal_connect_object(f->service, "intent-changed", G_CALLBACK(on_intent_changed),
+                            f->controller, 0);
+}
+
+/* A create wakes a started controller: it is admitted although the next
+ * tick is a minute away; one that isn't started isn't woken. */
+static void
+test_wake_create_admits_at_once(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *early = NULL;
+    g_autofree gchar *id = NULL;
+
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    wake_on_intent(f);
+    early = launch(f, f->alice, "cpu-2c-4g");
+    drain();
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 0);
+    g_assert_cmpint(state_of(f, TENANT_A, early), ==, EINSORA_WORKLOAD_STATE_PENDING);
+
+    einsora_controller_start(f->controller, 60 * G_USEC_PER_SEC);
+    id = launch(f, f->alice, "cpu-2c-4g");
+    drain();
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 1);
+    g_assert_cmpint(state_of(f, TENANT_A, early), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_nonnull(einsora_fake_backend_get_spec(f->backend, id));
+
+    /* A stop wakes it too: parked at once. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraWorkload) stopped =
+            einsora_service_stop_workload(f->service, f->alice, id, &error);
+        g_assert_no_error(error);
+    }
+    einsora_fake_backend_set_status(f->backend, id, EINSORA_RUNTIME_PARKED, NULL);
+    while (state_of(f, TENANT_A, id) != EINSORA_WORKLOAD_STATE_STOPPED)
+        g_main_context_iteration(NULL, TRUE); /* the woken pass keeps its gap */
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 2);
+
+    einsora_controller_stop(f->controller);
+    g_clear_pointer(&early, g_free);
+    early = launch(f, f->alice, "cpu-2c-4g");
+    drain();
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 2);
+    g_assert_cmpint(state_of(f, TENANT_A, early), ==, EINSORA_WORKLOAD_STATE_PENDING);
+}
+
+/* Many creates before the loop turns share one pass, and a wake asked
+ * for while a pass is pending adds none: passes are counted, not timed. */
+static void
+test_wake_coalesces(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    wake_on_intent(f);
+    einsora_controller_start(f->controller, 60 * G_USEC_PER_SEC);
+    for (guint i = 0; i < 50; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    for (guint i = 0; i < 10; i++)
+        einsora_controller_wake(f->controller);
+    drain();
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 1);
+    for (guint i = 0; i < ids->len; i++)
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_PROVISIONING);
+
+    /* The next burst gets a pass of its own, and only one. */
+    for (guint i = 0; i < 20; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    while (state_of(f, TENANT_A, g_ptr_array_index(ids, ids->len - 1)) ==
+           EINSORA_WORKLOAD_STATE_PENDING)
+        g_main_context_iteration(NULL, TRUE);
+    drain();
+    g_assert_cmpuint(einsora_controller_count_passes(f->controller), ==, 2);
+    for (guint i = 0; i < ids->len; i++)
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_PROVISIONING);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -628,6 +729,8 @@ main(int argc, char **argv)
     ADD("/controller/park-and-remove", test_stop_and_delete);
     ADD("/controller/catalog/withdrawn-class-keeps-waiting", test_withdrawn_class);
     ADD("/controller/lease/one-leader-per-region", test_region_lease);
+    ADD("/controller/wake/create-admits-at-once", test_wake_create_admits_at_once);
+    ADD("/controller/wake/coalesces", test_wake_coalesces);
 #undef ADD
     return g_test_run();
 }

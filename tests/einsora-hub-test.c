@@ -1463,6 +1463,55 @@ test_end_to_end(Fixture *f, gconstpointer data)
     g_clear_object(&controller);
 }
 
+static void
+on_runtime_changed(EinsoraHub *hub, gpointer user_data)
+{
+    (*(guint *)user_data)++;
+}
+
+/* Syncs @report (which it frees) and returns how often runtime-changed
+ * was emitted meanwhile. */
+static guint
+changes_from(Fixture *f, EinsoraSyncReport *report, guint *count)
+{
+    g_autoptr(EinsoraSyncReport) owned = report;
+    g_autoptr(EinsoraDesiredState) desired = NULL;
+    guint before = *count;
+
+    desired = sync_now(f, f->hub, owned);
+    return *count - before;
+}
+
+/* The hub says when a sync brings news a controller pass would act on
+ * (the daemon wakes its controller on it), and only then. */
+static void
+test_runtime_changed_on_news_only(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    guint count = 0;
+    EinsoraSyncReport *report;
+
+    g_signal_connect(f->hub, "runtime-changed", G_CALLBACK(on_runtime_changed), &count);
+    /* Online for the first time, with its inventory. */
+    g_assert_cmpuint(changes_from(f, report_new(f->box_id, 0, linux_inventory()), &count), ==, 1);
+    g_assert_cmpuint(changes_from(f, report_new(f->box_id, 0, NULL), &count), ==, 0);
+
+    report = report_new(f->box_id, 0, NULL);
+    report_add_status(report, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_STARTING, 1);
+    g_assert_cmpuint(changes_from(f, report, &count), ==, 1);
+    report = report_new(f->box_id, 0, NULL);
+    report_add_status(report, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_STARTING, 1);
+    g_assert_cmpuint(changes_from(f, report, &count), ==, 0);
+    report = report_new(f->box_id, 0, NULL);
+    report_add_status(report, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_RUNNING, 1);
+    g_assert_cmpuint(changes_from(f, report, &count), ==, 1);
+    /* Gone from the report is news too. */
+    g_assert_cmpuint(changes_from(f, report_new(f->box_id, 0, NULL), &count), ==, 1);
+    /* So is what the machine has: a driver that passed its probe. */
+    g_assert_cmpuint(changes_from(f, report_new(f->box_id, 0, linux_inventory()), &count), ==, 1);
+    g_assert_cmpuint(changes_from(f, report_new(f->box_id, 0, NULL), &count), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1490,6 +1539,7 @@ main(int argc, char **argv)
     ADD("/hub/restart/changes-no-desired-state", test_restart_changes_nothing);
     ADD("/hub/end-to-end/provisioning-to-running", test_end_to_end);
     ADD("/hub/access/handover", test_access_handover);
+    ADD("/hub/runtime-changed/on-news-only", test_runtime_changed_on_news_only);
 #undef ADD
 
     return g_test_run();

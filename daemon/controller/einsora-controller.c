@@ -26,6 +26,9 @@ struct _EinsoraController {
     EinsoraLease *lease;
     guint timer_id;
     guint renew_id;
+    GSource *wake_source;
+    gint64 next_wake_us; /* monotonic: no woken pass before this */
+    guint64 passes;
     /* The store wasn't ready at the last tick: said once, not per pass. */
     gboolean paused;
 };
@@ -527,6 +530,34 @@ einsora_controller_is_leading(EinsoraController *self)
     return self->lease != NULL && einsora_lease_is_held(self->lease);
 }
 
+static void
+clear_wake(EinsoraController *self)
+{
+    if (self->wake_source == NULL)
+        return;
+    g_source_destroy(self->wake_source);
+    g_clear_pointer(&self->wake_source, g_source_unref);
+}
+
+/* One pass, by tick or wake; any wake asked for before it is answered by
+ * it, and the next one keeps its distance. */
+static gboolean
+reconcile_now(EinsoraController *self)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 began_us = g_get_monotonic_time();
+    gboolean reconciled;
+
+    clear_wake(self);
+    self->passes++;
+    reconciled = einsora_controller_reconcile_once(self, &error);
+    if (!reconciled)
+        g_message("region %s: reconcile paused: %s", self->region, error->message);
+    self->next_wake_us = g_get_monotonic_time() + MAX(EINSORA_CONTROLLER_WAKE_GAP_MIN_US,
+                                                      2 * (g_get_monotonic_time() - began_us));
+    return reconciled;
+}
+
 gboolean
 einsora_controller_tick(EinsoraController *self)
 {
@@ -553,11 +584,50 @@ einsora_controller_tick(EinsoraController *self)
         if (!einsora_lease_is_held(lease))
             return FALSE;
     }
-    if (!einsora_controller_reconcile_once(self, &error)) {
-        g_message("region %s: reconcile paused: %s", self->region, error->message);
-        return FALSE;
+    return reconcile_now(self);
+}
+
+/* While it leads, the lease is renewed by its own timer, so a woken pass
+ * writes no lease of its own; before it has led (right after start) it
+ * ticks, taking the lease if it is free. */
+static gboolean
+on_wake(gpointer user_data)
+{
+    EinsoraController *self = user_data;
+    g_autoptr(GError) error = NULL;
+
+    g_clear_pointer(&self->wake_source, g_source_unref);
+    if (!einsora_controller_is_leading(self)) {
+        einsora_controller_tick(self);
+        return G_SOURCE_REMOVE;
     }
-    return TRUE;
+    if (einsora_service_check_ready(self->service, &error))
+        reconcile_now(self);
+    return G_SOURCE_REMOVE;
+}
+
+void
+einsora_controller_wake(EinsoraController *self)
+{
+    gint64 wait_us;
+
+    g_return_if_fail(EINSORA_IS_CONTROLLER(self));
+    if (self->timer_id == 0 || self->wake_source != NULL)
+        return;
+    wait_us = self->next_wake_us - g_get_monotonic_time();
+    /* Idle: requests already waiting on the loop go first. */
+    self->wake_source =
+        wait_us > 0 ? g_timeout_source_new((guint)((wait_us + 999) / 1000)) : g_idle_source_new();
+    g_source_set_priority(self->wake_source, G_PRIORITY_DEFAULT_IDLE);
+    g_source_set_callback(self->wake_source, on_wake, self, NULL);
+    g_source_attach(self->wake_source, NULL);
+}
+
+guint64
+einsora_controller_count_passes(EinsoraController *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), 0);
+    return self->passes;
 }
 
 static gboolean
@@ -595,6 +665,7 @@ einsora_controller_start(EinsoraController *self, gint64 interval_us)
 void
 einsora_controller_stop(EinsoraController *self)
 {
+    clear_wake(self);
     if (self->timer_id != 0) {
         g_source_remove(self->timer_id);
         self->timer_id = 0;

@@ -42,4 +42,17 @@ void einsora_controller_start(EinsoraController *self, gint64 interval_us);
 /* Stops, and releases the lease so a standby takes over at once. */
 void einsora_controller_stop(EinsoraController *self);
 
+/* Asks for a pass now rather than at the next tick (a user created or
+ * stopped something, an agent reported a change; the daemon connects it
+ * to the service's intent-changed and the hub's runtime-changed): it runs once the main
+ * loop has nothing more urgent, and every wake until then shares it.
+ * After a pass, the next woken one waits at least twice as long as that
+ * pass took (EINSORA_CONTROLLER_WAKE_GAP_MIN_US at least), so a flood of
+ * creates leaves most of the loop to requests. Only while started and
+ * leading; a standby waits for its tick. See docs/adr/0029. */
+#define EINSORA_CONTROLLER_WAKE_GAP_MIN_US (G_GINT64_CONSTANT(5) * 1000)
+void einsora_controller_wake(EinsoraController *self);
+/* Passes run since it was made, by tick or wake (tests count them). */
+guint64 einsora_controller_count_passes(EinsoraController *self);
+
 G_END_DECLS

@@ -139,8 +139,10 @@ run_action(EinsoraService *self, const EinsoraActor *actor, const char *workload
         return NULL;
     }
     /* A no-op (already on its way) wrote nothing. */
-    if (ctx.moved)
+    if (ctx.moved) {
         einsora_service_events_added(self, actor->tenant_id);
+        einsora_service_intent_changed(self, workload_id);
+    }
     return ctx.result;
 }
 

@@ -19,6 +19,8 @@ struct _EinsoraService {
 /* einsora-service.c */
 gint64 einsora_service_now(EinsoraService *self);
 void einsora_service_events_added(EinsoraService *self, const char *tenant_id);
+/* After a user's create or action has committed. */
+void einsora_service_intent_changed(EinsoraService *self, const char *workload_id);
 
 /* einsora-service-events.c */
 EinsoraWorkloadEvent *einsora_service_event_new(EinsoraService *self,

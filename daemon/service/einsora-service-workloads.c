@@ -187,6 +187,7 @@ einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
     if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
         return NULL;
     einsora_service_events_added(self, workload->tenant_id);
+    einsora_service_intent_changed(self, workload->id);
     return g_steal_pointer(&workload);
 }
 

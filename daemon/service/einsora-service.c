@@ -10,6 +10,7 @@ G_DEFINE_FINAL_TYPE(EinsoraService, einsora_service, G_TYPE_OBJECT)
 
 enum {
     SIGNAL_EVENTS_ADDED,
+    SIGNAL_INTENT_CHANGED,
     N_SIGNALS,
 };
 
@@ -42,6 +43,19 @@ einsora_service_class_init(EinsoraServiceClass *klass)
     signals[SIGNAL_EVENTS_ADDED] =
         g_signal_new("events-added", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                      NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+
+    /**
+     * EinsoraService::intent-changed:
+     * @workload_id: the workload a user created, started, stopped or
+     * deleted
+     *
+     * Emitted after the transaction has committed, so that whoever
+     * reconciles intent with the runtime (the controller) can act now
+     * rather than on its next pass.
+     */
+    signals[SIGNAL_INTENT_CHANGED] =
+        g_signal_new("intent-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 /* Called once the transaction that appended to @tenant_id's timeline has
@@ -50,6 +64,12 @@ void
 einsora_service_events_added(EinsoraService *self, const char *tenant_id)
 {
     g_signal_emit(self, signals[SIGNAL_EVENTS_ADDED], 0, tenant_id);
+}
+
+void
+einsora_service_intent_changed(EinsoraService *self, const char *workload_id)
+{
+    g_signal_emit(self, signals[SIGNAL_INTENT_CHANGED], 0, workload_id);
 }
 
 static void

@@ -155,10 +155,21 @@ einsora_hub_finalize(GObject *object)
     G_OBJECT_CLASS(einsora_hub_parent_class)->finalize(object);
 }
 
+enum {
+    SIGNAL_RUNTIME_CHANGED,
+    N_SIGNALS,
+};
+
+static guint signals[N_SIGNALS];
+
 static void
 einsora_hub_class_init(EinsoraHubClass *klass)
 {
     G_OBJECT_CLASS(klass)->finalize = einsora_hub_finalize;
+
+    signals[SIGNAL_RUNTIME_CHANGED] =
+        g_signal_new("runtime-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 0);
 }
 
 static void
@@ -531,6 +542,31 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
     return TRUE;
 }
 
+/* Whether @report tells the controller something its last pass didn't
+ * know: the machine is back (or new), what it has changed, or a
+ * workload's status did. */
+static gboolean
+report_changes(const MachineState *state, const EinsoraSyncReport *report)
+{
+    guint known = 0;
+
+    if (!state->online || state->last_sync_us == 0 || report->inventory != NULL)
+        return TRUE;
+    for (guint i = 0; report->statuses != NULL && i < report->statuses->len; i++) {
+        const EinsoraWorkloadStatus *status = g_ptr_array_index(report->statuses, i);
+        const EinsoraWorkloadStatus *before;
+
+        if (status->workload_id == NULL)
+            continue;
+        before = g_hash_table_lookup(state->statuses, status->workload_id);
+        if (before == NULL || before->code != status->code || before->attempt != status->attempt ||
+            before->mode != status->mode)
+            return TRUE;
+        known++;
+    }
+    return known != g_hash_table_size(state->statuses);
+}
+
 static void
 einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport *report,
                        GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
@@ -542,6 +578,7 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
     g_autoptr(EinsoraMachine) machine = NULL;
     g_autoptr(EinsoraDesiredState) desired = NULL;
     MachineState *state;
+    gboolean changed;
 
     g_task_set_source_tag(task, einsora_hub_sync_async);
     if (g_task_return_error_if_cancelled(task))
@@ -552,10 +589,13 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         return;
     }
     state = machine_state(self, machine->id);
+    changed = report_changes(state, report);
     if (!record_report(self, state, machine, report, &error)) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
+    if (changed)
+        g_signal_emit(self, signals[SIGNAL_RUNTIME_CHANGED], 0);
     desired = compute_desired(self, state, &error);
     if (desired == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));

@@ -56,6 +56,11 @@ gboolean einsora_hub_lookup_access(EinsoraHub *self, const char *tenant_id, cons
                                    gint64 *attempt, gchar **socket_path, gchar **token,
                                    GError **error);
 
+/* EinsoraHub::runtime-changed is emitted when a sync tells something a
+ * controller pass would act on: a machine came online, its inventory or
+ * a workload's status changed. The daemon wakes the controller on it, so
+ * that running is seen when the agent says so, not a tick later. */
+
 /* How many times a machine's desired state was read from the store
  * since the hub started (tests: a controller pass reads it once per
  * machine, not once per workload). */
