@@ -43,12 +43,14 @@ typedef struct {
     gchar *region;
     gchar *catalog;
     gchar *controller_interval;
+    gchar *controller_wake;
     gchar *machine_owner;
     gchar *drivers;
     gchar *agent_state_dir;
     gchar *agent_run_dir;
     gchar *notebook_network;
     gint64 controller_interval_us;
+    gboolean wakes_controller;
 } EinsoraDaemonSettings;
 
 /* The drivers EINSORA_DRIVERS may name; without it, the daemon uses the
@@ -65,6 +67,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->region, g_free);
     g_clear_pointer(&settings->catalog, g_free);
     g_clear_pointer(&settings->controller_interval, g_free);
+    g_clear_pointer(&settings->controller_wake, g_free);
     g_clear_pointer(&settings->machine_owner, g_free);
     g_clear_pointer(&settings->drivers, g_free);
     g_clear_pointer(&settings->agent_state_dir, g_free);
@@ -181,6 +184,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->catalog, "EINSORA_CATALOG", "--catalog", NULL, error) ||
         !resolve_setting(&settings->controller_interval, "EINSORA_CONTROLLER_INTERVAL",
                          "--controller-interval", "5s", error) ||
+        !resolve_setting(&settings->controller_wake, "EINSORA_CONTROLLER_WAKE", "--controller-wake",
+                         "on", error) ||
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
                          "local", error) ||
         !resolve_setting(&settings->agent_state_dir, "EINSORA_AGENT_STATE_DIR", "--agent-state-dir",
@@ -241,6 +246,14 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                     settings->controller_interval);
         return FALSE;
     }
+    if (!g_str_equal(settings->controller_wake, "on") &&
+        !g_str_equal(settings->controller_wake, "off")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_CONTROLLER_WAKE (--controller-wake): \"%s\" is neither on nor off",
+                    settings->controller_wake);
+        return FALSE;
+    }
+    settings->wakes_controller = g_str_equal(settings->controller_wake, "on");
     if (!g_regex_match_simple("^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$", settings->machine_owner, 0,
                               0)) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -295,11 +308,24 @@ typedef struct {
     EinsoraHub *hub;
     EinsoraController *controller;
     EinsoraAgent *agent;
+    /* What the agent reports; a driver joins its list once probed. */
+    EinsoraInventory *inventory;
+    /* A probe whose driver was asked for by name failed: the daemon
+     * stops with this, as it would have at start. */
+    GMainLoop *loop;
+    GError *fatal;
+    GCancellable *probing;
 } LocalMachine;
 
 static void
 local_machine_clear(LocalMachine *machine)
 {
+    if (machine->probing != NULL)
+        g_cancellable_cancel(machine->probing);
+    g_clear_object(&machine->probing);
+    g_clear_error(&machine->fatal);
+    g_clear_pointer(&machine->loop, g_main_loop_unref);
+    g_clear_pointer(&machine->inventory, einsora_inventory_free);
     g_clear_object(&machine->agent);
     g_clear_object(&machine->controller);
     g_clear_object(&machine->hub);
@@ -350,25 +376,65 @@ wants_driver(const EinsoraDaemonSettings *settings, const char *name)
     return g_strv_contains((const char *const *)names, name);
 }
 
-static void
-on_probed(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-    GAsyncResult **out = user_data;
+/* The native driver's probe runs Jupyter in bubblewrap (about half a
+ * second), so it runs after the daemon is ready: the driver is made at
+ * once (it adopts the notebooks still running from before) but offered
+ * for placement only once its probe passes (docs/adr/0029). */
+typedef struct {
+    LocalMachine *machine;
+    gboolean asked_for; /* by name, or by outbound networking: a failure is fatal */
+    gboolean outbound;
+} NativeProbe;
 
-    *out = g_object_ref(result);
+static void
+offer_driver(LocalMachine *machine, const char *name)
+{
+    GStrvBuilder *names = g_strv_builder_new();
+    g_auto(GStrv) drivers = NULL;
+
+    g_strv_builder_addv(names, (const char **)machine->inventory->drivers);
+    g_strv_builder_add(names, name);
+    drivers = g_strv_builder_end(names);
+    g_strv_builder_unref(names);
+    g_strfreev(machine->inventory->drivers);
+    machine->inventory->drivers = g_steal_pointer(&drivers);
+    /* The agent reports it at once; the hub's report wakes the controller,
+     * which admits what waited for it. */
+    einsora_agent_set_inventory(machine->agent, machine->inventory);
 }
 
-/* Whether Jupyter in bubblewrap works here: asked once at start, before
- * anything else runs, so waiting on it blocks nothing. */
-static gboolean
-probe_native(const EinsoraNativeDriverConfig *config, GError **error)
+static void
+on_native_probed(GObject *source, GAsyncResult *result, gpointer user_data)
 {
-    g_autoptr(GAsyncResult) result = NULL;
+    g_autofree NativeProbe *probe = user_data;
+    LocalMachine *machine = probe->machine;
+    g_autoptr(GError) error = NULL;
 
-    einsora_native_driver_probe_async(config, PROBE_TIMEOUT_MS, NULL, on_probed, &result);
-    while (result == NULL)
-        g_main_context_iteration(NULL, TRUE);
-    return einsora_native_driver_probe_finish(result, error);
+    if (einsora_native_driver_probe_finish(result, &error)) {
+        g_message("the %s driver works here: it is offered for placement now",
+                  EINSORA_NATIVE_DRIVER_NAME);
+        offer_driver(machine, EINSORA_NATIVE_DRIVER_NAME);
+        return;
+    }
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return; /* stopping: @machine may be gone */
+    if (probe->asked_for) {
+        /* Asked for by name: a setting that can't work stops the daemon. */
+        if (probe->outbound)
+            g_set_error(&machine->fatal, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                        "EINSORA_NOTEBOOK_NETWORK (--notebook-network) is outbound, but %s",
+                        error->message);
+        else
+            g_set_error(&machine->fatal, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                        "EINSORA_DRIVERS (--drivers): %s doesn't work here: %s",
+                        EINSORA_NATIVE_DRIVER_NAME, error->message);
+        g_main_loop_quit(machine->loop);
+        return;
+    }
+    g_message("the %s driver doesn't work here: %s", EINSORA_NATIVE_DRIVER_NAME, error->message);
+    if (machine->inventory->drivers[0] == NULL)
+        g_message("this machine has no driver that works: workloads placed here wait until it "
+                  "has one");
 }
 
 /* Docker answering is worth saying, and no more: this daemon has no
@@ -387,18 +453,14 @@ on_docker_probed(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 /* The drivers this machine's agent uses: those EINSORA_DRIVERS names
- * (each must work), or without it the real ones that work here. */
+ * (each must work), or without it the real ones that work here. Those
+ * in @names are offered at once; @native, when made, after its probe
+ * (@native_config) passes. */
 static gboolean
-make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBuilder *names,
-             EinsoraHostLock **run_lock, GError **error)
+make_drivers(const EinsoraDaemonSettings *settings, const EinsoraNativeDriverConfig *native_config,
+             GPtrArray *drivers, GStrvBuilder *names, EinsoraHostLock **run_lock,
+             EinsoraNativeDriver **native, GError **error)
 {
-    g_autofree gchar *notebooks = g_build_filename(settings->agent_state_dir, "notebooks", NULL);
-    EinsoraNativeDriverConfig native = {
-        .data_dir = notebooks,
-        .run_dir = settings->agent_run_dir,
-        .outbound_network = g_str_equal(settings->notebook_network, "outbound"),
-        .device_root = "/",
-    };
     g_autoptr(GError) local_error = NULL;
 
     if (wants_driver(settings, "sim")) {
@@ -410,24 +472,21 @@ make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBui
         g_message("the sim driver is on: it runs nothing (development and tests only)");
     }
     if (wants_driver(settings, EINSORA_NATIVE_DRIVER_NAME)) {
-        EinsoraNativeDriver *driver = NULL;
-
         /* Another daemon's agent (another data directory) may use the same
          * run directory: its notebooks are its own, never adopted here. */
         *run_lock = einsora_host_lock_acquire(settings->agent_run_dir, &local_error);
         if (*run_lock == NULL)
             g_prefix_error(&local_error, "EINSORA_AGENT_RUN_DIR (--agent-run-dir): ");
-        else if (probe_native(&native, &local_error))
-            driver = einsora_native_driver_new(&native, &local_error);
-        if (driver == NULL)
+        else
+            *native = einsora_native_driver_new(native_config, &local_error);
+        if (*native == NULL)
             g_clear_object(run_lock);
-        if (driver != NULL) {
-            g_ptr_array_add(drivers, driver);
-            g_strv_builder_add(names, EINSORA_NATIVE_DRIVER_NAME);
-            g_message("the %s driver works here: notebooks run in bubblewrap, serving on "
-                      "sockets in %s",
+        if (*native != NULL) {
+            g_ptr_array_add(drivers, g_object_ref(*native));
+            g_message("the %s driver is being checked (Jupyter in bubblewrap); notebooks run "
+                      "in bubblewrap, serving on sockets in %s, once it passes",
                       EINSORA_NATIVE_DRIVER_NAME, settings->agent_run_dir);
-        } else if (native.outbound_network &&
+        } else if (native_config->outbound_network &&
                    !g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_BUSY)) {
             /* Asked for by name: a setting that can't work stops the start. */
             g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
@@ -451,6 +510,51 @@ make_drivers(const EinsoraDaemonSettings *settings, GPtrArray *drivers, GStrvBui
     return TRUE;
 }
 
+static void
+on_intent_changed(EinsoraService *service, const char *workload_id, gpointer user_data)
+{
+    einsora_controller_wake(user_data);
+}
+
+static void
+on_runtime_changed(EinsoraHub *hub, gpointer user_data)
+{
+    einsora_controller_wake(user_data);
+}
+
+/* The native driver's settings; @notebooks holds its data directory. */
+static EinsoraNativeDriverConfig
+native_config(const EinsoraDaemonSettings *settings, gchar **notebooks)
+{
+    *notebooks = g_build_filename(settings->agent_state_dir, "notebooks", NULL);
+    return (EinsoraNativeDriverConfig){
+        .data_dir = *notebooks,
+        .run_dir = settings->agent_run_dir,
+        .outbound_network = g_str_equal(settings->notebook_network, "outbound"),
+        .device_root = "/",
+    };
+}
+
+/* Once the daemon answers: the probes of the drivers made but not yet
+ * offered. */
+static void
+start_probes(const EinsoraDaemonSettings *settings, LocalMachine *machine)
+{
+    g_autofree gchar *notebooks = NULL;
+    EinsoraNativeDriverConfig config = native_config(settings, &notebooks);
+    NativeProbe *probe;
+
+    if (machine->run_lock == NULL)
+        return; /* no native driver was made */
+    probe = g_new0(NativeProbe, 1);
+    probe->machine = machine;
+    probe->asked_for = settings->drivers != NULL || config.outbound_network;
+    probe->outbound = config.outbound_network;
+    machine->probing = g_cancellable_new();
+    einsora_native_driver_probe_async(&config, PROBE_TIMEOUT_MS, machine->probing, on_native_probed,
+                                      probe);
+}
+
 static gboolean
 start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, EinsoraCatalog *catalog,
               EinsoraService *service, const char *region, LocalMachine *machine, GError **error)
@@ -461,6 +565,9 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     g_autoptr(EinsoraInventory) inventory = NULL;
     g_autoptr(EinsoraMachine) registered = NULL;
     g_autofree gchar *machine_id = NULL;
+    g_autofree gchar *notebooks = NULL;
+    g_autoptr(EinsoraNativeDriver) native = NULL;
+    EinsoraNativeDriverConfig config;
     /* Where NVML is, when the NVIDIA driver installs it off the loader's
      * path; by default the loader finds libnvidia-ml.so.1. */
     EinsoraLinuxInventorySource source = {"/", g_getenv("EINSORA_NVML_LIBRARY")};
@@ -474,7 +581,8 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     machine_id = einsora_local_machine_load_id(settings->agent_state_dir, now_us, error);
     if (machine_id == NULL)
         return FALSE;
-    if (!make_drivers(settings, drivers, names, &machine->run_lock, error))
+    config = native_config(settings, &notebooks);
+    if (!make_drivers(settings, &config, drivers, names, &machine->run_lock, &native, error))
         return FALSE;
     driver_names = g_strv_builder_end(names);
     inventory = einsora_linux_inventory_read(&source, error);
@@ -502,6 +610,15 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     /* Sockets and tokens reach the hub from this agent only, in-process. */
     einsora_hub_set_access_source(machine->hub, registered->id,
                                   EINSORA_ACCESS_SOURCE(machine->agent));
+    machine->inventory = g_steal_pointer(&inventory);
+    /* What users ask for, and what agents report, is acted on at once,
+     * not a tick later (docs/adr/0029); off keeps to the interval. */
+    if (settings->wakes_controller) {
+        g_signal_connect_object(service, "intent-changed", G_CALLBACK(on_intent_changed),
+                                machine->controller, 0);
+        g_signal_connect_object(machine->hub, "runtime-changed", G_CALLBACK(on_runtime_changed),
+                                machine->controller, 0);
+    }
     einsora_agent_start(machine->agent);
     einsora_controller_start(machine->controller, settings->controller_interval_us);
     return TRUE;
@@ -624,7 +741,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraAccessProxy) access = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
     g_auto(LocalMachine) machine = {NULL};
-    g_autoptr(GMainLoop) loop = NULL;
+    GMainLoop *loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
     g_autofree gchar *uri = NULL;
     const char *region;
@@ -667,6 +784,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_message("first run: created %s; its API token is in %s/token", owner->email,
                   settings->data_dir);
 
+    machine.loop = g_main_loop_new(NULL, FALSE);
+    loop = machine.loop;
     if (!start_machine(settings, EINSORA_STORE(store), catalog, service, region, &machine,
                        &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
@@ -703,7 +822,6 @@ run_daemon(const EinsoraDaemonSettings *settings)
     }
     uri = einsora_api_server_get_uri(api);
 
-    loop = g_main_loop_new(NULL, FALSE);
     g_unix_signal_add(SIGINT, quit_on_signal, loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, loop);
     g_message("access proxy listening on http://127.0.0.1:%u/ (notebooks open at "
@@ -712,9 +830,14 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_message("api listening on %s", uri);
     g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));
+    start_probes(settings, &machine);
     g_main_loop_run(loop);
     einsora_controller_stop(machine.controller);
     einsora_agent_stop(machine.agent);
+    if (machine.fatal != NULL) {
+        g_printerr("einsora-daemon: %s\n", machine.fatal->message);
+        return EXIT_FAILURE;
+    }
     return EXIT_SUCCESS;
 }
 
@@ -741,6 +864,10 @@ main(int argc, char **argv)
         {"controller-interval", 0, 0, G_OPTION_ARG_STRING, &settings.controller_interval,
          "How often the controller reconciles (EINSORA_CONTROLLER_INTERVAL, default 5s)",
          "DURATION"},
+        {"controller-wake", 0, 0, G_OPTION_ARG_STRING, &settings.controller_wake,
+         "on: a create, start, stop or delete, and an agent's report, wake the controller at "
+         "once; off: it acts only on its interval (EINSORA_CONTROLLER_WAKE, default on)",
+         "on|off"},
         {"machine-owner", 0, 0, G_OPTION_ARG_STRING, &settings.machine_owner,
          "The tenant that owns this machine (EINSORA_MACHINE_OWNER, default local)", "TENANT"},
         {"drivers", 0, 0, G_OPTION_ARG_STRING, &settings.drivers,

@@ -1003,8 +1003,9 @@ main(int argc, char **argv)
     secrets = g_ptr_array_new_with_free_func(g_free);
     server_daemon = einsora_test_daemon_new();
     /* States change here only through the API: the controller's first
-     * pass is an hour away. */
+     * pass is an hour away, and nothing wakes it sooner. */
     einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_WAKE", "off");
     /* First run makes the owner and its token file; then an operator adds
      * tenant B while the server_daemon is stopped, and it starts again. */
     einsora_test_daemon_start(server_daemon);

@@ -905,8 +905,9 @@ main(int argc, char **argv)
     secrets = g_ptr_array_new_with_free_func(g_free);
     /* A still world: states change only by the CLI's own requests, so the
      * tables and the golden files hold still (a controller, once wired,
-     * reconciles an hour from now). */
+     * reconciles an hour from now, and nothing wakes it sooner). */
     g_setenv("EINSORA_CONTROLLER_INTERVAL", "3600s", TRUE);
+    g_setenv("EINSORA_CONTROLLER_WAKE", "off", TRUE);
     server_daemon = einsora_test_daemon_new();
     empty_home = einsora_test_dir_new();
     /* First run makes the owner and its token file; then an operator adds

@@ -583,8 +583,10 @@ main(int argc, char **argv)
 
     g_test_init(&argc, &argv, NULL);
     server_daemon = einsora_test_daemon_new();
-    /* States change only through the API here. */
+    /* States change only through the API here: nothing wakes the
+     * controller before its hour. */
     einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_WAKE", "off");
     einsora_test_daemon_start(server_daemon);
     einsora_test_daemon_stop(server_daemon);
     token_b = einsora_test_daemon_create_account(server_daemon, "globex", B_EMAIL, B_PASSWORD);

@@ -616,6 +616,66 @@ test_no_working_driver(void)
     g_assert_nonnull(strstr(log, "this machine has no driver that works"));
 }
 
+/* The driver's probe runs after the daemon answers: with bubblewrap held
+ * back until the test lets it go (a stand-in that waits for a file, then
+ * runs the real one), /readyz answers, the machine offers no
+ * linux-native, and a notebook waits, placed nowhere; once the probe
+ * passes, the notebook is admitted on linux-native and runs. */
+static void
+test_probe_after_ready(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    Fixture f = {daemon, NULL, NULL};
+    g_autofree gchar *bin = g_build_filename(daemon->dir, "bin", NULL);
+    g_autofree gchar *gate = g_build_filename(daemon->dir, "probe-may-run", NULL);
+    g_autofree gchar *stand_in = g_build_filename(bin, "bwrap", NULL);
+    g_autofree gchar *real = g_find_program_in_path("bwrap");
+    g_autofree gchar *script = g_strdup_printf(
+        "#!/bin/sh\nwhile [ ! -e '%s' ]; do sleep 0.02; done\nexec '%s' \"$@\"\n", gate, real);
+    g_autofree gchar *path = g_strdup_printf("%s:%s", bin, g_getenv("PATH"));
+    g_autofree gchar *run_dir = g_build_filename(daemon->dir, "run", NULL);
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *workload = NULL;
+
+    g_assert_cmpint(g_mkdir_with_parents(bin, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(stand_in, script, -1, NULL));
+    g_assert_cmpint(chmod(stand_in, 0700), ==, 0);
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", NULL);
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_setenv(daemon, "EINSORA_AGENT_RUN_DIR", run_dir);
+    einsora_test_daemon_setenv(daemon, "PATH", path);
+    einsora_test_daemon_start(daemon);
+    {
+        g_autoptr(EinsoraTestResponse) ready = call(&f, "GET", "/readyz", NULL);
+        g_autoptr(EinsoraTestResponse) machines = call(&f, "GET", "/v1/machines", NULL);
+        g_assert_cmpuint(ready->status, ==, 200);
+        g_assert_null(strstr(machines->body, "linux-native"));
+    }
+    id = launch(&f, "waits-for-the-probe");
+    workload = g_strdup_printf("/v1/workloads/%s", id);
+    wait_for_state(&f, id, "queued");
+    {
+        g_autofree gchar *events = g_strdup_printf("/v1/workloads/%s/events", id);
+        g_autoptr(EinsoraTestResponse) timeline = call(&f, "GET", events, NULL);
+        g_autoptr(EinsoraTestResponse) got = call(&f, "GET", workload, NULL);
+        JsonObject *object = workload_of(got);
+        g_assert_nonnull(strstr(timeline->body, "waiting for a machine with a driver that runs "
+                                                "notebooks on " CLASS));
+        g_assert_true(!json_object_has_member(object, "driver") ||
+                      json_object_get_null_member(object, "driver"));
+    }
+    g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+    wait_for_state(&f, id, "running");
+    {
+        g_autoptr(EinsoraTestResponse) got = call(&f, "GET", workload, NULL);
+        g_autoptr(EinsoraTestResponse) machines = call(&f, "GET", "/v1/machines", NULL);
+        g_assert_cmpstr(einsora_test_response_string(got, "driver"), ==, "linux-native");
+        g_assert_nonnull(strstr(machines->body, "linux-native"));
+    }
+    einsora_test_daemon_stop(daemon);
+    einsora_test_kill_recorded(run_dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -633,6 +693,7 @@ main(int argc, char **argv)
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);
+    g_test_add_func("/native/probe-after-ready", test_probe_after_ready);
     g_test_add("/access/open-through-the-proxy", Fixture, NULL, fixture_set_up,
                test_open_through_proxy, fixture_tear_down);
     g_test_add("/access/refusals-with-the-real-daemon", Fixture, NULL, fixture_set_up,

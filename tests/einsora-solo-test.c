@@ -118,6 +118,41 @@ launch(const char *name)
     return g_strdup(einsora_test_response_string(created, "id"));
 }
 
+/* With the controller's tick an hour away, a create still reaches
+ * running, and a stop and a delete still finish: the create and the
+ * agent's report wake the controller (docs/adr/0029). Each step has the
+ * usual 30 s; without the wakes it would wait for the hour. */
+static void
+test_wakes_without_the_interval(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    EinsoraTestDaemon *shared = server;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *stop = NULL;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "sim");
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_start(daemon);
+    server = daemon;
+    id = launch("woken");
+    path = g_strdup_printf("/v1/workloads/%s", id);
+    stop = g_strdup_printf("/v1/workloads/%s/stop", id);
+    wait_for_state(id, "running");
+    {
+        g_autoptr(EinsoraTestResponse) stopped = call("POST", stop, NULL);
+        g_assert_cmpuint(stopped->status, ==, 202);
+    }
+    wait_for_state(id, "stopped");
+    {
+        g_autoptr(EinsoraTestResponse) deleted = call("DELETE", path, NULL);
+        g_assert_cmpuint(deleted->status, ==, 202);
+    }
+    wait_for_state(id, "deleted");
+    server = shared;
+    einsora_test_daemon_stop(daemon);
+}
+
 /* Every state change has exactly one event: the transitions chain from
  * creation to the row's state, each state entered once, and nothing was
  * stopped or deleted. Notes (from == to) may come in between. */
@@ -293,6 +328,7 @@ main(int argc, char **argv)
     g_test_add_func("/solo/restart/kill-9-changes-nothing", test_restart_after_kill);
     g_test_add_func("/solo/host-lock/second-daemon-refused", test_second_daemon_refused);
     g_test_add_func("/solo/machine/inventory-in-the-api", test_inventory_in_the_api);
+    g_test_add_func("/solo/controller/wakes-without-the-interval", test_wakes_without_the_interval);
     status = g_test_run();
     einsora_test_daemon_stop(server);
     einsora_test_daemon_free(server);
