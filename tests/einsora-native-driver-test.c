@@ -520,6 +520,55 @@ test_ends_before_ready(Fixture *f, gconstpointer data)
     wait_for_status(f, EINSORA_STATUS_CODE_FAILED_TO_START);
 }
 
+/* Readiness is asked when the server binds its socket, not on a poll:
+ * while the stand-in holds back (until the test lets it go), hardly any
+ * check is made; once it listens, it is running. The hold of 1.5 s would
+ * have cost six checks at the former 250 ms poll; the fallback check for
+ * a socket that never appears comes every 2 s, so even a slow machine
+ * stays within the bound of three. */
+static void
+test_ready_when_socket_appears(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *socket_path =
+        g_build_filename(f->run_dir, f->id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+    g_autofree gchar *server = g_build_filename(f->workload_dir, "server.py", NULL);
+    g_autofree gchar *go = g_build_filename(f->workload_dir, "go", NULL);
+    g_autofree gchar *body = g_strdup_printf("while [ ! -e \"$HOME/go\" ]; do sleep 0.02; done\n"
+                                             "exec /usr/bin/python3 \"$HOME/server.py\" '%s'",
+                                             socket_path);
+    g_autofree gchar *script = write_server_script(f, "held", body);
+    g_autoptr(GError) error = NULL;
+    gint64 until;
+
+    g_assert_true(
+        g_file_set_contents(server,
+                            "import http.server, socketserver, sys\n"
+                            "class Status(http.server.BaseHTTPRequestHandler):\n"
+                            "    def do_GET(self):\n"
+                            "        self.send_response(200)\n"
+                            "        self.send_header('Content-Length', '2')\n"
+                            "        self.end_headers()\n"
+                            "        self.wfile.write(b'{}')\n"
+                            "    def address_string(self):\n"
+                            "        return 'sandbox'\n"
+                            "socketserver.UnixStreamServer(sys.argv[1], Status).serve_forever()\n",
+                            -1, NULL));
+    f->config.jupyter_path = script;
+    make_driver(f);
+    g_assert_true(start(f, 1, &error));
+    g_assert_no_error(error);
+    until = g_get_monotonic_time() + 1500 * G_TIME_SPAN_MILLISECOND;
+    while (g_get_monotonic_time() < until) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpint(status(f, NULL), ==, EINSORA_STATUS_CODE_STARTING);
+    g_assert_cmpuint(einsora_native_driver_count_ready_checks(f->driver), <=, 1);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    g_assert_cmpuint(einsora_native_driver_count_ready_checks(f->driver), <=, 3);
+}
+
 /* The notebook server itself inside the sandbox (python3 running
  * jupyter-notebook), not the bwrap processes around it. */
 static int
@@ -736,6 +785,7 @@ main(int argc, char **argv)
     ADD("/native/never-ready", test_never_ready);
     ADD("/native/ends-before-ready", test_ends_before_ready);
     ADD("/native/socket-link-not-followed", test_socket_link_not_followed);
+    ADD("/native/ready-when-socket-appears", test_ready_when_socket_appears);
     ADD("/native/real-server", test_real_server);
     ADD("/native/stop-and-remove", test_stop_and_remove);
     ADD("/native/adoption", test_adoption);

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "einsora-bwrap-args.h"
@@ -16,7 +17,13 @@
 #include "einsora-safe-remove.h"
 #include "einsora-uuid.h"
 
-#define READY_POLL_MS 250
+/* Readiness is asked when the server's socket appears (a file monitor on
+ * its run directory); then, while it exists but doesn't answer yet, again
+ * after a back-off from a few milliseconds. Without a socket, a slow
+ * check in case the monitor missed it (docs/adr/0029). */
+#define READY_BACKOFF_FIRST_MS 5
+#define READY_BACKOFF_MAX_MS 250
+#define READY_NO_SOCKET_MS 2000
 #define READY_CHECK_TIMEOUT_MS 2000
 #define LABEL_ATTEMPT "attempt"
 #define LABEL_DEVICES "devices"
@@ -37,6 +44,8 @@ typedef struct {
     EinsoraNotebookServer *server;
     GCancellable *ready_cancellable;
     GSource *ready_timer;
+    GFileMonitor *run_monitor; /* its run directory, while starting */
+    guint ready_backoff_ms;
     gint64 ready_deadline_us;
     /* The one stop or remove in flight. */
     NativeOp op;
@@ -56,6 +65,7 @@ struct _EinsoraNativeDriver {
     guint ready_timeout_ms;
     EinsoraProcessSupervisor *supervisor;
     GHashTable *workloads; /* workload ID -> NativeWorkload */
+    guint64 ready_checks;
 };
 
 static void einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface);
@@ -76,6 +86,11 @@ clear_source(GSource **source)
 static void
 workload_stop_probing(NativeWorkload *workload)
 {
+    if (workload->run_monitor != NULL) {
+        g_signal_handlers_disconnect_by_data(workload->run_monitor, workload);
+        g_file_monitor_cancel(workload->run_monitor);
+        g_clear_object(&workload->run_monitor);
+    }
     clear_source(&workload->ready_timer);
     if (workload->ready_cancellable != NULL)
         g_cancellable_cancel(workload->ready_cancellable);
@@ -235,6 +250,17 @@ kill_unready(NativeWorkload *workload)
     stop_in_background(self, workload->workload_id);
 }
 
+static void check_ready_now(NativeWorkload *workload);
+
+static gboolean
+socket_exists(NativeWorkload *workload)
+{
+    struct stat st;
+
+    return workload->server != NULL &&
+           lstat(einsora_notebook_server_get_socket_path(workload->server), &st) == 0;
+}
+
 static void
 on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -250,6 +276,7 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     if (ready) {
         workload->code = EINSORA_STATUS_CODE_RUNNING;
+        workload_stop_probing(workload);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server answers on its socket: running");
         announce(workload);
         return;
@@ -259,11 +286,37 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
             "its server never answered on its socket (last: %s); stopping it. Its log is %s/%s.log",
             error->message, workload->driver->run_dir, workload->workload_id);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
+        workload_stop_probing(workload);
         kill_unready(workload);
         announce(workload);
         return;
     }
-    schedule_ready_check(workload, READY_POLL_MS);
+    if (!socket_exists(workload) && workload->run_monitor != NULL) {
+        /* Not listening yet: the monitor says when it is (and the time
+         * limit is kept). */
+        gint64 left_ms =
+            (workload->ready_deadline_us - g_get_monotonic_time()) / G_TIME_SPAN_MILLISECOND + 1;
+        schedule_ready_check(workload, (guint)CLAMP(left_ms, 1, READY_NO_SOCKET_MS));
+        return;
+    }
+    /* Bound but not answering yet (or no monitor): soon again, then less
+     * often. */
+    schedule_ready_check(workload, workload->ready_backoff_ms);
+    workload->ready_backoff_ms = MIN(workload->ready_backoff_ms * 2, READY_BACKOFF_MAX_MS);
+}
+
+static void
+check_ready_now(NativeWorkload *workload)
+{
+    clear_source(&workload->ready_timer);
+    if (workload->server == NULL || workload->code != EINSORA_STATUS_CODE_STARTING ||
+        workload->ready_cancellable != NULL)
+        return;
+    workload->driver->ready_checks++;
+    workload->ready_cancellable = g_cancellable_new();
+    einsora_notebook_server_check_ready_async(workload->server, READY_CHECK_TIMEOUT_MS,
+                                              workload->ready_cancellable, on_ready_checked,
+                                              workload);
 }
 
 static gboolean
@@ -272,12 +325,7 @@ on_ready_timer(gpointer user_data)
     NativeWorkload *workload = user_data;
 
     g_clear_pointer(&workload->ready_timer, g_source_unref);
-    if (workload->server == NULL || workload->code != EINSORA_STATUS_CODE_STARTING)
-        return G_SOURCE_REMOVE;
-    workload->ready_cancellable = g_cancellable_new();
-    einsora_notebook_server_check_ready_async(workload->server, READY_CHECK_TIMEOUT_MS,
-                                              workload->ready_cancellable, on_ready_checked,
-                                              workload);
+    check_ready_now(workload);
     return G_SOURCE_REMOVE;
 }
 
@@ -290,18 +338,47 @@ schedule_ready_check(NativeWorkload *workload, guint delay_ms)
     g_source_attach(workload->ready_timer, workload->driver->context);
 }
 
+/* The server bound its socket: ask now rather than on a poll. */
+static void
+on_run_dir_changed(GFileMonitor *monitor, GFile *file, GFile *other, GFileMonitorEvent event,
+                   gpointer user_data)
+{
+    NativeWorkload *workload = user_data;
+    g_autofree gchar *name = g_file_get_basename(file);
+
+    if ((event == G_FILE_MONITOR_EVENT_CREATED || event == G_FILE_MONITOR_EVENT_MOVED_IN) &&
+        g_strcmp0(name, EINSORA_NATIVE_SOCKET_NAME) == 0)
+        check_ready_now(workload);
+}
+
 static void
 begin_probing(NativeWorkload *workload, const char *token)
 {
     EinsoraNativeDriver *self = workload->driver;
     g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+    g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
+    g_autoptr(GFile) dir = g_file_new_for_path(run_dir);
+    g_autoptr(GError) error = NULL;
 
+    workload_stop_probing(workload);
     g_clear_object(&workload->server);
     workload->server = einsora_notebook_server_new(socket_path, token);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     workload->ready_deadline_us =
         g_get_monotonic_time() + (gint64)self->ready_timeout_ms * G_TIME_SPAN_MILLISECOND;
-    schedule_ready_check(workload, READY_POLL_MS);
+    workload->ready_backoff_ms = READY_BACKOFF_FIRST_MS;
+    /* Monitors dispatch in the context that is thread-default when they
+     * are made: the driver's. */
+    g_main_context_push_thread_default(self->context);
+    workload->run_monitor = g_file_monitor_directory(dir, G_FILE_MONITOR_WATCH_MOVES, NULL, &error);
+    g_main_context_pop_thread_default(self->context);
+    if (workload->run_monitor != NULL)
+        g_signal_connect(workload->run_monitor, "changed", G_CALLBACK(on_run_dir_changed),
+                         workload);
+    else
+        log_workload(workload, G_LOG_LEVEL_INFO, "its run directory can't be watched: polling");
+    /* An adopted server's socket is there already. */
+    check_ready_now(workload);
 }
 
 /* The supervisor says a server ended by itself (a stop's end is the
@@ -916,6 +993,13 @@ einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **erro
     g_signal_connect(self->supervisor, "changed", G_CALLBACK(on_process_changed), self);
     adopt_recorded(self);
     return g_steal_pointer(&self);
+}
+
+guint64
+einsora_native_driver_count_ready_checks(EinsoraNativeDriver *self)
+{
+    g_return_val_if_fail(EINSORA_IS_NATIVE_DRIVER(self), 0);
+    return self->ready_checks;
 }
 
 void

@@ -45,6 +45,9 @@ EinsoraNativeDriver *einsora_native_driver_new(const EinsoraNativeDriverConfig *
 
 void einsora_native_driver_set_ready_timeout(EinsoraNativeDriver *self, guint timeout_ms);
 void einsora_native_driver_set_stop_grace(EinsoraNativeDriver *self, guint grace_ms);
+/* How many times readiness was asked over a socket (tests: asked when the
+ * socket appears, not on a poll). */
+guint64 einsora_native_driver_count_ready_checks(EinsoraNativeDriver *self);
 
 /* Whether bubblewrap and Jupyter are here and work: runs the notebook
  * server's --version inside the same kind of sandbox, within @timeout_ms. */
