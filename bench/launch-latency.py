@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Time from POST /v1/workloads to the in-process agent starting it with
 the sim driver (which runs nothing, zero delay), and to `running` in the
-API, with the real einsora-daemon on loopback. The controller admits on its
+API, with the real einsora-daemon on loopback. A create and the agent's
+report wake the controller (docs/adr/0029); before that it admitted on its
 interval, so the interval is the peer: the figures are reported beside it.
 Usage: bench/launch-latency.py [DAEMON] (default build-bench/daemon/einsora-daemon)."""
 import json

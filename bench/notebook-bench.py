@@ -3,11 +3,12 @@
 bubblewrap), with the real einsora-daemon on loopback.
 
 1. Launch to running: POST /v1/workloads for a CPU notebook until the API
-   says running, median of 5 (each deleted before the next). The peer, in
-   the same run, is the same sandbox started by hand: the exact bwrap
-   command line einsora used (read from /proc), spawned directly, until its
-   socket answers /api/status. The difference is what einsora adds
-   (admission, the controller's interval, the agent's sync).
+   says running (its event feed, followed), median of 7 (each deleted before the next). The peer, in
+   the same run and taking turns with it, is the same sandbox started by
+   hand: the exact bwrap command line einsora used (read from /proc),
+   spawned directly, until its socket answers /api/status. The difference
+   is what einsora adds (admission, the agent's sync, readiness, the
+   controller seeing the report).
 2. Memory: the daemon's resident memory (VmRSS) idle, then with N running
    notebooks (as many cpu-1c-2g as the machine's CPUs allow); the added
    memory per notebook is the difference over N. Beside it, for scale, the
@@ -17,6 +18,7 @@ Usage: bench/notebook-bench.py [DAEMON] (default build/daemon/einsora-daemon).""
 import http.client
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -25,7 +27,7 @@ import tempfile
 import time
 import urllib.request
 
-ROUNDS = 5
+ROUNDS = 7
 INTERVAL_MS = 200
 CLASS = "cpu-1c-2g"
 daemon = sys.argv[1] if len(sys.argv) > 1 else "build/daemon/einsora-daemon"
@@ -128,7 +130,6 @@ with tempfile.TemporaryDirectory(prefix="einsora-bench-") as root:
     log = open(os.path.join(root, "daemon.log"), "w")
     proc = subprocess.Popen([daemon, "--data-dir", data, "--listen", f"127.0.0.1:{port}"],
                             env=env, stderr=log, stdout=log)
-    argv = None
     try:
         base = f"http://127.0.0.1:{port}"
         for _ in range(400):
@@ -141,30 +142,54 @@ with tempfile.TemporaryDirectory(prefix="einsora-bench-") as root:
         time.sleep(1)  # past settling
         machine = request("GET", base + "/v1/machines", token)["machines"][0]
 
-        launch = []
-        for i in range(ROUNDS):
+        posted = {}  # workload ID -> (POST sent, running seen), wall clock
+        bound = {}  # workload ID -> its socket bound, wall clock
+
+        def launch_once(i):
+            # The feed says when it is running: polling the API every 10 ms
+            # would take CPU from Jupyter's own start on a 2-core machine.
+            feed = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            feed.request("GET", "/v1/events?follow=true",
+                         headers={"Authorization": "Bearer " + token})
+            stream = feed.getresponse()
+            assert stream.status == 200
             t0 = time.time()
             w = request("POST", base + "/v1/workloads", token,
                         {"kind": "notebook", "name": f"bench-{i}", "gpu_class": CLASS,
                          "image": "jupyter-linux"})
-            wait_state(base, token, w["id"], "running")
-            launch.append(time.time() - t0)
-            if argv is None:
-                pid = state_pid(run_dir, w["id"])
-                argv = open(f"/proc/{pid}/cmdline").read().split("\0")[:-1]
-                sandbox_env = open(f"/proc/{pid}/environ").read().split("\0")[:-1]
-                sock = [a for a in argv if a.startswith("--sock=")][0][len("--sock="):]
+            while True:
+                line = stream.fp.readline().decode()
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[len("data: "):])
+                if event.get("workload_id") == w["id"] and event.get("to_state") == "running":
+                    break
+                if event.get("workload_id") == w["id"] and event.get("to_state") == "failed":
+                    raise RuntimeError(f"{w['id']} failed: {event.get('reason')}")
+            elapsed = time.time() - t0
+            feed.close()
+            posted[w["id"]] = (t0, t0 + elapsed)
+            pid = state_pid(run_dir, w["id"])
+            # When the server bound its socket (its inode's change time).
+            bound[w["id"]] = os.stat(os.path.join(run_dir, w["id"], "notebook.sock")).st_ctime
+            cmdline = open(f"/proc/{pid}/cmdline").read().split("\0")[:-1]
+            environ = open(f"/proc/{pid}/environ").read().split("\0")[:-1]
             request("DELETE", f"{base}/v1/workloads/{w['id']}", token)
             wait_state(base, token, w["id"], "deleted")
+            return elapsed, cmdline, environ
 
         # The peer: the same sandbox, by hand, on the same data and socket
-        # paths (the workload's directories are recreated for it).
-        peer = []
+        # paths (the workload's directories are recreated for it). A first
+        # launch (not counted) gives its command line; then the two take
+        # turns, so both see the same load on a shared machine.
+        _, argv, sandbox_env = launch_once(0)
+        sock = [a for a in argv if a.startswith("--sock=")][0][len("--sock="):]
         data_dir = [a for a in argv if a.startswith("--notebook-dir=")][0].split("=", 1)[1]
         peer_token = "bench" * 8
         peer_env = {k: v for k, v in (e.split("=", 1) for e in sandbox_env)}
         peer_env["JUPYTER_TOKEN"] = peer_token
-        for i in range(ROUNDS):
+
+        def peer_once():
             os.makedirs(data_dir, mode=0o700, exist_ok=True)
             os.makedirs(os.path.dirname(sock), mode=0o700, exist_ok=True)
             if os.path.exists(sock):
@@ -174,9 +199,16 @@ with tempfile.TemporaryDirectory(prefix="einsora-bench-") as root:
                                  stderr=subprocess.DEVNULL, start_new_session=True)
             while not socket_answers(sock, peer_token):
                 time.sleep(0.01)
-            peer.append(time.time() - t0)
+            elapsed = time.time() - t0
             os.killpg(p.pid, 15)
             p.wait()
+            return elapsed
+
+        launch, peer = [], []
+        posted.clear()
+        for i in range(ROUNDS):
+            peer.append(peer_once())
+            launch.append(launch_once(i + 1)[0])
 
         # Memory with as many notebooks running as the CPUs hold.
         n = max(1, min(4, machine["cpus"]))
@@ -200,6 +232,31 @@ with tempfile.TemporaryDirectory(prefix="einsora-bench-") as root:
         proc.terminate()
         proc.wait()
         log.close()
+        log_text = open(os.path.join(root, "daemon.log")).read()
+
+# Einsora's own part, from the daemon's log (its lines carry the local
+# wall time to the millisecond): POST -> its sandbox spawned, and the
+# server answering its socket (as the driver saw it) -> running seen in
+# the feed. Jupyter's own start, between the two, is what makes the
+# totals noisy on a shared machine; these two are not.
+def log_time(stamp, near):
+    day = time.strftime("%Y-%m-%d ", time.localtime(near))
+    whole = time.mktime(time.strptime(day + stamp[:8], "%Y-%m-%d %H:%M:%S"))
+    return whole + int(stamp[9:12]) / 1000
+
+
+spawned, answered = {}, {}
+for line in log_text.splitlines():
+    m = re.search(r"(\d\d:\d\d:\d\d\.\d\d\d): ([0-9a-f-]{36}): started, PID", line)
+    if m and m.group(2) in posted:
+        spawned[m.group(2)] = log_time(m.group(1), posted[m.group(2)][0])
+    m = re.search(r"(\d\d:\d\d:\d\d\.\d\d\d): notebook ([0-9a-f-]{36}): its server answers", line)
+    if m and m.group(2) in posted:
+        answered[m.group(2)] = log_time(m.group(1), posted[m.group(2)][0])
+to_spawn = [(spawned[w] - posted[w][0]) * 1000 for w in posted if w in spawned]
+to_running = [(posted[w][1] - answered[w]) * 1000 for w in posted if w in answered]
+seen_after_bind = [(answered[w] - bound[w]) * 1000 for w in posted if w in answered and w in bound]
+in_sandbox = [(answered[w] - spawned[w]) * 1000 for w in posted if w in answered and w in spawned]
 
 med = statistics.median(launch)
 peer_med = statistics.median(peer)
@@ -210,6 +267,15 @@ print(f"  einsora (POST -> running in the API): median {med * 1000:.0f} ms "
 print(f"  peer (same bwrap command by hand -> socket answers): median {peer_med * 1000:.0f} ms "
       f"(all: {', '.join(f'{x * 1000:.0f}' for x in peer)})")
 print(f"  ratio einsora/peer: {med / peer_med:.2f}; einsora adds {(med - peer_med) * 1000:.0f} ms")
+if to_spawn and to_running:
+    print(f"  einsora's own part: POST -> sandbox spawned median {statistics.median(to_spawn):.0f} ms; "
+          f"server answers -> running in the feed median {statistics.median(to_running):.0f} ms "
+          f"(the wait for Jupyter between them is the peer's)")
+    print(f"  of which socket bound -> seen answering (Jupyter's last step and the readiness "
+          f"check): median {statistics.median(seen_after_bind):.0f} ms "
+          f"(all: {', '.join(f'{x:.0f}' for x in seen_after_bind)})")
+    print(f"  between them, spawned -> its server seen answering: median "
+          f"{statistics.median(in_sandbox):.0f} ms (all: {', '.join(f'{x:.0f}' for x in in_sandbox)})")
 print(f"daemon memory: idle {idle / 1024:.1f} MiB, with {n} running notebooks "
       f"{loaded / 1024:.1f} MiB: {(loaded - idle) / n:.0f} KiB added per notebook")
 print(f"  for scale, one notebook's own processes (bwrap + Jupyter, no kernel): "
