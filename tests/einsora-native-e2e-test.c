@@ -676,6 +676,37 @@ test_probe_after_ready(void)
     einsora_test_kill_recorded(run_dir);
 }
 
+/* linux-native asked for by name, whose probe fails (bubblewrap that
+ * exits at once): the daemon still stops with the setting's name, now
+ * once the probe has answered rather than before it listens. */
+static void
+test_named_driver_probe_fails(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    g_autofree gchar *bin = g_build_filename(daemon->dir, "bin", NULL);
+    g_autofree gchar *stand_in = g_build_filename(bin, "bwrap", NULL);
+    g_autofree gchar *path = g_strdup_printf("%s:%s", bin, g_getenv("PATH"));
+    g_autofree gchar *run_dir = g_build_filename(daemon->dir, "run", NULL);
+    g_autofree gchar *log = NULL;
+    g_autoptr(GError) error = NULL;
+
+    g_assert_cmpint(g_mkdir_with_parents(bin, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(stand_in, "#!/bin/sh\nexit 1\n", -1, NULL));
+    g_assert_cmpint(chmod(stand_in, 0700), ==, 0);
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "linux-native");
+    einsora_test_daemon_setenv(daemon, "EINSORA_AGENT_RUN_DIR", run_dir);
+    einsora_test_daemon_setenv(daemon, "PATH", path);
+    einsora_test_daemon_start(daemon);
+    g_assert_true(g_subprocess_wait(daemon->process, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(daemon->process));
+    g_assert_cmpint(g_subprocess_get_exit_status(daemon->process), ==, 1);
+    log = einsora_test_daemon_read_log(daemon);
+    g_assert_nonnull(strstr(log, "EINSORA_DRIVERS (--drivers): linux-native doesn't work here: "
+                                 "Jupyter in bubblewrap didn't run"));
+    g_clear_object(&daemon->process);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -694,6 +725,7 @@ main(int argc, char **argv)
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);
     g_test_add_func("/native/probe-after-ready", test_probe_after_ready);
+    g_test_add_func("/native/named-driver-probe-fails", test_named_driver_probe_fails);
     g_test_add("/access/open-through-the-proxy", Fixture, NULL, fixture_set_up,
                test_open_through_proxy, fixture_tear_down);
     g_test_add("/access/refusals-with-the-real-daemon", Fixture, NULL, fixture_set_up,
