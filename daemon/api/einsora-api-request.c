@@ -243,6 +243,16 @@ einsora_api_request_respond_raw(EinsoraApiRequest *self, guint status, const cha
 }
 
 void
+einsora_api_request_respond_text(EinsoraApiRequest *self, guint status, GString *body)
+{
+    gsize length = body->len;
+
+    finish(self, status);
+    soup_server_message_set_response(self->message, "application/json", SOUP_MEMORY_TAKE,
+                                     g_string_free(body, FALSE), length);
+}
+
+void
 einsora_api_request_respond_empty(EinsoraApiRequest *self, guint status)
 {
     finish(self, status);
@@ -455,6 +465,12 @@ einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allo
 {
     return einsora_api_query_check(g_uri_get_query(soup_server_message_get_uri(self->message)),
                                    allowed, error);
+}
+
+const char *
+einsora_api_request_get_query(EinsoraApiRequest *self)
+{
+    return g_uri_get_query(soup_server_message_get_uri(self->message));
 }
 
 gboolean

@@ -2,6 +2,7 @@
  * answer that creates it and nowhere else; only its SHA-256 is stored. */
 #define G_LOG_DOMAIN "einsora-api"
 
+#include "einsora-api-page.h"
 #include "einsora-api-routes.h"
 
 static JsonNode *
@@ -32,6 +33,17 @@ token_to_json(gconstpointer item)
     }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
+}
+
+/* A user holds few tokens: each row goes through json-glib, one at a
+ * time, never the whole list as one tree. */
+static void
+append_token(GString *out, gconstpointer item)
+{
+    g_autoptr(JsonNode) node = token_to_json(item);
+    g_autofree gchar *text = json_to_string(node, FALSE);
+
+    g_string_append(out, text);
 }
 
 const EinsoraApiField einsora_api_tokens_create_fields[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
@@ -70,17 +82,33 @@ void
 einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
+    const EinsoraActor *actor = einsora_api_request_get_actor(request);
+    g_autofree gchar *scope = g_strjoin("\n", actor->tenant_id, actor->user_id, NULL);
+    g_autoptr(EinsoraApiPage) page = NULL;
     g_autoptr(GPtrArray) tokens = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *next_cursor = NULL;
 
-    tokens = einsora_auth_list_tokens(einsora_api_server_get_auth(server),
-                                      einsora_api_request_get_actor(request), &error);
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "tokens",
+                                 EINSORA_API_PAGE_BY_CREATED, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
+                                 &error);
+    if (page == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    tokens =
+        einsora_auth_list_tokens_page(einsora_api_server_get_auth(server), actor, page->after_key,
+                                      page->after_id, page->limit + 1, &error);
     if (tokens == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("tokens", tokens, token_to_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    if (tokens->len > page->limit) {
+        const EinsoraApiToken *last = g_ptr_array_index(tokens, page->limit - 1);
+        next_cursor = einsora_api_page_cursor("tokens", scope, last->created_at, last->id, 0);
+    }
+    einsora_api_request_respond_text(
+        request, SOUP_STATUS_OK,
+        einsora_api_page_write("tokens", tokens, page->limit, append_token, next_cursor));
 }
 
 void

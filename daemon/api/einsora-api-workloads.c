@@ -1,19 +1,20 @@
 /* /v1/workloads: thin handlers over the service. */
 #define G_LOG_DOMAIN "einsora-api"
 
+#include "einsora-api-page.h"
 #include "einsora-api-routes.h"
 #include "einsora-workload-json.h"
 
-static JsonNode *
-workload_json(gconstpointer workload)
+static void
+append_workload(GString *out, gconstpointer workload)
 {
-    return einsora_workload_to_json(workload);
+    einsora_workload_append_json(out, workload);
 }
 
-static JsonNode *
-event_json(gconstpointer event)
+static void
+append_event(GString *out, gconstpointer event)
 {
-    return einsora_workload_event_to_json(event);
+    einsora_workload_event_append_json(out, event, FALSE);
 }
 
 static void
@@ -70,23 +71,39 @@ void
 einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
+    const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
+    g_autoptr(EinsoraApiPage) page = NULL;
     g_autoptr(GPtrArray) workloads = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *next_cursor = NULL;
     gboolean include_deleted = FALSE;
 
     if (!einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    workloads = einsora_service_list_workloads(einsora_api_server_get_service(server),
-                                               einsora_api_request_get_actor(request)->tenant_id,
-                                               include_deleted, &error);
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "workloads",
+                                 EINSORA_API_PAGE_BY_CREATED, tenant_id,
+                                 EINSORA_API_PAGE_DEFAULT_LIMIT, &error);
+    if (page == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    /* One row more than the page says whether there is a next one. */
+    workloads = einsora_service_list_workloads_page(einsora_api_server_get_service(server),
+                                                    tenant_id, include_deleted, page->after_key,
+                                                    page->after_id, page->limit + 1, &error);
     if (workloads == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("workloads", workloads, workload_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    if (workloads->len > page->limit) {
+        const EinsoraWorkload *last = g_ptr_array_index(workloads, page->limit - 1);
+        next_cursor =
+            einsora_api_page_cursor("workloads", tenant_id, last->created_at, last->id, 0);
+    }
+    einsora_api_request_respond_text(
+        request, SOUP_STATUS_OK,
+        einsora_api_page_write("workloads", workloads, page->limit, append_workload, next_cursor));
 }
 
 void
@@ -152,18 +169,34 @@ void
 einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
+    const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
+    const char *workload_id = einsora_api_request_get_param(request, 0);
+    g_autofree gchar *scope = g_strjoin("\n", tenant_id, workload_id, NULL);
+    g_autoptr(EinsoraApiPage) page = NULL;
     g_autoptr(GPtrArray) events = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    g_autofree gchar *next_cursor = NULL;
 
-    events = einsora_service_list_events(einsora_api_server_get_service(server),
-                                         einsora_api_request_get_actor(request)->tenant_id,
-                                         einsora_api_request_get_param(request, 0), &error);
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "workload-events",
+                                 EINSORA_API_PAGE_BY_SEQ, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
+                                 &error);
+    if (page == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    events =
+        einsora_service_list_events_page(einsora_api_server_get_service(server), tenant_id,
+                                         workload_id, page->after_seq, page->limit + 1, &error);
     if (events == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("events", events, event_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    if (events->len > page->limit) {
+        const EinsoraWorkloadEvent *last = g_ptr_array_index(events, page->limit - 1);
+        next_cursor = einsora_api_page_cursor("workload-events", scope, NULL, NULL, last->seq);
+    }
+    einsora_api_request_respond_text(
+        request, SOUP_STATUS_OK,
+        einsora_api_page_write("events", events, page->limit, append_event, next_cursor));
 }
 
 void
