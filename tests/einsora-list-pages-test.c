@@ -9,9 +9,9 @@
  * while the daemon is stopped: the API writes the same rows, but 20,000
  * POSTs would be most of the test's time and test nothing here. */
 #include <gio/gio.h>
-#include <sqlite3.h>
 
 #include "einsora-test-daemon.h"
+#include "einsora-test-workload-rows.h"
 
 #define JSON "application/json"
 #define BIG_TENANT_WORKLOADS 20000
@@ -520,34 +520,6 @@ test_loop_bound(void)
     g_assert_cmpint(worst_us, <, 250 * 1000);
 }
 
-/* Setup */
-
-static void
-insert_big_tenant(const char *tenant_id)
-{
-    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
-    g_autofree gchar *sql = NULL;
-    sqlite3 *handle = NULL;
-
-    /* Stopped sim workloads: nothing for the controller to do, IDs and
-     * times in their real formats, created a microsecond apart. */
-    sql = g_strdup_printf(
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d) "
-        "INSERT INTO workloads (id, tenant_id, kind, name, state, region, gpu_class, "
-        "placed_class, image, gpus, machine_id, driver, attempt, version, created_by, "
-        "created_at, updated_at) "
-        "SELECT printf('0190b5d2-7c4e-7abc-8def-%%012d', i), '%s', 'notebook', "
-        "printf('big-%%05d', i), 'stopped', 'local', 'cpu-2c-4g', 'cpu-2c-4g', "
-        "'jupyter-notebook', 0, NULL, 'sim', 1, 3, 'loader', "
-        "printf('2026-01-01T00:00:00.%%06dZ', i), printf('2026-01-01T00:00:00.%%06dZ', i) "
-        "FROM n",
-        BIG_TENANT_WORKLOADS - 1, tenant_id);
-    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
-    sqlite3_busy_timeout(handle, 15000);
-    g_assert_cmpint(sqlite3_exec(handle, sql, NULL, NULL, NULL), ==, SQLITE_OK);
-    sqlite3_close(handle);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -569,7 +541,7 @@ main(int argc, char **argv)
         tenant_b = g_strdup(einsora_test_response_string(me, "tenant_id"));
     }
     einsora_test_daemon_stop(server_daemon);
-    insert_big_tenant(tenant_b);
+    einsora_test_insert_workloads(server_daemon->data_dir, tenant_b, BIG_TENANT_WORKLOADS, "big");
     einsora_test_daemon_start(server_daemon);
 
     g_test_add_func("/pages/workloads/walk-stable-under-creates-and-deletes",
