@@ -504,17 +504,3 @@ einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboole
     return einsora_api_query_flag(g_uri_get_query(soup_server_message_get_uri(self->message)), name,
                                   value, error);
 }
-
-JsonNode *
-einsora_api_list_to_json(const char *member, GPtrArray *items, EinsoraApiToJson to_json)
-{
-    JsonObject *root = json_object_new();
-    JsonArray *array = json_array_new();
-    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
-
-    for (guint i = 0; i < items->len; i++)
-        json_array_add_element(array, to_json(g_ptr_array_index(items, i)));
-    json_object_set_array_member(root, member, array);
-    json_node_take_object(node, root);
-    return node;
-}

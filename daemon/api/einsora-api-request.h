@@ -79,11 +79,6 @@ void einsora_api_request_respond_error(EinsoraApiRequest *self, const GError *er
 void einsora_api_request_respond_problem(EinsoraApiRequest *self, guint status, const char *code,
                                          const char *message);
 
-typedef JsonNode *(*EinsoraApiToJson)(gconstpointer item);
-
-/* {"<member>": [to_json(item), ...]}: the shape of every /v1 list. */
-JsonNode *einsora_api_list_to_json(const char *member, GPtrArray *items, EinsoraApiToJson to_json);
-
 /* Logs a line carrying the request ID, and tenant and subject once known.
  * Never pass a secret. */
 void einsora_api_request_log(EinsoraApiRequest *self, GLogLevelFlags level, const char *format, ...)
