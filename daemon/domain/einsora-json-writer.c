@@ -1,56 +1,61 @@
 #include "einsora-json-writer.h"
 
+/* Which bytes a JSON string can't hold as they are: control characters,
+ * the quote and the backslash, and DEL (json-glib escapes it too). */
+static const guint8 needs_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,         1,          1,          1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, ['"'] = 1, ['\\'] = 1, [0x7f] = 1,
+};
+
 void
 einsora_json_append_string(GString *out, const char *value)
 {
-    const char *run;
+    const guchar *run;
+    const guchar *p;
 
     if (value == NULL) {
         g_string_append(out, "null");
         return;
     }
     g_string_append_c(out, '"');
-    /* Copy runs that need no escape in one go: most values are IDs and
-     * times. */
-    run = value;
-    for (const char *p = value; *p != '\0'; p++) {
-        guchar c = (guchar)*p;
-        const char *escape = NULL;
-
-        switch (c) {
+    /* Runs that need no escape (most values are IDs and times) are
+     * copied in one go. */
+    run = (const guchar *)value;
+    for (;;) {
+        p = run;
+        while (!needs_escape[*p])
+            p++;
+        if (p > run)
+            g_string_append_len(out, (const char *)run, p - run);
+        if (*p == '\0')
+            break;
+        switch (*p) {
         case '"':
-            escape = "\\\"";
+            g_string_append(out, "\\\"");
             break;
         case '\\':
-            escape = "\\\\";
+            g_string_append(out, "\\\\");
             break;
         case '\b':
-            escape = "\\b";
+            g_string_append(out, "\\b");
             break;
         case '\f':
-            escape = "\\f";
+            g_string_append(out, "\\f");
             break;
         case '\n':
-            escape = "\\n";
+            g_string_append(out, "\\n");
             break;
         case '\r':
-            escape = "\\r";
+            g_string_append(out, "\\r");
             break;
         case '\t':
-            escape = "\\t";
+            g_string_append(out, "\\t");
             break;
         default:
-            if (c >= 0x20 && c != 0x7f)
-                continue;
+            g_string_append_printf(out, "\\u%04x", *p);
         }
-        g_string_append_len(out, run, p - run);
-        if (escape != NULL)
-            g_string_append(out, escape);
-        else
-            g_string_append_printf(out, "\\u%04x", c);
         run = p + 1;
     }
-    g_string_append(out, run);
     g_string_append_c(out, '"');
 }
 
@@ -74,8 +79,13 @@ einsora_json_append_member_string(GString *out, const char *name, const char *va
 void
 einsora_json_append_member_int(GString *out, const char *name, gint64 value, gboolean first)
 {
+    char digits[24];
+    int length;
+
     einsora_json_append_member(out, name, first);
-    g_string_append_printf(out, "%" G_GINT64_FORMAT, value);
+    /* Not g_string_append_printf: it formats through a temporary string. */
+    length = g_snprintf(digits, sizeof(digits), "%" G_GINT64_FORMAT, value);
+    g_string_append_len(out, digits, length);
 }
 
 void
