@@ -177,22 +177,153 @@ einsora_api_page_read(const char *query, const char *list, EinsoraApiPageOrder o
     return g_steal_pointer(&page);
 }
 
-GString *
-einsora_api_page_write(const char *member, GPtrArray *items, guint count,
-                       EinsoraApiAppendJson append, const char *next_cursor)
-{
-    GString *out = g_string_sized_new(64 + (gsize)MIN(count, items->len) * ROW_BYTES_GUESS);
+/* A page being read and written, slice by slice. */
+typedef struct {
+    EinsoraApiRequest *request;
+    EinsoraApiPageSource source; /* its strings are the copies below */
+    gchar *member;
+    gchar *list;
+    gchar *scope;
+    EinsoraApiPage *page;
+    gpointer data;
+    GDestroyNotify data_free;
+    guint remaining;
+    guint written;
+    GString *body;
+    gchar *next_cursor;
+    gulong disconnected_id;
+    gboolean paused;
+    gboolean gone;
+} PageWrite;
 
-    g_string_append_c(out, '{');
-    einsora_json_append_member(out, member, TRUE);
-    g_string_append_c(out, '[');
-    for (guint i = 0; i < count && i < items->len; i++) {
-        if (i > 0)
-            g_string_append_c(out, ',');
-        append(out, g_ptr_array_index(items, i));
+static void
+page_write_free(PageWrite *write)
+{
+    g_clear_signal_handler(&write->disconnected_id,
+                           einsora_api_request_get_message(write->request));
+    if (write->body != NULL)
+        g_string_free(write->body, TRUE);
+    if (write->data_free != NULL)
+        write->data_free(write->data);
+    einsora_api_page_free(write->page);
+    g_free(write->next_cursor);
+    g_free(write->member);
+    g_free(write->list);
+    g_free(write->scope);
+    g_object_unref(write->request);
+    g_free(write);
+}
+
+static void
+on_page_disconnected(SoupServerMessage *message, gpointer user_data)
+{
+    PageWrite *write = user_data;
+
+    write->gone = TRUE;
+}
+
+/* One slice; TRUE while the page needs more. One row more than the slice
+ * says whether the list goes on past it. */
+static gboolean
+page_write_slice(PageWrite *write, GError **error)
+{
+    guint want = MIN(EINSORA_API_PAGE_SLICE, write->remaining);
+    g_autoptr(GPtrArray) rows = write->source.read(write->data, write->page, want + 1, error);
+    guint count;
+
+    if (rows == NULL)
+        return FALSE;
+    count = MIN(rows->len, want);
+    for (guint i = 0; i < count; i++) {
+        if (write->written++ > 0)
+            g_string_append_c(write->body, ',');
+        write->source.append(write->body, g_ptr_array_index(rows, i));
     }
-    g_string_append_c(out, ']');
-    einsora_json_append_member_string(out, "next_cursor", next_cursor, FALSE);
-    g_string_append_c(out, '}');
-    return out;
+    if (count > 0)
+        write->source.advance(write->page, g_ptr_array_index(rows, count - 1));
+    write->remaining -= count;
+    if (rows->len <= want)
+        return FALSE; /* the end of the list */
+    if (write->remaining > 0)
+        return TRUE;
+    /* The page is full and the list goes on. */
+    write->next_cursor = einsora_api_page_cursor(write->list, write->scope, write->page->after_key,
+                                                 write->page->after_id, write->page->after_seq);
+    return FALSE;
+}
+
+/* Answers, once, and lets the message go on; frees @write. */
+static void
+page_write_finish(PageWrite *write, const GError *error)
+{
+    SoupServerMessage *message = einsora_api_request_get_message(write->request);
+
+    if (write->gone) {
+        /* libsoup has dropped the connection: nothing to resume. */
+        einsora_api_request_log(write->request, G_LOG_LEVEL_MESSAGE,
+                                "the client went away while its page was read");
+    } else if (error != NULL) {
+        einsora_api_request_respond_error(write->request, error);
+    } else {
+        g_string_append_c(write->body, ']');
+        einsora_json_append_member_string(write->body, "next_cursor", write->next_cursor, FALSE);
+        g_string_append_c(write->body, '}');
+        einsora_api_request_respond_text(write->request, SOUP_STATUS_OK,
+                                         g_steal_pointer(&write->body));
+    }
+    if (write->paused && !write->gone)
+        soup_server_message_unpause(message);
+    page_write_free(write);
+}
+
+static gboolean
+page_write_step(gpointer user_data)
+{
+    PageWrite *write = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (!write->gone && page_write_slice(write, &error))
+        return G_SOURCE_CONTINUE;
+    page_write_finish(write, error);
+    return G_SOURCE_REMOVE;
+}
+
+void
+einsora_api_page_respond(EinsoraApiRequest *request, const EinsoraApiPageSource *source,
+                         EinsoraApiPage *page, gpointer data, GDestroyNotify data_free)
+{
+    SoupServerMessage *message = einsora_api_request_get_message(request);
+    PageWrite *write = g_new0(PageWrite, 1);
+    g_autoptr(GError) error = NULL;
+
+    write->request = g_object_ref(request);
+    write->member = g_strdup(source->member);
+    write->list = g_strdup(source->list);
+    write->scope = g_strdup(source->scope);
+    write->source = *source;
+    write->source.member = write->member;
+    write->source.list = write->list;
+    write->source.scope = write->scope;
+    write->page = page;
+    write->data = data;
+    write->data_free = data_free;
+    write->remaining = page->limit;
+    write->body = g_string_sized_new(64 + (gsize)page->limit * ROW_BYTES_GUESS);
+    g_string_append_c(write->body, '{');
+    einsora_json_append_member(write->body, write->member, TRUE);
+    g_string_append_c(write->body, '[');
+
+    /* The first slice now: a page of up to one slice (the default) is
+     * answered in this turn, unpaused. */
+    if (!page_write_slice(write, &error)) {
+        page_write_finish(write, error);
+        return;
+    }
+    write->disconnected_id =
+        g_signal_connect(message, "disconnected", G_CALLBACK(on_page_disconnected), write);
+    write->paused = TRUE;
+    soup_server_message_pause(message);
+    /* At the loop's own priority: each turn, every list in progress
+     * writes one slice and every other ready request is seen. */
+    g_idle_add_full(G_PRIORITY_DEFAULT, page_write_step, write, NULL);
 }

@@ -11,10 +11,16 @@
 
 #include <glib.h>
 
+#include "einsora-api-request.h"
+
 G_BEGIN_DECLS
 
 #define EINSORA_API_PAGE_DEFAULT_LIMIT 100
 #define EINSORA_API_PAGE_MAX_LIMIT 1000
+/* Rows read and written in one turn of the main loop: a longer page
+ * takes several turns, so nothing else waits behind more than one slice
+ * of it (docs/adr/0027). */
+#define EINSORA_API_PAGE_SLICE 100
 
 typedef enum {
     EINSORA_API_PAGE_BY_CREATED, /* (created_at, id) */
@@ -47,6 +53,28 @@ gchar *einsora_api_page_cursor(const char *list, const char *scope, const char *
                                gint64 seq);
 
 typedef void (*EinsoraApiAppendJson)(GString *out, gconstpointer item);
+/* The rows after @page's position, at most @limit, from @data. */
+typedef GPtrArray *(*EinsoraApiPageRead)(gpointer data, const EinsoraApiPage *page, guint limit,
+                                         GError **error);
+/* Moves @page's position past @item. */
+typedef void (*EinsoraApiPageAdvance)(EinsoraApiPage *page, gconstpointer item);
+
+typedef struct {
+    const char *member; /* "workloads" */
+    const char *list;   /* the cursor's list name */
+    const char *scope;  /* the cursor's scope */
+    EinsoraApiPageRead read;
+    EinsoraApiPageAdvance advance;
+    EinsoraApiAppendJson append;
+} EinsoraApiPageSource;
+
+/* Answers @request with the page @page asks for (taken),
+ * {"<member>":[item,...],"next_cursor":<a cursor, or null>}: read and written
+ * EINSORA_API_PAGE_SLICE rows a turn, the message paused in between, and
+ * answered once whole (an error on any slice is the answer instead).
+ * @data (freed with @data_free) is what @source's functions read from. */
+void einsora_api_page_respond(EinsoraApiRequest *request, const EinsoraApiPageSource *source,
+                              EinsoraApiPage *page, gpointer data, GDestroyNotify data_free);
 
 /* {"<member>":[item,...],"next_cursor":<@next_cursor or null>}, the first
  * @count of @items, written row by row. */

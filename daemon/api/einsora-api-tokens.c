@@ -78,15 +78,52 @@ einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request)
     einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);
 }
 
+typedef struct {
+    EinsoraAuth *auth;
+    EinsoraActor *actor;
+} TokenList;
+
+static void
+token_list_free(gpointer data)
+{
+    TokenList *list = data;
+
+    g_object_unref(list->auth);
+    einsora_actor_free(list->actor);
+    g_free(list);
+}
+
+static GPtrArray *
+read_tokens(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    TokenList *list = data;
+
+    return einsora_auth_list_tokens_page(list->auth, list->actor, page->after_key, page->after_id,
+                                         limit, error);
+}
+
+static void
+advance_past_token(EinsoraApiPage *page, gconstpointer item)
+{
+    const EinsoraApiToken *token = item;
+
+    g_free(page->after_key);
+    g_free(page->after_id);
+    page->after_key = g_strdup(token->created_at);
+    page->after_id = g_strdup(token->id);
+}
+
 void
 einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
     const EinsoraActor *actor = einsora_api_request_get_actor(request);
     g_autofree gchar *scope = g_strjoin("\n", actor->tenant_id, actor->user_id, NULL);
-    g_autoptr(EinsoraApiPage) page = NULL;
-    g_autoptr(GPtrArray) tokens = NULL;
-    g_autofree gchar *next_cursor = NULL;
+    EinsoraApiPage *page = NULL;
+    TokenList *list;
+    EinsoraApiPageSource source = {
+        "tokens", "tokens", scope, read_tokens, advance_past_token, append_token,
+    };
 
     page = einsora_api_page_read(einsora_api_request_get_query(request), "tokens",
                                  EINSORA_API_PAGE_BY_CREATED, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
@@ -95,20 +132,10 @@ einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
         einsora_api_request_respond_error(request, error);
         return;
     }
-    tokens =
-        einsora_auth_list_tokens_page(einsora_api_server_get_auth(server), actor, page->after_key,
-                                      page->after_id, page->limit + 1, &error);
-    if (tokens == NULL) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
-    if (tokens->len > page->limit) {
-        const EinsoraApiToken *last = g_ptr_array_index(tokens, page->limit - 1);
-        next_cursor = einsora_api_page_cursor("tokens", scope, last->created_at, last->id, 0);
-    }
-    einsora_api_request_respond_text(
-        request, SOUP_STATUS_OK,
-        einsora_api_page_write("tokens", tokens, page->limit, append_token, next_cursor));
+    list = g_new0(TokenList, 1);
+    list->auth = g_object_ref(einsora_api_server_get_auth(server));
+    list->actor = einsora_actor_copy(actor);
+    einsora_api_page_respond(request, &source, page, list, token_list_free);
 }
 
 void

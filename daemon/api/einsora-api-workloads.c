@@ -67,15 +67,82 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
     respond_workload(request, SOUP_STATUS_CREATED, workload);
 }
 
+/* What a page of workloads is read from. */
+typedef struct {
+    EinsoraService *service;
+    gchar *tenant_id;
+    gchar *workload_id; /* a timeline's */
+    gboolean include_deleted;
+} ListData;
+
+static void
+list_data_free(gpointer data)
+{
+    ListData *list = data;
+
+    g_object_unref(list->service);
+    g_free(list->tenant_id);
+    g_free(list->workload_id);
+    g_free(list);
+}
+
+static ListData *
+list_data_new(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    ListData *list = g_new0(ListData, 1);
+
+    list->service = g_object_ref(einsora_api_server_get_service(server));
+    list->tenant_id = g_strdup(einsora_api_request_get_actor(request)->tenant_id);
+    return list;
+}
+
+static GPtrArray *
+read_workloads(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    ListData *list = data;
+
+    return einsora_service_list_workloads_page(list->service, list->tenant_id,
+                                               list->include_deleted, page->after_key,
+                                               page->after_id, limit, error);
+}
+
+static void
+advance_past_workload(EinsoraApiPage *page, gconstpointer item)
+{
+    const EinsoraWorkload *workload = item;
+
+    g_free(page->after_key);
+    g_free(page->after_id);
+    page->after_key = g_strdup(workload->created_at);
+    page->after_id = g_strdup(workload->id);
+}
+
+static GPtrArray *
+read_events(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    ListData *list = data;
+
+    return einsora_service_list_events_page(list->service, list->tenant_id, list->workload_id,
+                                            page->after_seq, limit, error);
+}
+
+static void
+advance_past_event(EinsoraApiPage *page, gconstpointer item)
+{
+    page->after_seq = ((const EinsoraWorkloadEvent *)item)->seq;
+}
+
 void
 einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
     const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
-    g_autoptr(EinsoraApiPage) page = NULL;
-    g_autoptr(GPtrArray) workloads = NULL;
-    g_autofree gchar *next_cursor = NULL;
+    EinsoraApiPage *page = NULL;
+    ListData *list;
     gboolean include_deleted = FALSE;
+    EinsoraApiPageSource source = {
+        "workloads", "workloads", tenant_id, read_workloads, advance_past_workload, append_workload,
+    };
 
     if (!einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
         einsora_api_request_respond_error(request, error);
@@ -88,22 +155,9 @@ einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request)
         einsora_api_request_respond_error(request, error);
         return;
     }
-    /* One row more than the page says whether there is a next one. */
-    workloads = einsora_service_list_workloads_page(einsora_api_server_get_service(server),
-                                                    tenant_id, include_deleted, page->after_key,
-                                                    page->after_id, page->limit + 1, &error);
-    if (workloads == NULL) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
-    if (workloads->len > page->limit) {
-        const EinsoraWorkload *last = g_ptr_array_index(workloads, page->limit - 1);
-        next_cursor =
-            einsora_api_page_cursor("workloads", tenant_id, last->created_at, last->id, 0);
-    }
-    einsora_api_request_respond_text(
-        request, SOUP_STATUS_OK,
-        einsora_api_page_write("workloads", workloads, page->limit, append_workload, next_cursor));
+    list = list_data_new(server, request);
+    list->include_deleted = include_deleted;
+    einsora_api_page_respond(request, &source, page, list, list_data_free);
 }
 
 void
@@ -172,9 +226,11 @@ einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *reques
     const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
     const char *workload_id = einsora_api_request_get_param(request, 0);
     g_autofree gchar *scope = g_strjoin("\n", tenant_id, workload_id, NULL);
-    g_autoptr(EinsoraApiPage) page = NULL;
-    g_autoptr(GPtrArray) events = NULL;
-    g_autofree gchar *next_cursor = NULL;
+    EinsoraApiPage *page = NULL;
+    ListData *list;
+    EinsoraApiPageSource source = {
+        "events", "workload-events", scope, read_events, advance_past_event, append_event,
+    };
 
     page = einsora_api_page_read(einsora_api_request_get_query(request), "workload-events",
                                  EINSORA_API_PAGE_BY_SEQ, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
@@ -183,20 +239,9 @@ einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *reques
         einsora_api_request_respond_error(request, error);
         return;
     }
-    events =
-        einsora_service_list_events_page(einsora_api_server_get_service(server), tenant_id,
-                                         workload_id, page->after_seq, page->limit + 1, &error);
-    if (events == NULL) {
-        einsora_api_request_respond_error(request, error);
-        return;
-    }
-    if (events->len > page->limit) {
-        const EinsoraWorkloadEvent *last = g_ptr_array_index(events, page->limit - 1);
-        next_cursor = einsora_api_page_cursor("workload-events", scope, NULL, NULL, last->seq);
-    }
-    einsora_api_request_respond_text(
-        request, SOUP_STATUS_OK,
-        einsora_api_page_write("events", events, page->limit, append_event, next_cursor));
+    list = list_data_new(server, request);
+    list->workload_id = g_strdup(workload_id);
+    einsora_api_page_respond(request, &source, page, list, list_data_free);
 }
 
 void
