@@ -520,6 +520,42 @@ test_loop_bound(void)
     g_assert_cmpint(worst_us, <, 250 * 1000);
 }
 
+/* Clients that hang up while their pages are read, slice by slice: the
+ * daemon finishes or drops each without a critical, keeps serving, and
+ * the next page is whole. */
+static void
+test_hang_up_mid_page(void)
+{
+    g_autofree gchar *request = g_strdup_printf(
+        "GET /v1/workloads?limit=%u HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+        "\r\n",
+        MAX_LIMIT, token_b);
+
+    for (guint i = 0; i < 20; i++) {
+        g_autoptr(GSocketConnection) connection = connect_to_daemon();
+        g_autoptr(GError) error = NULL;
+
+        send_request(connection, request);
+        /* Gone before the first slices are out. */
+        g_assert_true(g_io_stream_close(G_IO_STREAM(connection), NULL, &error));
+        g_assert_no_error(error);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) health = call("GET", "/healthz", NULL, NULL);
+        g_autoptr(EinsoraTestResponse) page =
+            call("GET", "/v1/workloads?limit=1000", token_b, NULL);
+        const char *next = NULL;
+
+        g_assert_cmpuint(health->status, ==, 200);
+        g_assert_cmpuint(json_array_get_length(page_items(page, "workloads", &next)), ==,
+                         MAX_LIMIT);
+    }
+    {
+        g_autofree gchar *log = einsora_test_daemon_read_log(server_daemon);
+        g_assert_null(strstr(log, "CRITICAL"));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -551,6 +587,7 @@ main(int argc, char **argv)
                     test_limits_and_cursors_refused);
     g_test_add_func("/pages/events-and-tokens/walk", test_events_and_tokens_walk);
     g_test_add_func("/pages/loop-bound/healthz-beside-largest-lists", test_loop_bound);
+    g_test_add_func("/pages/workloads/client-hangs-up-mid-page", test_hang_up_mid_page);
     status = g_test_run();
 
     einsora_test_daemon_free(server_daemon);
