@@ -2,8 +2,13 @@
 # Benchmark of the /v1 API; not a test, and CI does not run it.
 #
 # Measures requests per second and p50/p99 latency of GET /v1/workloads
-# (with BENCH_WORKLOADS workloads, 1,000 by default) and of
-# POST /v1/workloads, at 1 and 16 concurrent connections, with wrk.
+# (with BENCH_WORKLOADS workloads, 1,000 by default, listed whole: one
+# page of ?limit=1000 from a daemon that pages its lists) and of
+# POST /v1/workloads, at 1 and 16 concurrent connections, with wrk. Then,
+# issue 15's rows: a page of 100 (?limit=100) at 16 connections, where
+# the daemon pages; and /healthz at 1 connection while 16 connections
+# list the whole 1,000, against /healthz on an idle daemon, to show how
+# long a request waits behind lists.
 # Each case runs BENCH_ROUNDS rounds of BENCH_DURATION seconds against the
 # daemon and, back to back in the same round, against a peer: nginx with
 # one worker, serving the very bytes the daemon returned for the GET and
@@ -36,7 +41,7 @@ die() {
 }
 
 case "$daemon" in -h | --help)
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
@@ -161,15 +166,37 @@ if [ "$workloads" -gt 1 ]; then
     die "only $((created + 1)) of $workloads POST /v1/workloads answered 201"
 fi
 
-# The body nginx serves: exactly what the daemon answered.
+# Whether the daemon pages its lists (docs/adr/0027): then the whole list
+# is one page of ?limit=1000, and a page of 100 is measured too.
+paged=0
+list_query=
+code=$(curl -sS -o /dev/null -w '%{http_code}' -H "@$auth_header" "$api/v1/workloads?limit=1")
+if [ "$code" = 200 ]; then
+  paged=1
+  list_query="?limit=1000"
+  [ "$workloads" -le 1000 ] || die "BENCH_WORKLOADS over 1000 is more than one page"
+fi
+
+# The bodies nginx serves: exactly what the daemon answered.
 mkdir -p "$tmp/www/v1"
 get_body=$tmp/www/v1/workloads
-code=$(curl -sS -o "$get_body" -w '%{http_code}' -H "@$auth_header" "$api/v1/workloads")
+code=$(curl -sS -o "$get_body" -w '%{http_code}' -H "@$auth_header" "$api/v1/workloads$list_query")
 [ "$code" = 200 ] || die "GET /v1/workloads answered $code"
 listed=$(grep -o '"id":' "$get_body" | wc -l)
 [ "$listed" -eq "$workloads" ] || die "GET /v1/workloads listed $listed workloads, not $workloads"
 get_bytes=$(wc -c <"$get_body")
 post_bytes=$(wc -c <"$tmp/post-response.json")
+page_body=$tmp/www/v1/page100
+if [ "$paged" = 1 ]; then
+  code=$(curl -sS -o "$page_body" -w '%{http_code}' -H "@$auth_header" "$api/v1/workloads?limit=100")
+  [ "$code" = 200 ] || die "GET /v1/workloads?limit=100 answered $code"
+  listed=$(grep -o '"id":' "$page_body" | wc -l)
+  [ "$listed" -eq $((workloads < 100 ? workloads : 100)) ] ||
+    die "GET /v1/workloads?limit=100 listed $listed workloads"
+fi
+health_body=$tmp/www/healthz
+code=$(curl -sS -o "$health_body" -w '%{http_code}' "$api/healthz")
+[ "$code" = 200 ] || die "GET /healthz answered $code"
 
 # ---- the peer: nginx, one worker, on another loopback port --------------
 post_reply=$(cat "$tmp/post-response.json")
@@ -203,6 +230,12 @@ http {
   server {
     listen 127.0.0.1:$nginx_port;
     root $tmp/www;
+    location = /healthz {
+      default_type application/json;
+    }
+    location = /v1/page100 {
+      default_type application/json;
+    }
     location = /v1/workloads {
       default_type application/json;
       if (\$request_method = POST) {
@@ -224,6 +257,8 @@ for _ in $(seq 50); do
 done
 curl -fsS -o "$tmp/peer-get" "$peer/v1/workloads" || die "nginx does not answer on $peer"
 cmp -s "$tmp/peer-get" "$get_body" || die "nginx does not serve the daemon's GET body"
+curl -fsS -o "$tmp/peer-health" "$peer/healthz" || die "nginx does not serve /healthz"
+cmp -s "$tmp/peer-health" "$health_body" || die "nginx does not serve the daemon's /healthz body"
 code=$(curl -sS -o "$tmp/peer-post" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data-binary "@$tmp/post.json" "$peer/v1/workloads")
 if [ "$code" != 201 ] || ! cmp -s "$tmp/peer-post" "$tmp/post-response.json"; then
@@ -288,10 +323,13 @@ spreads=()
 notes=()
 posts_made=0
 
-# bench_case LABEL SCRIPT CONNS: ROUNDS rounds, daemon and nginx back to
-# back in each, the order alternating so that drift hits both alike.
+# bench_case LABEL SCRIPT CONNS [EPATH NPATH NAME]: ROUNDS rounds, daemon
+# and nginx back to back in each, the order alternating so that drift hits
+# both alike. EPATH and NPATH (default /v1/workloads) are what the daemon
+# and nginx are asked; NAME is the table's.
 bench_case() {
   local label=$1 script=$2 conns=$3 r first
+  local epath=${4:-/v1/workloads} npath=${5:-/v1/workloads} name=${6:-"$1 /v1/workloads"}
   local e_rps=() e_p50=() e_p99=() n_rps=() n_p50=() n_p99=() ratio=()
   local e_bad=0 n_bad=0 e_sock=0 n_sock=0
   local line rps p50 p99 n bad sock m_ratio
@@ -300,13 +338,13 @@ bench_case() {
     [ $((r % 2)) -eq 1 ] || first=nginx
     for who in $first $([ $first = einsora ] && echo nginx || echo einsora); do
       if [ "$who" = einsora ]; then
-        line=$(run_wrk "$api/v1/workloads" "$script" "$conns" "$duration")
+        line=$(run_wrk "$api$epath" "$script" "$conns" "$duration")
         read -r rps p50 p99 n bad sock <<<"$line"
         e_rps+=("$rps") e_p50+=("$p50") e_p99+=("$p99")
         e_bad=$((e_bad + bad)) e_sock=$((e_sock + sock))
         [ "$label" != POST ] || posts_made=$((posts_made + n - bad))
       else
-        line=$(run_wrk "$peer/v1/workloads" "$script" "$conns" "$duration")
+        line=$(run_wrk "$peer$npath" "$script" "$conns" "$duration")
         read -r rps p50 p99 n bad sock <<<"$line"
         n_rps+=("$rps") n_p50+=("$p50") n_p99+=("$p99")
         n_bad=$((n_bad + bad)) n_sock=$((n_sock + sock))
@@ -322,27 +360,73 @@ bench_case() {
   [ "$e_sock" -eq 0 ] || notes+=("$label c=$conns: $e_sock socket errors against einsora")
   [ "$n_sock" -eq 0 ] || notes+=("$label c=$conns: $n_sock socket errors against nginx")
   m_ratio=$(median "${ratio[@]}")
-  spreads+=("$(printf '%s c=%s: einsora %s, nginx %s, ratio %s' "$label" "$conns" \
+  spreads+=("$(printf '%s c=%s: einsora %s, nginx %s, ratio %s' "$name" "$conns" \
     "$(spread "${e_rps[@]}")" "$(spread "${n_rps[@]}")" "$(spread "${ratio[@]}")")")
-  rows+=("$(printf '| %s /v1/workloads | %s | %.0f | %s | %s | %.0f | %s | %s | %.3f (1/%.0f) |' \
-    "$label" "$conns" "$(median "${e_rps[@]}")" "$(fmt_ms "$(median "${e_p50[@]}")")" \
+  rows+=("$(printf '| %s | %s | %.0f | %s | %s | %.0f | %s | %s | %.3f (1/%.0f) |' \
+    "$name" "$conns" "$(median "${e_rps[@]}")" "$(fmt_ms "$(median "${e_p50[@]}")")" \
     "$(fmt_ms "$(median "${e_p99[@]}")")" "$(median "${n_rps[@]}")" \
     "$(fmt_ms "$(median "${n_p50[@]}")")" "$(fmt_ms "$(median "${n_p99[@]}")")" \
     "$m_ratio" "$(awk -v r="$m_ratio" 'BEGIN { print 1 / r }')")")
 }
 
-total=$((${#connections[@]} * 2 * rounds * 2 * duration + 4))
-say "measuring: 2 endpoints x ${#connections[@]} connection counts x $rounds rounds x 2 servers" \
-  "x ${duration}s (about $((total / 60))m$((total % 60))s)"
+# health_case: ROUNDS rounds of /healthz at 1 connection for DURATION
+# seconds, on the idle daemon, then while 16 connections list the whole
+# list (wrk in the background, started half a second before), and the
+# same beside nginx serving the list's bytes. "Behind" is how much later
+# the p99 /healthz is beside the lists than on the idle daemon.
+health_rows=()
+health_case() {
+  local r line rps p50 p99 n bad sock list_pid base path
+  local idle_p50=() idle_p99=() e_p50=() e_p99=() n_p50=() n_p99=() behind=()
+  for r in $(seq "$rounds"); do
+    line=$(run_wrk "$api/healthz" "$here/get.lua" 1 "$duration")
+    read -r rps p50 p99 n bad sock <<<"$line"
+    idle_p50+=("$p50") idle_p99+=("$p99")
+    for who in einsora nginx; do
+      base=$api path=/v1/workloads$list_query
+      [ "$who" = einsora ] || { base=$peer path=/v1/workloads; }
+      run_wrk "$base$path" "$here/get.lua" 16 $((duration + 1)) >"$tmp/lists.out" &
+      list_pid=$!
+      sleep 0.5
+      line=$(run_wrk "$base/healthz" "$here/get.lua" 1 "$duration")
+      wait "$list_pid" || die "the lists beside /healthz failed on $who"
+      read -r rps p50 p99 n bad sock <<<"$line"
+      [ "$bad" -eq 0 ] || die "/healthz beside lists: $who answered $bad non-2xx"
+      if [ "$who" = einsora ]; then
+        e_p50+=("$p50") e_p99+=("$p99")
+      else
+        n_p50+=("$p50") n_p99+=("$p99")
+      fi
+    done
+    behind+=("$(awk -v a="${e_p99[-1]}" -v b="${idle_p99[-1]}" 'BEGIN { printf "%.4f", a - b }')")
+    say "/healthz round $r/$rounds: idle p99 $(fmt_ms "${idle_p99[-1]}"), beside lists" \
+      "p99 $(fmt_ms "${e_p99[-1]}") (nginx $(fmt_ms "${n_p99[-1]}"))"
+  done
+  health_rows+=("$(printf '| /healthz, c=1, beside 16 connections listing all | %s | %s | %s | %s | %s | %s | %s |' \
+    "$(fmt_ms "$(median "${idle_p50[@]}")")" "$(fmt_ms "$(median "${idle_p99[@]}")")" \
+    "$(fmt_ms "$(median "${e_p50[@]}")")" "$(fmt_ms "$(median "${e_p99[@]}")")" \
+    "$(fmt_ms "$(median "${behind[@]}")")" \
+    "$(fmt_ms "$(median "${n_p50[@]}")")" "$(fmt_ms "$(median "${n_p99[@]}")")")")
+}
+
+total=$(((${#connections[@]} * 2 + paged) * rounds * 2 * duration + 3 * rounds * duration + 4))
+say "measuring: 2 endpoints x ${#connections[@]} connection counts, a page, /healthz;" \
+  "$rounds rounds x 2 servers x ${duration}s (about $((total / 60))m$((total % 60))s)"
 # Warm-up, not counted.
-run_wrk "$api/v1/workloads" "$here/get.lua" 1 2 >/dev/null
+run_wrk "$api/v1/workloads$list_query" "$here/get.lua" 1 2 >/dev/null
 run_wrk "$peer/v1/workloads" "$here/get.lua" 1 2 >/dev/null
 
 # GET first: the POST rounds add workloads, which would change the list.
 for conns in "${connections[@]}"; do
-  bench_case GET "$here/get.lua" "$conns"
+  bench_case GET "$here/get.lua" "$conns" "/v1/workloads$list_query" /v1/workloads \
+    "GET /v1/workloads$list_query (all $workloads)"
 done
-curl -sS -o "$tmp/get-after" -H "@$auth_header" "$api/v1/workloads"
+if [ "$paged" = 1 ]; then
+  bench_case GET "$here/get.lua" 16 "/v1/workloads?limit=100" /v1/page100 \
+    "GET /v1/workloads?limit=100 (a page)"
+fi
+health_case
+curl -sS -o "$tmp/get-after" -H "@$auth_header" "$api/v1/workloads$list_query"
 cmp -s "$tmp/get-after" "$get_body" ||
   notes+=("the daemon's GET body changed during the GET rounds; nginx served the first one")
 for conns in "${connections[@]}"; do
@@ -357,10 +441,15 @@ echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs${cpu:+ ($cpu)}, $(uname -sr);" 
   "$rounds rounds x ${duration}s per server and case; medians"
 echo "GET: $workloads workloads, $get_bytes-byte body; POST: $post_bytes-byte response" \
   "(nginx: return 201 with the same bytes); $posts_made workloads created in the POST rounds"
+[ "$paged" = 1 ] || echo "This daemon does not page its lists: no row for a page of 100."
 echo
 echo "| endpoint | connections | einsora req/s | einsora p50 | einsora p99 | nginx req/s | nginx p50 | nginx p99 | ratio (einsora/nginx req/s) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
+echo
+echo "| case | einsora idle p50 | einsora idle p99 | einsora p50 beside lists | einsora p99 beside lists | behind (p99 beside - idle) | nginx p50 beside lists | nginx p99 beside lists |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+printf '%s\n' "${health_rows[@]}"
 echo
 echo "Spread over the rounds (req/s, min-max):"
 echo

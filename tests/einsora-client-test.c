@@ -9,13 +9,18 @@
 
 #include "einsora-client.h"
 #include "einsora-test-daemon.h"
+#include "einsora-test-workload-rows.h"
 
 #define B_EMAIL "bob@globex.example"
 #define B_PASSWORD "correct horse battery staple 42"
 #define NO_SUCH_WORKLOAD "0190b5d2-7c4e-7abc-8def-0123456789ab"
 
+/* Tenant D's workloads: more than two of the API's largest pages. */
+#define D_WORKLOADS 2345
+
 static EinsoraTestDaemon *server_daemon;
 static gchar *token_b;
+static gchar *token_d;
 
 /* One asynchronous call's outcome, awaited on the thread-default context. */
 typedef struct {
@@ -576,6 +581,42 @@ test_workload_actions(void)
     }
 }
 
+/* The lists are read whole, following next_cursor, by the blocking and
+ * the asynchronous calls alike (the desktop app's list loads through the
+ * latter): D's 2,345 workloads come back in order, each once. */
+static void
+test_lists_follow_cursors(void)
+{
+    g_autoptr(EinsoraClient) client = client_for(token_d);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) sync_raw = NULL;
+    g_autoptr(GBytes) async_raw = NULL;
+    g_autoptr(JsonNode) sync_root = einsora_client_list_workloads(client, FALSE, &sync_raw, &error);
+    g_autoptr(JsonNode) async_root = NULL;
+    JsonArray *workloads;
+    Pending pending;
+
+    g_assert_no_error(error);
+    workloads = json_object_get_array_member(json_node_get_object(sync_root), "workloads");
+    g_assert_cmpuint(json_array_get_length(workloads), ==, D_WORKLOADS);
+    for (guint i = 0; i < D_WORKLOADS; i++) {
+        g_autofree gchar *name = g_strdup_printf("many-%05u", i);
+        g_assert_cmpstr(
+            json_object_get_string_member(json_array_get_object_element(workloads, i), "name"), ==,
+            name);
+    }
+    g_assert_true(JSON_NODE_HOLDS_NULL(
+        json_object_get_member(json_node_get_object(sync_root), "next_cursor")));
+
+    pending_init(&pending);
+    einsora_client_list_workloads_async(client, FALSE, NULL, pending_done, &pending);
+    async_root = pending_finish(&pending, client, &async_raw, &error);
+    pending_clear(&pending);
+    g_assert_no_error(error);
+    g_assert_true(json_node_equal(sync_root, async_root));
+    g_assert_true(g_bytes_equal(sync_raw, async_raw));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -590,13 +631,25 @@ main(int argc, char **argv)
     einsora_test_daemon_start(server_daemon);
     einsora_test_daemon_stop(server_daemon);
     token_b = einsora_test_daemon_create_account(server_daemon, "globex", B_EMAIL, B_PASSWORD);
+    token_d =
+        einsora_test_daemon_create_account(server_daemon, "dunder", "dee@dunder.example", NULL);
     einsora_test_daemon_start(server_daemon);
+    {
+        g_autoptr(EinsoraTestResponse) me =
+            einsora_test_request(server_daemon, "GET", "/v1/me", token_d, NULL, NULL, NULL);
+        g_autofree gchar *tenant_d = g_strdup(einsora_test_response_string(me, "tenant_id"));
+
+        einsora_test_daemon_stop(server_daemon);
+        einsora_test_insert_workloads(server_daemon->data_dir, tenant_d, D_WORKLOADS, "many");
+        einsora_test_daemon_start(server_daemon);
+    }
 
     g_test_add_func("/client/async/loop-keeps-turning", test_loop_keeps_turning);
     g_test_add_func("/client/async/errors-map-like-sync", test_errors_map_like_sync);
     g_test_add_func("/client/async/cancel", test_cancel);
     g_test_add_func("/client/async/same-json-as-sync", test_same_json_as_sync);
     g_test_add_func("/client/async/workload-actions", test_workload_actions);
+    g_test_add_func("/client/lists/follow-cursors", test_lists_follow_cursors);
     status = g_test_run();
 
     {
@@ -609,5 +662,6 @@ main(int argc, char **argv)
     einsora_test_daemon_stop(server_daemon);
     einsora_test_daemon_free(server_daemon);
     g_free(token_b);
+    g_free(token_d);
     return status;
 }

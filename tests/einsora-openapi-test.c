@@ -4,6 +4,7 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 
+#include "einsora-api-page.h"
 #include "einsora-api-request.h"
 #include "einsora-api-routes.h"
 #include "einsora-error.h"
@@ -57,6 +58,87 @@ test_document_matches_routes(void)
             g_error("in docs/openapi.json but not served: %s", (const char *)key);
     }
     g_assert_cmpuint(g_hash_table_size(documented), ==, n_routes);
+}
+
+static JsonParser *
+load_document(void)
+{
+    g_autofree gchar *path =
+        g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "docs", "openapi.json", NULL);
+    JsonParser *parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(json_parser_load_from_file(parser, path, &error));
+    g_assert_no_error(error);
+    return parser;
+}
+
+/* A parameter, or what its $ref names under components/parameters. */
+static JsonObject *
+resolve_parameter(JsonObject *root, JsonObject *parameter)
+{
+    const char *ref = json_object_get_string_member_with_default(parameter, "$ref", NULL);
+    const char *prefix = "#/components/parameters/";
+
+    if (ref == NULL)
+        return parameter;
+    g_assert_true(g_str_has_prefix(ref, prefix));
+    return json_object_get_object_member(
+        json_object_get_object_member(json_object_get_object_member(root, "components"),
+                                      "parameters"),
+        ref + strlen(prefix));
+}
+
+/* Each route's query parameters are the ones the document gives it, and
+ * the paged lists' limit says the bounds the API enforces. */
+static void
+test_query_parameters_documented(void)
+{
+    g_autoptr(JsonParser) parser = load_document();
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonObject *paths = json_object_get_object_member(root, "paths");
+    guint n_routes = 0;
+    const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
+    guint paged = 0;
+
+    for (guint i = 0; i < n_routes; i++) {
+        g_autofree gchar *method = g_ascii_strdown(routes[i].method, -1);
+        JsonObject *operation = json_object_get_object_member(
+            json_object_get_object_member(paths, routes[i].pattern), method);
+        JsonArray *parameters = json_object_has_member(operation, "parameters")
+                                    ? json_object_get_array_member(operation, "parameters")
+                                    : NULL;
+        g_autoptr(GPtrArray) documented = g_ptr_array_new();
+        guint served = routes[i].query != NULL ? g_strv_length((GStrv)routes[i].query) : 0;
+
+        for (guint j = 0; parameters != NULL && j < json_array_get_length(parameters); j++) {
+            JsonObject *parameter =
+                resolve_parameter(root, json_array_get_object_element(parameters, j));
+            const char *name = json_object_get_string_member(parameter, "name");
+            JsonObject *schema = json_object_get_object_member(parameter, "schema");
+
+            if (g_strcmp0(json_object_get_string_member(parameter, "in"), "query") != 0)
+                continue;
+            g_ptr_array_add(documented, (gpointer)name);
+            if (routes[i].query == NULL || !g_strv_contains(routes[i].query, name))
+                g_error("%s %s: ?%s is documented but not taken", routes[i].method,
+                        routes[i].pattern, name);
+            if (g_strcmp0(name, "limit") == 0) {
+                g_assert_cmpint(json_object_get_int_member(schema, "minimum"), ==, 1);
+                g_assert_cmpint(json_object_get_int_member(schema, "maximum"), ==,
+                                EINSORA_API_PAGE_MAX_LIMIT);
+                paged++;
+                if (g_strcmp0(routes[i].pattern, "/v1/events") != 0)
+                    g_assert_cmpint(json_object_get_int_member(schema, "default"), ==,
+                                    EINSORA_API_PAGE_DEFAULT_LIMIT);
+            }
+        }
+        if (documented->len != served)
+            g_error("%s %s takes %u query parameters, the document gives %u", routes[i].method,
+                    routes[i].pattern, served, documented->len);
+    }
+    /* The three lists and the feed's page. */
+    g_assert_cmpuint(paged, ==, 4);
 }
 
 /* The router dispatches a documented path to its own route only. */
@@ -225,6 +307,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/openapi/document-matches-routes", test_document_matches_routes);
     g_test_add_func("/openapi/router-matches-patterns", test_router_matches_patterns);
+    g_test_add_func("/openapi/query-parameters-documented", test_query_parameters_documented);
     g_test_add_func("/api/body/refuses-several-values", test_body_refuses_several_values);
     g_test_add_func("/api/body/refuses-duplicate-members", test_body_refuses_duplicate_members);
     g_test_add_func("/api/query", test_query);

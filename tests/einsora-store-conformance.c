@@ -2636,6 +2636,224 @@ test_schema_checks(Fixture *f, gconstpointer data)
     }
 }
 
+/* Keyset pages */
+
+/* Every page of the tenant's workloads, @limit at a time, joined. */
+static GPtrArray *
+walk_workload_pages(Fixture *f, const char *tenant_id, gboolean include_deleted, guint limit)
+{
+    GPtrArray *walked = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_free);
+    g_autofree gchar *after_created_at = NULL;
+    g_autofree gchar *after_id = NULL;
+
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) page = einsora_store_list_workloads_page(
+            f->store, tenant_id, include_deleted, after_created_at, after_id, limit, &error);
+        EinsoraWorkload *last;
+
+        g_assert_no_error(error);
+        g_assert_nonnull(page);
+        g_assert_cmpuint(page->len, <=, limit);
+        if (page->len == 0)
+            return walked;
+        last = g_ptr_array_index(page, page->len - 1);
+        replace_string(&after_created_at, g_strdup(last->created_at));
+        replace_string(&after_id, g_strdup(last->id));
+        for (guint i = 0; i < page->len; i++)
+            g_ptr_array_add(walked, einsora_workload_copy(g_ptr_array_index(page, i)));
+    }
+}
+
+static void
+test_workload_pages(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autofree gchar *same_time = NULL;
+
+    /* Interleaved with another tenant's, and three created in the same
+     * microsecond: the ID breaks the tie, so no row sits on two pages. */
+    for (guint i = 0; i < 10; i++) {
+        g_autofree gchar *name = g_strdup_printf("w-%u", i);
+        g_autoptr(EinsoraWorkload) workload = workload_new_for(f, acme->id, name);
+        g_autoptr(EinsoraWorkload) theirs = workload_new_for(f, globex->id, name);
+
+        if (i >= 4 && i < 7) {
+            if (same_time == NULL)
+                same_time = g_strdup(workload->created_at);
+            replace_string(&workload->created_at, g_strdup(same_time));
+        }
+        if (i == 8)
+            workload->state = EINSORA_WORKLOAD_STATE_DELETED;
+        insert_workload(f, workload);
+        insert_workload(f, theirs);
+    }
+    for (guint limit = 1; limit <= 11; limit++) {
+        for (guint with_deleted = 0; with_deleted <= 1; with_deleted++) {
+            g_autoptr(GPtrArray) whole = list_workloads(f, acme->id, with_deleted);
+            g_autoptr(GPtrArray) walked = walk_workload_pages(f, acme->id, with_deleted, limit);
+
+            g_assert_cmpuint(walked->len, ==, with_deleted ? 10 : 9);
+            g_assert_cmpuint(walked->len, ==, whole->len);
+            for (guint i = 0; i < whole->len; i++)
+                assert_workload_equal(g_ptr_array_index(walked, i), g_ptr_array_index(whole, i));
+        }
+    }
+}
+
+/* A page goes on from the last row it was given, whatever was inserted or
+ * deleted since: no row twice, none skipped that was there throughout. */
+static void
+test_workload_pages_stable(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(GPtrArray) first = NULL;
+    g_autoptr(GPtrArray) rest = NULL;
+    g_autoptr(GPtrArray) before = NULL;
+    g_autoptr(EinsoraWorkload) late = NULL;
+    EinsoraWorkload *edge;
+    EinsoraWorkload *gone;
+
+    for (guint i = 0; i < 6; i++) {
+        g_autofree gchar *name = g_strdup_printf("w-%u", i);
+        g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, name);
+    }
+    before = list_workloads(f, acme->id, FALSE);
+    first = einsora_store_list_workloads_page(f->store, acme->id, FALSE, NULL, NULL, 3, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(first->len, ==, 3);
+    edge = g_ptr_array_index(first, 2);
+
+    /* Meanwhile: the page's own last row and a row of the next page are
+     * deleted, one is created, and one arrives dated before the edge (a
+     * clock set back), which a position can't show and mustn't shift. */
+    for (guint i = 2; i <= 3; i++) {
+        g_autoptr(EinsoraWorkload) changed = einsora_workload_copy(g_ptr_array_index(before, i));
+        changed->state = EINSORA_WORKLOAD_STATE_DELETED;
+        g_assert_true(einsora_store_update_workload_state(
+            f->store, changed, EINSORA_WORKLOAD_STATE_PENDING, changed->version, &error));
+        g_assert_no_error(error);
+    }
+    gone = g_ptr_array_index(before, 3);
+    late = add_workload(f, acme->id, "late");
+    {
+        g_autoptr(EinsoraWorkload) early = workload_new_for(f, acme->id, "early");
+        replace_string(&early->created_at,
+                       g_strdup(((EinsoraWorkload *)g_ptr_array_index(before, 0))->created_at));
+        insert_workload(f, early);
+    }
+
+    rest = einsora_store_list_workloads_page(f->store, acme->id, FALSE, edge->created_at, edge->id,
+                                             100, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rest->len, ==, 3);
+    assert_workload_equal(g_ptr_array_index(rest, 0), g_ptr_array_index(before, 4));
+    assert_workload_equal(g_ptr_array_index(rest, 1), g_ptr_array_index(before, 5));
+    assert_workload_equal(g_ptr_array_index(rest, 2), late);
+    for (guint i = 0; i < rest->len; i++)
+        g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(rest, i))->id, !=, gone->id);
+}
+
+static void
+test_event_pages(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "mine");
+    g_autoptr(EinsoraWorkload) other = add_workload(f, acme->id, "other");
+    g_autoptr(GPtrArray) whole = NULL;
+    g_autoptr(GPtrArray) first = NULL;
+    g_autoptr(GPtrArray) rest = NULL;
+    g_autoptr(GPtrArray) theirs = NULL;
+    g_autoptr(EinsoraWorkloadEvent) added = NULL;
+
+    for (guint i = 0; i < 5; i++) {
+        g_autoptr(EinsoraWorkloadEvent) event = event_new_for(
+            f, workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "pending_capacity");
+        g_autoptr(EinsoraWorkloadEvent) noise =
+            event_new_for(f, other, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "pending_capacity");
+        append_event(f, event);
+        append_event(f, noise);
+    }
+    whole = list_events(f, acme->id, workload->id);
+    g_assert_cmpuint(whole->len, ==, 5);
+    first = einsora_store_list_events_page(f->store, acme->id, workload->id, 0, 2, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(first->len, ==, 2);
+    assert_event_equal(g_ptr_array_index(first, 0), g_ptr_array_index(whole, 0));
+    assert_event_equal(g_ptr_array_index(first, 1), g_ptr_array_index(whole, 1));
+
+    /* Appended meanwhile: found at the end, nothing repeated. */
+    added = event_new_for(f, workload, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "user_stopped");
+    append_event(f, added);
+    rest = einsora_store_list_events_page(
+        f->store, acme->id, workload->id,
+        ((EinsoraWorkloadEvent *)g_ptr_array_index(first, 1))->seq, 100, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rest->len, ==, 4);
+    for (guint i = 0; i < 3; i++)
+        assert_event_equal(g_ptr_array_index(rest, i), g_ptr_array_index(whole, i + 2));
+    assert_event_equal(g_ptr_array_index(rest, 3), added);
+
+    /* Another tenant's page of it is not found, whatever the position. */
+    theirs = einsora_store_list_events_page(f->store, globex->id, workload->id, 0, 100, &error);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_assert_null(theirs);
+}
+
+static void
+test_api_token_pages(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) bob = add_user(f, acme->id, "bob@acme.example");
+    g_autoptr(GPtrArray) whole = NULL;
+    g_autoptr(GPtrArray) walked =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_api_token_free);
+    g_autofree gchar *after_created_at = NULL;
+    g_autofree gchar *after_id = NULL;
+    g_autofree gchar *same_time = tick(f);
+
+    for (guint i = 0; i < 5; i++) {
+        g_autofree gchar *name = g_strdup_printf("token-%u", i);
+        g_autoptr(EinsoraApiToken) token = api_token_new_for(f, ann, name);
+        g_autoptr(EinsoraApiToken) bobs = add_api_token(f, bob, name);
+
+        /* Two in the same microsecond: the ID orders them. */
+        if (i >= 2 && i < 4)
+            replace_string(&token->created_at, g_strdup(same_time));
+        g_assert_true(einsora_store_insert_api_token(f->store, token, &error));
+        g_assert_no_error(error);
+    }
+    whole = list_api_tokens(f, acme->id, ann->id);
+    g_assert_cmpuint(whole->len, ==, 5);
+    for (;;) {
+        g_autoptr(GPtrArray) page = einsora_store_list_api_tokens_page(
+            f->store, acme->id, ann->id, after_created_at, after_id, 2, &error);
+        EinsoraApiToken *last;
+
+        g_assert_no_error(error);
+        g_assert_cmpuint(page->len, <=, 2);
+        if (page->len == 0)
+            break;
+        last = g_ptr_array_index(page, page->len - 1);
+        replace_string(&after_created_at, g_strdup(last->created_at));
+        replace_string(&after_id, g_strdup(last->id));
+        for (guint i = 0; i < page->len; i++)
+            g_ptr_array_add(walked, einsora_api_token_copy(g_ptr_array_index(page, i)));
+    }
+    g_assert_cmpuint(walked->len, ==, whole->len);
+    for (guint i = 0; i < whole->len; i++) {
+        EinsoraApiToken *token = g_ptr_array_index(walked, i);
+        assert_api_token_equal(token, g_ptr_array_index(whole, i));
+        g_assert_cmpstr(token->user_id, ==, ann->id);
+    }
+}
+
 static void
 test_ready(Fixture *f, gconstpointer data)
 {
@@ -2670,6 +2888,8 @@ static const struct {
     {"tenant/by-name", test_tenant_by_name},
     {"machine/hub-view", test_machine_hub_view},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
+    {"workload/pages-walk-the-whole-list", test_workload_pages},
+    {"workload/pages-stable-under-inserts-and-deletes", test_workload_pages_stable},
     {"cas/success-bumps-version", test_cas_success},
     {"cas/stale-version-conflicts", test_cas_stale_version},
     {"cas/wrong-state-conflicts", test_cas_wrong_state},
@@ -2683,6 +2903,7 @@ static const struct {
     {"event/unknown-workload-not-found", test_event_unknown_workload},
     {"event/append-only", test_event_append_only},
     {"event/tenant-feed-scoped-ordered-paged", test_event_tenant_feed},
+    {"event/timeline-pages-by-seq-scoped", test_event_pages},
     {"user/round-trip", test_user_round_trip},
     {"user/duplicate-email-conflicts", test_user_duplicate_email},
     {"user/unknown-tenant-not-found", test_user_unknown_tenant},
@@ -2691,6 +2912,7 @@ static const struct {
     {"api-token/duplicate-conflicts", test_api_token_duplicate},
     {"api-token/other-tenant-user-not-found", test_api_token_other_tenant_user},
     {"api-token/list-own-oldest-first-with-revoked", test_api_token_list},
+    {"api-token/pages-own-only", test_api_token_pages},
     {"api-token/revoke-own-only-keeps-first-time", test_api_token_revoke},
     {"api-token/touch-never-goes-back", test_api_token_touch},
     {"session/round-trip", test_session_round_trip},

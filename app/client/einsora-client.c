@@ -14,6 +14,10 @@
  * times at most; the server answers a repeated key only once. */
 #define MAX_ATTEMPTS 3
 #define TIMEOUT_SECONDS 60
+/* Lists are read whole, a page at a time, following next_cursor: the
+ * largest page the API gives (docs/openapi.json), so a long list takes
+ * few round trips and no answer is longer than one page. */
+#define LIST_PAGE_LIMIT "1000"
 
 struct _EinsoraClient {
     GObject parent_instance;
@@ -293,6 +297,61 @@ body_bytes(JsonNode *body)
     return g_bytes_new_take(text, strlen(text));
 }
 
+/* Lists */
+
+/* @base (a list's path, maybe with a query) asking for a page from
+ * @cursor (NULL: the first). */
+static gchar *
+page_path(const char *base, const char *cursor)
+{
+    g_autofree gchar *escaped = cursor != NULL ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
+
+    return g_strconcat(base, strchr(base, '?') != NULL ? "&" : "?", "limit=" LIST_PAGE_LIMIT,
+                       escaped != NULL ? "&cursor=" : "", escaped != NULL ? escaped : "", NULL);
+}
+
+/* Moves @page's items under @member onto @items; *next_cursor gets its
+ * next_cursor (NULL on the last page). */
+static gboolean
+take_page(JsonNode *page, const char *member, JsonArray *items, gchar **next_cursor, GError **error)
+{
+    JsonObject *root = json_node_get_object(page);
+    JsonNode *list = json_object_get_member(root, member);
+    JsonNode *cursor = json_object_get_member(root, "next_cursor");
+
+    if (list == NULL || !JSON_NODE_HOLDS_ARRAY(list) ||
+        (cursor != NULL && !JSON_NODE_HOLDS_NULL(cursor) &&
+         json_node_get_value_type(cursor) != G_TYPE_STRING)) {
+        g_propagate_error(error,
+                          einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, NULL, 200,
+                                                   _("the server's answer is not a list page")));
+        return FALSE;
+    }
+    for (guint i = 0; i < json_array_get_length(json_node_get_array(list)); i++)
+        json_array_add_element(items, json_array_dup_element(json_node_get_array(list), i));
+    *next_cursor = cursor != NULL && !JSON_NODE_HOLDS_NULL(cursor)
+                       ? g_strdup(json_node_get_string(cursor))
+                       : NULL;
+    return TRUE;
+}
+
+/* The whole list, as one page with no next_cursor would show it. */
+static JsonNode *
+whole_list(const char *member, JsonArray *items, GBytes **raw)
+{
+    JsonObject *root = json_object_new();
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+
+    json_object_set_array_member(root, member, json_array_ref(items));
+    json_object_set_null_member(root, "next_cursor");
+    json_node_take_object(node, root);
+    if (raw != NULL) {
+        gchar *text = json_to_string(node, FALSE);
+        *raw = g_bytes_new_take(text, strlen(text));
+    }
+    return node;
+}
+
 /* Whether a send that failed with @error goes once more. */
 static gboolean
 send_again(const char *method, const char *path, const char *idempotency_key, guint attempt,
@@ -361,6 +420,40 @@ request_object(EinsoraClient *self, const char *method, const char *path, JsonNo
     return request_sync(self, method, path, body, idempotency_key, TRUE, raw, error);
 }
 
+/* Every page of the list at @base, whose items are under @member. One
+ * page is answered as the server wrote it, byte for byte. */
+static JsonNode *
+request_list(EinsoraClient *self, const char *base, const char *member, GBytes **raw,
+             GError **error)
+{
+    g_autoptr(JsonArray) items = json_array_new();
+    g_autofree gchar *cursor = NULL;
+    guint pages = 0;
+
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    for (;;) {
+        g_autofree gchar *path = page_path(base, cursor);
+        g_autoptr(GBytes) page_raw = NULL;
+        g_autoptr(JsonNode) page =
+            request_sync(self, "GET", path, NULL, NULL, TRUE, &page_raw, error);
+
+        if (page == NULL)
+            return NULL;
+        g_clear_pointer(&cursor, g_free);
+        if (!take_page(page, member, items, &cursor, error))
+            return NULL;
+        pages++;
+        if (cursor != NULL)
+            continue;
+        if (pages > 1)
+            return whole_list(member, items, raw);
+        if (raw != NULL)
+            *raw = g_steal_pointer(&page_raw);
+        return g_steal_pointer(&page);
+    }
+}
+
 /* The asynchronous form: the same message, the same retries, the same
  * response_to_json(), on the thread-default main context. */
 
@@ -372,6 +465,12 @@ typedef struct {
     gboolean want_object;
     guint attempt;
     SoupMessage *message;
+    /* A list read whole: its path without a cursor, its member, the items
+     * of the pages so far, and how many pages. */
+    gchar *list_base;
+    gchar *list_member;
+    JsonArray *list_items;
+    guint list_pages;
 } RequestData;
 
 static void
@@ -379,6 +478,9 @@ request_data_free(RequestData *data)
 {
     g_free(data->method);
     g_free(data->path);
+    g_free(data->list_base);
+    g_free(data->list_member);
+    g_clear_pointer(&data->list_items, json_array_unref);
     g_clear_pointer(&data->payload, g_bytes_unref);
     g_free(data->idempotency_key);
     g_clear_object(&data->message);
@@ -429,6 +531,30 @@ sent(GObject *source, GAsyncResult *result, gpointer user_data)
         g_task_return_error(task, g_steal_pointer(&local_error));
         return;
     }
+    if (data->list_member != NULL) {
+        g_autofree gchar *cursor = NULL;
+
+        if (!take_page(answer->root, data->list_member, data->list_items, &cursor, &local_error)) {
+            answer_free(answer);
+            g_task_return_error(task, g_steal_pointer(&local_error));
+            return;
+        }
+        data->list_pages++;
+        if (cursor != NULL) {
+            /* The next page, with retries of its own. */
+            answer_free(answer);
+            g_free(data->path);
+            data->path = page_path(data->list_base, cursor);
+            data->attempt = 0;
+            send_attempt(g_steal_pointer(&task));
+            return;
+        }
+        if (data->list_pages > 1) {
+            answer_free(answer);
+            answer = g_new0(Answer, 1);
+            answer->root = whole_list(data->list_member, data->list_items, &answer->raw);
+        }
+    }
     g_task_return_pointer(task, answer, (GDestroyNotify)answer_free);
 }
 
@@ -467,6 +593,25 @@ request_async(EinsoraClient *self, const char *method, const char *path, JsonNod
     data->payload = body_bytes(body);
     data->idempotency_key = g_strdup(idempotency_key);
     data->want_object = want_object;
+    g_task_set_task_data(task, data, (GDestroyNotify)request_data_free);
+    send_attempt(task);
+}
+
+/* request_list()'s asynchronous form; it finishes as any request does. */
+static void
+request_list_async(EinsoraClient *self, const char *base, const char *member,
+                   GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    GTask *task = g_task_new(self, cancellable, callback, user_data);
+    RequestData *data = g_new0(RequestData, 1);
+
+    g_task_set_source_tag(task, einsora_client_request_async);
+    data->method = g_strdup("GET");
+    data->path = page_path(base, NULL);
+    data->want_object = TRUE;
+    data->list_base = g_strdup(base);
+    data->list_member = g_strdup(member);
+    data->list_items = json_array_new();
     g_task_set_task_data(task, data, (GDestroyNotify)request_data_free);
     send_attempt(task);
 }
@@ -543,7 +688,7 @@ JsonNode *
 einsora_client_list_workloads(EinsoraClient *self, gboolean include_deleted, GBytes **raw,
                               GError **error)
 {
-    return request_object(self, "GET", workloads_path(include_deleted), NULL, NULL, raw, error);
+    return request_list(self, workloads_path(include_deleted), "workloads", raw, error);
 }
 
 JsonNode *
@@ -624,7 +769,7 @@ JsonNode *
 einsora_client_list_events(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
 {
     g_autofree gchar *path = workload_path(id, "/events");
-    return request_object(self, "GET", path, NULL, NULL, raw, error);
+    return request_list(self, path, "events", raw, error);
 }
 
 JsonNode *
@@ -649,7 +794,7 @@ einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error)
 JsonNode *
 einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error)
 {
-    return request_object(self, "GET", "/v1/tokens", NULL, NULL, raw, error);
+    return request_list(self, "/v1/tokens", "tokens", raw, error);
 }
 
 JsonNode *
@@ -687,8 +832,9 @@ einsora_client_list_workloads_async(EinsoraClient *self, gboolean include_delete
                                     GCancellable *cancellable, GAsyncReadyCallback callback,
                                     gpointer user_data)
 {
-    request_object_async(self, "GET", workloads_path(include_deleted), NULL, NULL, cancellable,
-                         callback, user_data);
+    g_return_if_fail(EINSORA_IS_CLIENT(self));
+    request_list_async(self, workloads_path(include_deleted), "workloads", cancellable, callback,
+                       user_data);
 }
 
 void
@@ -752,7 +898,9 @@ einsora_client_list_events_async(EinsoraClient *self, const char *id, GCancellab
                                  GAsyncReadyCallback callback, gpointer user_data)
 {
     g_autofree gchar *path = workload_path(id, "/events");
-    request_object_async(self, "GET", path, NULL, NULL, cancellable, callback, user_data);
+
+    g_return_if_fail(EINSORA_IS_CLIENT(self));
+    request_list_async(self, path, "events", cancellable, callback, user_data);
 }
 
 void

@@ -60,6 +60,9 @@ JsonNode *einsora_client_request_finish(EinsoraClient *self, GAsyncResult *resul
 
 JsonNode *einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error);
 
+/* The lists (workloads, a workload's events, tokens) are read whole,
+ * following next_cursor page by page; more than one page comes back as
+ * one object of the same shape, {"<member>": [...], "next_cursor": null}. */
 JsonNode *einsora_client_list_workloads(EinsoraClient *self, gboolean include_deleted, GBytes **raw,
                                         GError **error);
 JsonNode *einsora_client_get_workload(EinsoraClient *self, const char *id, gboolean include_deleted,

@@ -15,12 +15,16 @@
  * the client's hang-up (einsora_http_message_watch_hangup()). */
 #define G_LOG_DOMAIN "einsora-api"
 
+#include "einsora-api-page.h"
 #include "einsora-api-routes.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
 #include "einsora-workload-json.h"
 
-/* The most events one JSON answer, or one chunk of a feed, holds. */
+/* The most events one chunk of a feed holds, and a JSON answer's length
+ * unless ?limit= says otherwise (at most EINSORA_API_PAGE_MAX_LIMIT). The
+ * feed's position is its event ID (after, last_event_id), not an opaque
+ * cursor: it is also SSE's Last-Event-ID (docs/adr/0027). */
 #define PAGE_SIZE 500
 /* Feeds one tenant may hold open at once; the next is 429. */
 #define MAX_FEEDS_PER_TENANT 32
@@ -146,27 +150,55 @@ feed_event_json(gconstpointer item)
     return node;
 }
 
+static void
+append_feed_event(GString *out, gconstpointer item)
+{
+    einsora_workload_event_append_json(out, item, TRUE);
+}
+
+/* ?limit= as lists read it; absent: PAGE_SIZE. The route takes no
+ * cursor (einsora_api_request_check_query refused one already). */
+static gboolean
+read_limit(EinsoraApiRequest *request, guint *limit, GError **error)
+{
+    g_autoptr(EinsoraApiPage) page =
+        einsora_api_page_read(einsora_api_request_get_query(request), "events",
+                              EINSORA_API_PAGE_BY_SEQ, "", PAGE_SIZE, error);
+
+    if (page == NULL)
+        return FALSE;
+    *limit = page->limit;
+    return TRUE;
+}
+
 /* Without follow: a page, and where to go on from. */
 static void
-respond_page(EinsoraApiServer *server, EinsoraApiRequest *request, gint64 after)
+respond_page(EinsoraApiServer *server, EinsoraApiRequest *request, gint64 after, guint limit)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) events = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    GString *body;
     gint64 last = after;
 
     events = einsora_service_list_tenant_events(einsora_api_server_get_service(server),
                                                 einsora_api_request_get_actor(request)->tenant_id,
-                                                after, PAGE_SIZE, &error);
+                                                after, limit, &error);
     if (events == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
     if (events->len > 0)
         last = ((EinsoraWorkloadEvent *)g_ptr_array_index(events, events->len - 1))->seq;
-    node = einsora_api_list_to_json("events", events, feed_event_json);
-    json_object_set_int_member(json_node_get_object(node), "last_event_id", last);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    /* {"events":[...],"last_event_id":N}, as before lists were paged. */
+    body = g_string_sized_new(64 + (gsize)events->len * 256);
+    g_string_append(body, "{\"events\":[");
+    for (guint i = 0; i < events->len; i++) {
+        if (i > 0)
+            g_string_append_c(body, ',');
+        append_feed_event(body, g_ptr_array_index(events, i));
+    }
+    g_string_append_printf(body, "],\"last_event_id\":%" G_GINT64_FORMAT "}", last);
+    einsora_api_request_respond_text(request, SOUP_STATUS_OK, body);
 }
 
 /* The stream */
@@ -465,14 +497,15 @@ einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *request)
     gboolean follow = FALSE;
     gboolean given = FALSE;
     gint64 start = 0;
+    guint limit = PAGE_SIZE;
 
     if (!einsora_api_request_query_flag(request, "follow", &follow, &error) ||
-        !read_start(request, &start, &given, &error)) {
+        !read_start(request, &start, &given, &error) || !read_limit(request, &limit, &error)) {
         einsora_api_request_respond_error(request, error);
         return;
     }
     if (follow)
         start_feed(server, request, start, given);
     else
-        respond_page(server, request, start);
+        respond_page(server, request, start, limit);
 }

@@ -243,6 +243,16 @@ einsora_api_request_respond_raw(EinsoraApiRequest *self, guint status, const cha
 }
 
 void
+einsora_api_request_respond_text(EinsoraApiRequest *self, guint status, GString *body)
+{
+    gsize length = body->len;
+
+    finish(self, status);
+    soup_server_message_set_response(self->message, "application/json", SOUP_MEMORY_TAKE,
+                                     g_string_free(body, FALSE), length);
+}
+
+void
 einsora_api_request_respond_empty(EinsoraApiRequest *self, guint status)
 {
     finish(self, status);
@@ -457,6 +467,12 @@ einsora_api_request_check_query(EinsoraApiRequest *self, const char *const *allo
                                    allowed, error);
 }
 
+const char *
+einsora_api_request_get_query(EinsoraApiRequest *self)
+{
+    return g_uri_get_query(soup_server_message_get_uri(self->message));
+}
+
 gboolean
 einsora_api_query_flag(const char *query, const char *name, gboolean *value, GError **error)
 {
@@ -487,18 +503,4 @@ einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboole
 {
     return einsora_api_query_flag(g_uri_get_query(soup_server_message_get_uri(self->message)), name,
                                   value, error);
-}
-
-JsonNode *
-einsora_api_list_to_json(const char *member, GPtrArray *items, EinsoraApiToJson to_json)
-{
-    JsonObject *root = json_object_new();
-    JsonArray *array = json_array_new();
-    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
-
-    for (guint i = 0; i < items->len; i++)
-        json_array_add_element(array, to_json(g_ptr_array_index(items, i)));
-    json_object_set_array_member(root, member, array);
-    json_node_take_object(node, root);
-    return node;
 }

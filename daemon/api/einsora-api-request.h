@@ -62,6 +62,8 @@ gboolean einsora_api_request_check_query(EinsoraApiRequest *self, const char *co
 /* Reads a boolean query parameter ("true" or "false"; absent is FALSE). */
 gboolean einsora_api_request_query_flag(EinsoraApiRequest *self, const char *name, gboolean *value,
                                         GError **error);
+/* The query's text, or NULL. */
+const char *einsora_api_request_get_query(EinsoraApiRequest *self);
 /* The same two, from the query's text (tests/fuzz/fuzz-api-query.c). */
 gboolean einsora_api_query_check(const char *query, const char *const *allowed, GError **error);
 gboolean einsora_api_query_flag(const char *query, const char *name, gboolean *value,
@@ -70,15 +72,12 @@ gboolean einsora_api_query_flag(const char *query, const char *name, gboolean *v
 void einsora_api_request_respond_json(EinsoraApiRequest *self, guint status, JsonNode *node);
 /* @body is JSON text already (an Idempotency-Key replay). */
 void einsora_api_request_respond_raw(EinsoraApiRequest *self, guint status, const char *body);
+/* @body is JSON text the handler wrote (a list's page); taken. */
+void einsora_api_request_respond_text(EinsoraApiRequest *self, guint status, GString *body);
 void einsora_api_request_respond_empty(EinsoraApiRequest *self, guint status);
 void einsora_api_request_respond_error(EinsoraApiRequest *self, const GError *error);
 void einsora_api_request_respond_problem(EinsoraApiRequest *self, guint status, const char *code,
                                          const char *message);
-
-typedef JsonNode *(*EinsoraApiToJson)(gconstpointer item);
-
-/* {"<member>": [to_json(item), ...]}: the shape of every /v1 list. */
-JsonNode *einsora_api_list_to_json(const char *member, GPtrArray *items, EinsoraApiToJson to_json);
 
 /* Logs a line carrying the request ID, and tenant and subject once known.
  * Never pass a secret. */

@@ -6,7 +6,9 @@
 #define OPEN EINSORA_API_AUTH_NONE
 
 static const char *const with_deleted[] = {"include_deleted", NULL};
-static const char *const event_feed[] = {"follow", "after", NULL};
+static const char *const paged_with_deleted[] = {"include_deleted", "limit", "cursor", NULL};
+static const char *const paged[] = {"limit", "cursor", NULL};
+static const char *const event_feed[] = {"follow", "after", "limit", NULL};
 
 static const EinsoraApiRoute routes[] = {
     {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
@@ -15,12 +17,12 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/logout", AUTH, FALSE, FALSE, NULL, einsora_api_session_logout},
     {"GET", "/v1/me", AUTH, FALSE, FALSE, NULL, einsora_api_session_me},
     {"POST", "/v1/workloads", AUTH, TRUE, TRUE, NULL, einsora_api_workloads_create},
-    {"GET", "/v1/workloads", AUTH, FALSE, FALSE, with_deleted, einsora_api_workloads_list},
+    {"GET", "/v1/workloads", AUTH, FALSE, FALSE, paged_with_deleted, einsora_api_workloads_list},
     {"GET", "/v1/workloads/{id}", AUTH, FALSE, FALSE, with_deleted, einsora_api_workloads_get},
     {"DELETE", "/v1/workloads/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_delete},
     {"POST", "/v1/workloads/{id}/start", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_start},
     {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_stop},
-    {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_events},
+    {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, paged, einsora_api_workloads_events},
     {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_export},
     {"GET", "/v1/events", AUTH, FALSE, FALSE, event_feed, einsora_api_events_feed},
     /* Its answer holds a ticket's secret: no Idempotency-Key replay. */
@@ -31,7 +33,7 @@ static const EinsoraApiRoute routes[] = {
     /* A token's answer holds its secret, which must never be stored: no
      * Idempotency-Key replay for it. */
     {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},
-    {"GET", "/v1/tokens", AUTH, FALSE, FALSE, NULL, einsora_api_tokens_list},
+    {"GET", "/v1/tokens", AUTH, FALSE, FALSE, paged, einsora_api_tokens_list},
     {"DELETE", "/v1/tokens/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_tokens_revoke},
 };
 

@@ -2,6 +2,7 @@
  * answer that creates it and nowhere else; only its SHA-256 is stored. */
 #define G_LOG_DOMAIN "einsora-api"
 
+#include "einsora-api-page.h"
 #include "einsora-api-routes.h"
 
 static JsonNode *
@@ -32,6 +33,17 @@ token_to_json(gconstpointer item)
     }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
+}
+
+/* A user holds few tokens: each row goes through json-glib, one at a
+ * time, never the whole list as one tree. */
+static void
+append_token(GString *out, gconstpointer item)
+{
+    g_autoptr(JsonNode) node = token_to_json(item);
+    g_autofree gchar *text = json_to_string(node, FALSE);
+
+    g_string_append(out, text);
 }
 
 const EinsoraApiField einsora_api_tokens_create_fields[] = {{"name", G_TYPE_STRING, TRUE}, {NULL}};
@@ -66,21 +78,64 @@ einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request)
     einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);
 }
 
+typedef struct {
+    EinsoraAuth *auth;
+    EinsoraActor *actor;
+} TokenList;
+
+static void
+token_list_free(gpointer data)
+{
+    TokenList *list = data;
+
+    g_object_unref(list->auth);
+    einsora_actor_free(list->actor);
+    g_free(list);
+}
+
+static GPtrArray *
+read_tokens(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    TokenList *list = data;
+
+    return einsora_auth_list_tokens_page(list->auth, list->actor, page->after_key, page->after_id,
+                                         limit, error);
+}
+
+static void
+advance_past_token(EinsoraApiPage *page, gconstpointer item)
+{
+    const EinsoraApiToken *token = item;
+
+    g_free(page->after_key);
+    g_free(page->after_id);
+    page->after_key = g_strdup(token->created_at);
+    page->after_id = g_strdup(token->id);
+}
+
 void
 einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) tokens = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    const EinsoraActor *actor = einsora_api_request_get_actor(request);
+    g_autofree gchar *scope = g_strjoin("\n", actor->tenant_id, actor->user_id, NULL);
+    EinsoraApiPage *page = NULL;
+    TokenList *list;
+    EinsoraApiPageSource source = {
+        "tokens", "tokens", scope, read_tokens, advance_past_token, append_token,
+    };
 
-    tokens = einsora_auth_list_tokens(einsora_api_server_get_auth(server),
-                                      einsora_api_request_get_actor(request), &error);
-    if (tokens == NULL) {
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "tokens",
+                                 EINSORA_API_PAGE_BY_CREATED, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
+                                 &error);
+    if (page == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("tokens", tokens, token_to_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    list = g_new0(TokenList, 1);
+    list->auth = g_object_ref(einsora_api_server_get_auth(server));
+    list->actor = einsora_actor_copy(actor);
+    einsora_api_page_respond(request, &source, page, list, token_list_free);
 }
 
 void

@@ -1,19 +1,20 @@
 /* /v1/workloads: thin handlers over the service. */
 #define G_LOG_DOMAIN "einsora-api"
 
+#include "einsora-api-page.h"
 #include "einsora-api-routes.h"
 #include "einsora-workload-json.h"
 
-static JsonNode *
-workload_json(gconstpointer workload)
+static void
+append_workload(GString *out, gconstpointer workload)
 {
-    return einsora_workload_to_json(workload);
+    einsora_workload_append_json(out, workload);
 }
 
-static JsonNode *
-event_json(gconstpointer event)
+static void
+append_event(GString *out, gconstpointer event)
 {
-    return einsora_workload_event_to_json(event);
+    einsora_workload_event_append_json(out, event, FALSE);
 }
 
 static void
@@ -66,27 +67,97 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
     respond_workload(request, SOUP_STATUS_CREATED, workload);
 }
 
+/* What a page of workloads is read from. */
+typedef struct {
+    EinsoraService *service;
+    gchar *tenant_id;
+    gchar *workload_id; /* a timeline's */
+    gboolean include_deleted;
+} ListData;
+
+static void
+list_data_free(gpointer data)
+{
+    ListData *list = data;
+
+    g_object_unref(list->service);
+    g_free(list->tenant_id);
+    g_free(list->workload_id);
+    g_free(list);
+}
+
+static ListData *
+list_data_new(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    ListData *list = g_new0(ListData, 1);
+
+    list->service = g_object_ref(einsora_api_server_get_service(server));
+    list->tenant_id = g_strdup(einsora_api_request_get_actor(request)->tenant_id);
+    return list;
+}
+
+static GPtrArray *
+read_workloads(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    ListData *list = data;
+
+    return einsora_service_list_workloads_page(list->service, list->tenant_id,
+                                               list->include_deleted, page->after_key,
+                                               page->after_id, limit, error);
+}
+
+static void
+advance_past_workload(EinsoraApiPage *page, gconstpointer item)
+{
+    const EinsoraWorkload *workload = item;
+
+    g_free(page->after_key);
+    g_free(page->after_id);
+    page->after_key = g_strdup(workload->created_at);
+    page->after_id = g_strdup(workload->id);
+}
+
+static GPtrArray *
+read_events(gpointer data, const EinsoraApiPage *page, guint limit, GError **error)
+{
+    ListData *list = data;
+
+    return einsora_service_list_events_page(list->service, list->tenant_id, list->workload_id,
+                                            page->after_seq, limit, error);
+}
+
+static void
+advance_past_event(EinsoraApiPage *page, gconstpointer item)
+{
+    page->after_seq = ((const EinsoraWorkloadEvent *)item)->seq;
+}
+
 void
 einsora_api_workloads_list(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) workloads = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
+    EinsoraApiPage *page = NULL;
+    ListData *list;
     gboolean include_deleted = FALSE;
+    EinsoraApiPageSource source = {
+        "workloads", "workloads", tenant_id, read_workloads, advance_past_workload, append_workload,
+    };
 
     if (!einsora_api_request_query_flag(request, "include_deleted", &include_deleted, &error)) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    workloads = einsora_service_list_workloads(einsora_api_server_get_service(server),
-                                               einsora_api_request_get_actor(request)->tenant_id,
-                                               include_deleted, &error);
-    if (workloads == NULL) {
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "workloads",
+                                 EINSORA_API_PAGE_BY_CREATED, tenant_id,
+                                 EINSORA_API_PAGE_DEFAULT_LIMIT, &error);
+    if (page == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("workloads", workloads, workload_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    list = list_data_new(server, request);
+    list->include_deleted = include_deleted;
+    einsora_api_page_respond(request, &source, page, list, list_data_free);
 }
 
 void
@@ -152,18 +223,25 @@ void
 einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) events = NULL;
-    g_autoptr(JsonNode) node = NULL;
+    const char *tenant_id = einsora_api_request_get_actor(request)->tenant_id;
+    const char *workload_id = einsora_api_request_get_param(request, 0);
+    g_autofree gchar *scope = g_strjoin("\n", tenant_id, workload_id, NULL);
+    EinsoraApiPage *page = NULL;
+    ListData *list;
+    EinsoraApiPageSource source = {
+        "events", "workload-events", scope, read_events, advance_past_event, append_event,
+    };
 
-    events = einsora_service_list_events(einsora_api_server_get_service(server),
-                                         einsora_api_request_get_actor(request)->tenant_id,
-                                         einsora_api_request_get_param(request, 0), &error);
-    if (events == NULL) {
+    page = einsora_api_page_read(einsora_api_request_get_query(request), "workload-events",
+                                 EINSORA_API_PAGE_BY_SEQ, scope, EINSORA_API_PAGE_DEFAULT_LIMIT,
+                                 &error);
+    if (page == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
-    node = einsora_api_list_to_json("events", events, event_json);
-    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+    list = list_data_new(server, request);
+    list->workload_id = g_strdup(workload_id);
+    einsora_api_page_respond(request, &source, page, list, list_data_free);
 }
 
 void

@@ -113,6 +113,19 @@ einsora_auth_list_tokens(EinsoraAuth *self, const EinsoraActor *actor, GError **
     return einsora_store_list_api_tokens(self->store, actor->tenant_id, actor->user_id, error);
 }
 
+GPtrArray *
+einsora_auth_list_tokens_page(EinsoraAuth *self, const EinsoraActor *actor,
+                              const char *after_created_at, const char *after_id, guint limit,
+                              GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
+    g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL && actor->user_id != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    return einsora_store_list_api_tokens_page(self->store, actor->tenant_id, actor->user_id,
+                                              after_created_at, after_id, limit, error);
+}
+
 gboolean
 einsora_auth_revoke_token(EinsoraAuth *self, const EinsoraActor *actor, const char *token_id,
                           GError **error)

@@ -82,6 +82,11 @@ EinsoraApiToken *einsora_auth_create_token(EinsoraAuth *self, const EinsoraActor
                                            const char *name, gchar **secret, GError **error);
 /* The actor's own tokens, oldest first, revoked ones included. */
 GPtrArray *einsora_auth_list_tokens(EinsoraAuth *self, const EinsoraActor *actor, GError **error);
+/* A keyset page of them: after (@after_created_at, @after_id), both NULL
+ * for the first, at most @limit. */
+GPtrArray *einsora_auth_list_tokens_page(EinsoraAuth *self, const EinsoraActor *actor,
+                                         const char *after_created_at, const char *after_id,
+                                         guint limit, GError **error);
 /* Another user's token, or a malformed ID, is EINSORA_ERROR_NOT_FOUND. */
 gboolean einsora_auth_revoke_token(EinsoraAuth *self, const EinsoraActor *actor,
                                    const char *token_id, GError **error);

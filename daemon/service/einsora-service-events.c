@@ -43,6 +43,22 @@ einsora_service_list_events(EinsoraService *self, const char *tenant_id, const c
     return einsora_store_list_events(self->store, tenant_id, workload_id, error);
 }
 
+GPtrArray *
+einsora_service_list_events_page(EinsoraService *self, const char *tenant_id,
+                                 const char *workload_id, gint64 after_seq, guint limit,
+                                 GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return einsora_store_list_events_page(self->store, tenant_id, workload_id, after_seq, limit,
+                                          error);
+}
+
 /* The change feed: the tenant's events after @after_seq, of every
  * workload, deleted ones included (history stays). */
 GPtrArray *

@@ -222,3 +222,14 @@ einsora_service_list_workloads(EinsoraService *self, const char *tenant_id,
     g_return_val_if_fail(tenant_id != NULL, NULL);
     return einsora_store_list_workloads(self->store, tenant_id, include_deleted, error);
 }
+
+GPtrArray *
+einsora_service_list_workloads_page(EinsoraService *self, const char *tenant_id,
+                                    gboolean include_deleted, const char *after_created_at,
+                                    const char *after_id, guint limit, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    return einsora_store_list_workloads_page(self->store, tenant_id, include_deleted,
+                                             after_created_at, after_id, limit, error);
+}

@@ -64,6 +64,12 @@ EinsoraWorkload *einsora_service_get_workload(EinsoraService *self, const char *
                                               GError **error);
 GPtrArray *einsora_service_list_workloads(EinsoraService *self, const char *tenant_id,
                                           gboolean include_deleted, GError **error);
+/* A keyset page of the list: after (@after_created_at, @after_id), both
+ * NULL for the first, at most @limit. */
+GPtrArray *einsora_service_list_workloads_page(EinsoraService *self, const char *tenant_id,
+                                               gboolean include_deleted,
+                                               const char *after_created_at, const char *after_id,
+                                               guint limit, GError **error);
 EinsoraWorkload *einsora_service_start_workload(EinsoraService *self, const EinsoraActor *actor,
                                                 const char *workload_id, GError **error);
 EinsoraWorkload *einsora_service_stop_workload(EinsoraService *self, const EinsoraActor *actor,
@@ -72,6 +78,10 @@ EinsoraWorkload *einsora_service_delete_workload(EinsoraService *self, const Ein
                                                  const char *workload_id, GError **error);
 GPtrArray *einsora_service_list_events(EinsoraService *self, const char *tenant_id,
                                        const char *workload_id, GError **error);
+/* The timeline's events whose seq is above @after_seq, at most @limit. */
+GPtrArray *einsora_service_list_events_page(EinsoraService *self, const char *tenant_id,
+                                            const char *workload_id, gint64 after_seq, guint limit,
+                                            GError **error);
 JsonNode *einsora_service_export_workload(EinsoraService *self, const char *tenant_id,
                                           const char *workload_id, GError **error);
 

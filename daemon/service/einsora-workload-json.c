@@ -2,6 +2,8 @@
 
 #include "einsora-workload-json.h"
 
+#include "einsora-json-writer.h"
+
 static void
 add_nullable_string(JsonBuilder *builder, const char *member, const char *value)
 {
@@ -62,4 +64,53 @@ einsora_workload_event_to_json(const EinsoraWorkloadEvent *event)
     add_nullable_string(builder, "created_at", event->created_at);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
+}
+
+/* Keep in step with einsora_workload_to_json(): same members, same order. */
+void
+einsora_workload_append_json(GString *out, const EinsoraWorkload *workload)
+{
+    g_string_append_c(out, '{');
+    einsora_json_append_member_string(out, "id", workload->id, TRUE);
+    einsora_json_append_member_string(out, "tenant_id", workload->tenant_id, FALSE);
+    einsora_json_append_member_string(out, "kind", einsora_workload_kind_to_string(workload->kind),
+                                      FALSE);
+    einsora_json_append_member_string(out, "name", workload->name, FALSE);
+    einsora_json_append_member_string(out, "state",
+                                      einsora_workload_state_to_string(workload->state), FALSE);
+    einsora_json_append_member_string(out, "region", workload->region, FALSE);
+    einsora_json_append_member_string(out, "gpu_class", workload->gpu_class, FALSE);
+    einsora_json_append_member_string(out, "placed_class", workload->placed_class, FALSE);
+    einsora_json_append_member_string(out, "image", workload->image, FALSE);
+    einsora_json_append_member_int(out, "gpus", workload->gpus, FALSE);
+    einsora_json_append_member_string(out, "machine_id", workload->machine_id, FALSE);
+    einsora_json_append_member_string(out, "driver", workload->driver, FALSE);
+    einsora_json_append_member_int(out, "attempt", workload->attempt, FALSE);
+    einsora_json_append_member_int(out, "version", workload->version, FALSE);
+    einsora_json_append_member_string(out, "created_by", workload->created_by, FALSE);
+    einsora_json_append_member_string(out, "created_at", workload->created_at, FALSE);
+    einsora_json_append_member_string(out, "updated_at", workload->updated_at, FALSE);
+    g_string_append_c(out, '}');
+}
+
+/* Keep in step with einsora_workload_event_to_json(). */
+void
+einsora_workload_event_append_json(GString *out, const EinsoraWorkloadEvent *event,
+                                   gboolean with_seq)
+{
+    g_string_append_c(out, '{');
+    einsora_json_append_member_string(out, "id", event->id, TRUE);
+    einsora_json_append_member_string(out, "workload_id", event->workload_id, FALSE);
+    einsora_json_append_member_string(
+        out, "from_state",
+        event->has_from_state ? einsora_workload_state_to_string(event->from_state) : NULL, FALSE);
+    einsora_json_append_member_string(out, "to_state",
+                                      einsora_workload_state_to_string(event->to_state), FALSE);
+    einsora_json_append_member_boolean(out, "note", einsora_workload_event_is_note(event), FALSE);
+    einsora_json_append_member_string(out, "reason", event->reason, FALSE);
+    einsora_json_append_member_int(out, "attempt", event->attempt, FALSE);
+    einsora_json_append_member_string(out, "created_at", event->created_at, FALSE);
+    if (with_seq)
+        einsora_json_append_member_int(out, "seq", event->seq, FALSE);
+    g_string_append_c(out, '}');
 }

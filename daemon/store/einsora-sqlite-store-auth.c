@@ -184,13 +184,16 @@ einsora_sqlite_store_find_api_token(EinsoraStore *store, const char *token_sha25
 
 GPtrArray *
 einsora_sqlite_store_list_api_tokens(EinsoraStore *store, const char *tenant_id,
-                                     const char *user_id, GError **error)
+                                     const char *user_id, const char *after_created_at,
+                                     const char *after_id, guint limit, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* "" sorts before every real time and ID: the first page. */
     g_autoptr(sqlite3_stmt) stmt = prepare(self,
                                            "SELECT " API_TOKEN_COLUMNS " FROM api_tokens "
                                            "WHERE tenant_id = ?1 AND user_id = ?2 "
-                                           "ORDER BY created_at, id",
+                                           "AND (created_at, id) > (?3, ?4) "
+                                           "ORDER BY created_at, id LIMIT ?5",
                                            error);
     g_autoptr(GPtrArray) tokens =
         g_ptr_array_new_with_free_func((GDestroyNotify)einsora_api_token_free);
@@ -200,6 +203,9 @@ einsora_sqlite_store_list_api_tokens(EinsoraStore *store, const char *tenant_id,
         return NULL;
     bind_text(stmt, 1, tenant_id);
     bind_text(stmt, 2, user_id);
+    bind_text(stmt, 3, after_created_at != NULL ? after_created_at : "");
+    bind_text(stmt, 4, after_id != NULL ? after_id : "");
+    sqlite3_bind_int64(stmt, 5, limit);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
         g_ptr_array_add(tokens, api_token_from_row(stmt));
     if (rc != SQLITE_DONE) {

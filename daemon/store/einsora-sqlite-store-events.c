@@ -68,13 +68,14 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
 
 GPtrArray *
 einsora_sqlite_store_list_events(EinsoraStore *store, const char *tenant_id,
-                                 const char *workload_id, GError **error)
+                                 const char *workload_id, gint64 after_seq, guint limit,
+                                 GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt = prepare(self,
                                            "SELECT " EVENT_COLUMNS " FROM workload_events "
                                            "WHERE tenant_id = ?1 AND workload_id = ?2 "
-                                           "ORDER BY seq",
+                                           "AND seq > ?3 ORDER BY seq LIMIT ?4",
                                            error);
     g_autoptr(GPtrArray) events =
         g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_event_free);
@@ -92,6 +93,8 @@ einsora_sqlite_store_list_events(EinsoraStore *store, const char *tenant_id,
     }
     bind_text(stmt, 1, tenant_id);
     bind_text(stmt, 2, workload_id);
+    sqlite3_bind_int64(stmt, 3, after_seq);
+    sqlite3_bind_int64(stmt, 4, limit);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         EinsoraWorkloadEvent *event = event_from_row(stmt, error);
         if (event == NULL)

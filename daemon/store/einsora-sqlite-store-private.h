@@ -114,7 +114,9 @@ gboolean einsora_sqlite_store_insert_workload(EinsoraStore *store, const Einsora
 EinsoraWorkload *einsora_sqlite_store_get_workload(EinsoraStore *store, const char *tenant_id,
                                                    const char *workload_id, GError **error);
 GPtrArray *einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
-                                               gboolean include_deleted, GError **error);
+                                               gboolean include_deleted,
+                                               const char *after_created_at, const char *after_id,
+                                               guint limit, GError **error);
 GPtrArray *einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const char *region,
                                                       GError **error);
 GPtrArray *einsora_sqlite_store_list_machine_workloads(EinsoraStore *store, const char *machine_id,
@@ -133,7 +135,8 @@ gboolean einsora_sqlite_store_release_lease(EinsoraStore *store, const char *nam
 gboolean einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEvent *event,
                                            GError **error);
 GPtrArray *einsora_sqlite_store_list_events(EinsoraStore *store, const char *tenant_id,
-                                            const char *workload_id, GError **error);
+                                            const char *workload_id, gint64 after_seq, guint limit,
+                                            GError **error);
 GPtrArray *einsora_sqlite_store_list_tenant_events(EinsoraStore *store, const char *tenant_id,
                                                    gint64 after_seq, guint limit, GError **error);
 gboolean einsora_sqlite_store_last_event_seq(EinsoraStore *store, const char *tenant_id,
@@ -152,7 +155,8 @@ gboolean einsora_sqlite_store_insert_api_token(EinsoraStore *store, const Einsor
 EinsoraApiToken *einsora_sqlite_store_find_api_token(EinsoraStore *store, const char *token_sha256,
                                                      GError **error);
 GPtrArray *einsora_sqlite_store_list_api_tokens(EinsoraStore *store, const char *tenant_id,
-                                                const char *user_id, GError **error);
+                                                const char *user_id, const char *after_created_at,
+                                                const char *after_id, guint limit, GError **error);
 gboolean einsora_sqlite_store_revoke_api_token(EinsoraStore *store, const char *tenant_id,
                                                const char *user_id, const char *token_id,
                                                const char *revoked_at, GError **error);

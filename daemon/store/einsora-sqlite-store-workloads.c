@@ -143,20 +143,28 @@ workloads_from(EinsoraSqliteStore *self, sqlite3_stmt *stmt, GError **error)
 
 GPtrArray *
 einsora_sqlite_store_list_workloads(EinsoraStore *store, const char *tenant_id,
-                                    gboolean include_deleted, GError **error)
+                                    gboolean include_deleted, const char *after_created_at,
+                                    const char *after_id, guint limit, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* A row value, so the index on (tenant_id, created_at, id) seeks to
+     * the page's start rather than reading the rows before it; "" sorts
+     * before every real time and ID. */
     g_autoptr(sqlite3_stmt) stmt = prepare(self,
                                            "SELECT " WORKLOAD_COLUMNS " FROM workloads "
                                            "WHERE tenant_id = ?1 "
                                            "AND (?2 = 1 OR state <> 'deleted') "
-                                           "ORDER BY created_at, id",
+                                           "AND (created_at, id) > (?3, ?4) "
+                                           "ORDER BY created_at, id LIMIT ?5",
                                            error);
 
     if (stmt == NULL)
         return NULL;
     bind_text(stmt, 1, tenant_id);
     sqlite3_bind_int(stmt, 2, include_deleted ? 1 : 0);
+    bind_text(stmt, 3, after_created_at != NULL ? after_created_at : "");
+    bind_text(stmt, 4, after_id != NULL ? after_id : "");
+    sqlite3_bind_int64(stmt, 5, limit);
     return workloads_from(self, stmt, error);
 }
 

@@ -214,7 +214,21 @@ einsora_store_list_workloads(EinsoraStore *self, const char *tenant_id, gboolean
     g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
     g_return_val_if_fail(tenant_id != NULL, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-    return EINSORA_STORE_GET_IFACE(self)->list_workloads(self, tenant_id, include_deleted, error);
+    return EINSORA_STORE_GET_IFACE(self)->list_workloads(self, tenant_id, include_deleted, NULL,
+                                                         NULL, G_MAXUINT, error);
+}
+
+GPtrArray *
+einsora_store_list_workloads_page(EinsoraStore *self, const char *tenant_id,
+                                  gboolean include_deleted, const char *after_created_at,
+                                  const char *after_id, guint limit, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail((after_created_at == NULL) == (after_id == NULL), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_workloads(self, tenant_id, include_deleted,
+                                                         after_created_at, after_id, limit, error);
 }
 
 GPtrArray *
@@ -272,7 +286,21 @@ einsora_store_list_events(EinsoraStore *self, const char *tenant_id, const char 
     g_return_val_if_fail(tenant_id != NULL, NULL);
     g_return_val_if_fail(workload_id != NULL, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-    return EINSORA_STORE_GET_IFACE(self)->list_events(self, tenant_id, workload_id, error);
+    return EINSORA_STORE_GET_IFACE(self)->list_events(self, tenant_id, workload_id, 0, G_MAXUINT,
+                                                      error);
+}
+
+GPtrArray *
+einsora_store_list_events_page(EinsoraStore *self, const char *tenant_id, const char *workload_id,
+                               gint64 after_seq, guint limit, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(workload_id != NULL, NULL);
+    g_return_val_if_fail(after_seq >= 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_events(self, tenant_id, workload_id, after_seq,
+                                                      limit, error);
 }
 
 GPtrArray *
@@ -361,7 +389,22 @@ einsora_store_list_api_tokens(EinsoraStore *self, const char *tenant_id, const c
     g_return_val_if_fail(tenant_id != NULL, NULL);
     g_return_val_if_fail(user_id != NULL, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-    return EINSORA_STORE_GET_IFACE(self)->list_api_tokens(self, tenant_id, user_id, error);
+    return EINSORA_STORE_GET_IFACE(self)->list_api_tokens(self, tenant_id, user_id, NULL, NULL,
+                                                          G_MAXUINT, error);
+}
+
+GPtrArray *
+einsora_store_list_api_tokens_page(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                   const char *after_created_at, const char *after_id, guint limit,
+                                   GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(user_id != NULL, NULL);
+    g_return_val_if_fail((after_created_at == NULL) == (after_id == NULL), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_api_tokens(self, tenant_id, user_id,
+                                                          after_created_at, after_id, limit, error);
 }
 
 gboolean

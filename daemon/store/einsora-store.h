@@ -83,9 +83,13 @@ struct _EinsoraStoreInterface {
     /* Deleted workloads are found too; callers decide whether to show them. */
     EinsoraWorkload *(*get_workload)(EinsoraStore *self, const char *tenant_id,
                                      const char *workload_id, GError **error);
-    /* Oldest first (by created_at, then ID). */
+    /* Oldest first (by created_at, then ID), and a keyset page of that
+     * order: the rows after (@after_created_at, @after_id), both NULL for
+     * the first page, at most @limit. A row inserted or deleted meanwhile
+     * never moves another across a page's edge. */
     GPtrArray *(*list_workloads)(EinsoraStore *self, const char *tenant_id,
-                                 gboolean include_deleted, GError **error);
+                                 gboolean include_deleted, const char *after_created_at,
+                                 const char *after_id, guint limit, GError **error);
     /* Not tenant-scoped, for the controller of @region only: every
      * workload there that has something to reconcile (not stopped, failed
      * or deleted), oldest first. */
@@ -112,9 +116,10 @@ struct _EinsoraStoreInterface {
 
     /* The timeline is append-only. */
     gboolean (*append_event)(EinsoraStore *self, const EinsoraWorkloadEvent *event, GError **error);
-    /* In the order they were appended. An unknown workload is NOT_FOUND. */
+    /* In the order they were appended (seq), those whose seq is above
+     * @after_seq, at most @limit. An unknown workload is NOT_FOUND. */
     GPtrArray *(*list_events)(EinsoraStore *self, const char *tenant_id, const char *workload_id,
-                              GError **error);
+                              gint64 after_seq, guint limit, GError **error);
     /* The change feed: the tenant's events (of every workload, deleted
      * ones included) whose seq is above @after_seq, in seq order, at most
      * @limit. seq is one sequence for the whole store, so it only grows,
@@ -142,8 +147,9 @@ struct _EinsoraStoreInterface {
     EinsoraApiToken *(*find_api_token)(EinsoraStore *self, const char *token_sha256,
                                        GError **error);
     /* One user's tokens, oldest first (by created_at, then ID), revoked
-     * ones included. */
+     * ones included; paged as list_workloads is. */
     GPtrArray *(*list_api_tokens)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                  const char *after_created_at, const char *after_id, guint limit,
                                   GError **error);
     /* NOT_FOUND unless the token is this user's. Revoking twice succeeds
      * and keeps the first revoked_at. */
@@ -232,8 +238,12 @@ gboolean einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload
                                        GError **error);
 EinsoraWorkload *einsora_store_get_workload(EinsoraStore *self, const char *tenant_id,
                                             const char *workload_id, GError **error);
+/* The whole list, for the daemon's own use; requests read pages. */
 GPtrArray *einsora_store_list_workloads(EinsoraStore *self, const char *tenant_id,
                                         gboolean include_deleted, GError **error);
+GPtrArray *einsora_store_list_workloads_page(EinsoraStore *self, const char *tenant_id,
+                                             gboolean include_deleted, const char *after_created_at,
+                                             const char *after_id, guint limit, GError **error);
 GPtrArray *einsora_store_list_region_workloads(EinsoraStore *self, const char *region,
                                                GError **error);
 gboolean einsora_store_update_workload_state(EinsoraStore *self, const EinsoraWorkload *workload,
@@ -250,6 +260,9 @@ gboolean einsora_store_append_event(EinsoraStore *self, const EinsoraWorkloadEve
                                     GError **error);
 GPtrArray *einsora_store_list_events(EinsoraStore *self, const char *tenant_id,
                                      const char *workload_id, GError **error);
+GPtrArray *einsora_store_list_events_page(EinsoraStore *self, const char *tenant_id,
+                                          const char *workload_id, gint64 after_seq, guint limit,
+                                          GError **error);
 GPtrArray *einsora_store_list_tenant_events(EinsoraStore *self, const char *tenant_id,
                                             gint64 after_seq, guint limit, GError **error);
 gboolean einsora_store_last_event_seq(EinsoraStore *self, const char *tenant_id, gint64 *seq,
@@ -268,6 +281,9 @@ EinsoraApiToken *einsora_store_find_api_token(EinsoraStore *self, const char *to
                                               GError **error);
 GPtrArray *einsora_store_list_api_tokens(EinsoraStore *self, const char *tenant_id,
                                          const char *user_id, GError **error);
+GPtrArray *einsora_store_list_api_tokens_page(EinsoraStore *self, const char *tenant_id,
+                                              const char *user_id, const char *after_created_at,
+                                              const char *after_id, guint limit, GError **error);
 gboolean einsora_store_revoke_api_token(EinsoraStore *self, const char *tenant_id,
                                         const char *user_id, const char *token_id,
                                         const char *revoked_at, GError **error);

@@ -1,0 +1,17 @@
+/* Many workloads at once, written straight into a stopped daemon's
+ * SQLite file: the rows the API writes for a create, without thousands
+ * of POSTs where a test needs only a long list. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* @count stopped sim workloads of @tenant_id named "<prefix>-00000" on,
+ * created a microsecond apart from 2026-01-01T00:00:00Z, IDs in order.
+ * @prefix (at most 8 characters) also tells their IDs apart from other
+ * calls'. */
+void einsora_test_insert_workloads(const char *data_dir, const char *tenant_id, guint count,
+                                   const char *prefix);
+
+G_END_DECLS
