@@ -822,16 +822,57 @@ test_session_ends_with_its_server(Fixture *f, gconstpointer data)
     g_autoptr(Answer) gone = NULL;
 
     g_assert_cmpuint(before->status, ==, 200);
-    /* Stopped and started again: a new attempt, a new token. */
+    /* Stopped and started again: a new attempt, a new token (and the
+     * timeline says so, which is what the session's held way in heeds). */
     g_hash_table_insert(f->targets->running, g_strdup(f->notebook), GINT_TO_POINTER(2));
     g_free(f->targets->token);
     f->targets->token = g_strdup("a-new-run-token");
+    move(f, f->notebook, EINSORA_WORKLOAD_STATE_STOPPING, NULL);
     after = get_with_cookie(f, f->notebook, "/echo", cookie);
     g_assert_cmpuint(after->status, ==, 404);
     g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
     g_hash_table_remove(f->targets->running, f->notebook);
     gone = get_with_cookie(f, f->notebook, "/echo", cookie);
     g_assert_cmpuint(gone->status, ==, 403);
+}
+
+/* A session holds its server's way in: requests after the opening don't
+ * ask the backend (whose look-up reads the store) until the tenant's
+ * timeline changes, and once the run has ended nothing reaches its old
+ * socket. */
+static void
+test_session_holds_its_way_in(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) other = NULL;
+    g_autoptr(Answer) noted = NULL;
+    g_autoptr(Answer) ended = NULL;
+
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 1);
+    for (guint i = 0; i < 5; i++) {
+        g_autoptr(Answer) answer = get_with_cookie(f, f->notebook, "/echo", cookie);
+        g_assert_cmpuint(answer->status, ==, 200);
+    }
+    g_assert_cmpuint(f->upstream_requests->len, ==, 5);
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 1);
+
+    /* Any event of the tenant's: looked up once more, still running. */
+    other = einsora_service_get_workload(f->service, TENANT_A, f->other, TRUE, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_service_note(f->service, other, "noted by a test", &error));
+    g_assert_no_error(error);
+    noted = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(noted->status, ==, 200);
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 2);
+
+    /* The run ends: the next request doesn't reach the old socket. */
+    g_hash_table_remove(f->targets->running, f->notebook);
+    move(f, f->notebook, EINSORA_WORKLOAD_STATE_STOPPING, NULL);
+    ended = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(ended->status, ==, 404);
+    g_assert_cmpuint(f->upstream_requests->len, ==, 6);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
 }
 
 static void
@@ -1255,7 +1296,7 @@ flood(GSocket *socket, const guint8 *frame, gsize length, guint64 *peak_kib)
 static void
 test_websocket_stalled_side(Fixture *f, gconstpointer data)
 {
-    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *cookie = NULL;
     g_autofree gchar *path = g_build_filename(f->dir, "stalled.sock", NULL);
     g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
     g_autoptr(GSocket) listener = NULL;
@@ -1293,6 +1334,8 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
     g_socket_set_blocking(listener, FALSE);
     g_free(f->targets->socket_path);
     f->targets->socket_path = g_strdup(path);
+    /* Opened once the workload serves there: a session holds its way in. */
+    cookie = open_session(f, f->notebook);
 
     browser =
         g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
@@ -1361,7 +1404,7 @@ own_fds(void)
 static void
 test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
 {
-    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *cookie = NULL;
     g_autofree gchar *path = g_build_filename(f->dir, "late.sock", NULL);
     g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
     g_autoptr(GSocket) listener = NULL;
@@ -1385,6 +1428,8 @@ test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
     g_socket_set_blocking(listener, FALSE);
     g_free(f->targets->socket_path);
     f->targets->socket_path = g_strdup(path);
+    /* Opened once the workload serves there: a session holds its way in. */
+    cookie = open_session(f, f->notebook);
     iterate_a_while(50);
     before = own_fds();
     browser =
@@ -1491,6 +1536,7 @@ main(int argc, char **argv)
     ADD("/access/refused/cookie-of-another-workload", test_cookie_of_another_workload);
     ADD("/access/refused/session-of-a-stopped-server", test_session_ends_with_its_server);
     ADD("/access/refused/session-expired", test_session_expires);
+    ADD("/access/session/holds-its-way-in", test_session_holds_its_way_in);
     ADD("/access/stopped-workload-page", test_stopped_workload_page);
     ADD("/access/stream/big-body-and-post", test_big_body_and_post);
     ADD("/access/stream/client-gone-cancels-upstream", test_client_gone_cancels_upstream);

@@ -25,14 +25,27 @@
 #define SCRUB_WHOLE_LIMIT (1024 * 1024)
 #define COOKIE_PREFIX "eas_"
 
+/* Where one request goes: a running workload's socket and token. */
+typedef struct {
+    gchar *workload_id;
+    gchar *socket_path;
+    gchar *token;
+} Target;
+
 /* A browser's session with one workload, behind its cookie (kept here as
- * its SHA-256 only), bound to the server run it opened. */
+ * its SHA-256 only), bound to the server run it opened. It holds that
+ * run's way in, looked up once: a proxied request reads no store. The
+ * value is good while its tenant's timeline hasn't grown since (every
+ * stop, failure, delete and new attempt is an event there); after that
+ * the next request looks again (docs/adr/0030). */
 typedef struct {
     gchar *tenant_id;
     gchar *workload_id;
     gint64 attempt;
     gchar *token_hash; /* which server run: a new run has a new token */
     gint64 expires_us;
+    Target *target;     /* NULL until looked up, or when stale */
+    guint64 generation; /* of the tenant's timeline, when looked up */
 } AccessSession;
 
 struct _EinsoraAccessProxy {
@@ -47,16 +60,14 @@ struct _EinsoraAccessProxy {
     guint port;
     guint64 websocket_max_message;
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
+    /* Tenant ID -> how many times its timeline grew (guint64 *): what a
+     * session's held way in is checked against. */
+    GHashTable *generations;
+    gulong events_handler;
+    guint64 lookups; /* of a session's way in, through @targets */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, G_TYPE_OBJECT)
-
-/* Where one request goes: a running workload's socket and token. */
-typedef struct {
-    gchar *workload_id;
-    gchar *socket_path;
-    gchar *token;
-} Target;
 
 static void
 target_free(Target *target)
@@ -73,9 +84,21 @@ target_free(Target *target)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Target, target_free)
 
+static Target *
+target_copy(const Target *target)
+{
+    Target *copy = g_new0(Target, 1);
+
+    copy->workload_id = g_strdup(target->workload_id);
+    copy->socket_path = g_strdup(target->socket_path);
+    copy->token = g_strdup(target->token);
+    return copy;
+}
+
 static void
 session_free(AccessSession *session)
 {
+    target_free(session->target);
     g_free(session->tenant_id);
     g_free(session->workload_id);
     g_free(session->token_hash);
@@ -136,6 +159,7 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
     g_autoptr(GError) error = NULL;
 
     target->workload_id = g_strdup(workload_id);
+    self->lookups++;
     if (!einsora_workload_access_lookup(self->targets, tenant_id, workload_id, attempt,
                                         &target->socket_path, &target->token, &error)) {
         g_debug("access %s: %s", workload_id, error->message);
@@ -152,6 +176,29 @@ open_socket_address(const char *path, int *fd, GError **error)
     g_autofree gchar *own = einsora_unix_socket_open_own(path, fd, error);
 
     return own != NULL ? g_unix_socket_address_new(own) : NULL;
+}
+
+static guint64
+tenant_generation(EinsoraAccessProxy *self, const char *tenant_id)
+{
+    guint64 *generation = g_hash_table_lookup(self->generations, tenant_id);
+
+    return generation != NULL ? *generation : 0;
+}
+
+/* The tenant's timeline grew (after its commit): its sessions' held ways
+ * in may be of a run that ended, and are looked up again when next used. */
+static void
+on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_data)
+{
+    EinsoraAccessProxy *self = user_data;
+    guint64 *generation = g_hash_table_lookup(self->generations, tenant_id);
+
+    if (generation == NULL) {
+        generation = g_new0(guint64, 1);
+        g_hash_table_insert(self->generations, g_strdup(tenant_id), generation);
+    }
+    (*generation)++;
 }
 
 /* A session for @workload_id from this request's cookie, checked against
@@ -186,6 +233,10 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "session expired";
         return NULL;
     }
+    if (session->target != NULL &&
+        session->generation == tenant_generation(self, session->tenant_id))
+        return target_copy(session->target);
+    g_clear_pointer(&session->target, target_free);
     target = lookup_target(self, session->tenant_id, workload_id, &attempt);
     if (target != NULL)
         token_hash = einsora_credential_sha256_hex(target->token);
@@ -196,6 +247,8 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "its server stopped";
         return NULL;
     }
+    session->target = target_copy(target);
+    session->generation = tenant_generation(self, session->tenant_id);
     return g_steal_pointer(&target);
 }
 
@@ -250,6 +303,8 @@ handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *worklo
     session->attempt = attempt;
     session->token_hash = einsora_credential_sha256_hex(target->token);
     session->expires_us = proxy_now(self) + EINSORA_ACCESS_SESSION_US;
+    session->target = target_copy(target);
+    session->generation = tenant_generation(self, taken->tenant_id);
     g_hash_table_replace(self->sessions, einsora_credential_sha256_hex(cookie), session);
     /* Host-only (no Domain), for the whole site, never for scripts. */
     set_cookie =
@@ -1251,10 +1306,12 @@ einsora_access_proxy_finalize(GObject *object)
     EinsoraAccessProxy *self = EINSORA_ACCESS_PROXY(object);
 
     g_clear_object(&self->edge);
+    g_clear_signal_handler(&self->events_handler, self->service);
     if (self->server != NULL)
         soup_server_disconnect(self->server);
     g_clear_object(&self->server);
     g_clear_pointer(&self->sessions, g_hash_table_unref);
+    g_clear_pointer(&self->generations, g_hash_table_unref);
     g_clear_object(&self->targets);
     g_clear_object(&self->service);
     G_OBJECT_CLASS(einsora_access_proxy_parent_class)->finalize(object);
@@ -1271,6 +1328,7 @@ einsora_access_proxy_init(EinsoraAccessProxy *self)
 {
     self->sessions =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)session_free);
+    self->generations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
 
 EinsoraAccessProxy *
@@ -1280,6 +1338,8 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
     EinsoraAccessProxy *self = g_object_new(EINSORA_TYPE_ACCESS_PROXY, NULL);
 
     self->service = g_object_ref(service);
+    self->events_handler =
+        g_signal_connect(service, "events-added", G_CALLBACK(on_events_added), self);
     self->targets = g_object_ref(targets);
     self->now = now;
     self->now_data = now_data;
@@ -1334,4 +1394,11 @@ einsora_access_proxy_count_sessions(EinsoraAccessProxy *self)
 {
     g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
     return g_hash_table_size(self->sessions);
+}
+
+guint64
+einsora_access_proxy_count_lookups(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
+    return self->lookups;
 }
