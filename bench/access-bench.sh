@@ -227,7 +227,8 @@ declare -A url=([einsora]=$einsora [nginx]=$peer_nginx [chp]=$peer_chp [direct]=
 targets=(einsora nginx chp direct)
 for who in "${targets[@]}"; do
   ok=
-  for _ in $(seq 50); do
+  # node takes seconds to start on a loaded machine.
+  for _ in $(seq 300); do
     if curl -fsS -o "$tmp/small.$who" "${common[@]}" "${url[$who]}/small" 2>/dev/null; then
       ok=1
       break

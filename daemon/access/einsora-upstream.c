@@ -14,6 +14,9 @@
 /* Reads of the answer's head; a head may be at most the edge's bound. */
 #define HEAD_READ (16 * 1024)
 #define HEAD_MAX EINSORA_HTTP_MAX_HEAD_BYTES
+/* A piece of a request body smaller than this waits to go out with the
+ * next ones. */
+#define COALESCE_BYTES (64 * 1024)
 
 typedef struct {
     GSource source;
@@ -129,7 +132,7 @@ flush(EinsoraUpstream *self)
 
 /* Writes @iov at once where nothing waits before it; the rest waits. */
 static void
-write_vectors(EinsoraUpstream *self, const struct iovec *iov, int count)
+write_vectors(EinsoraUpstream *self, const struct iovec *iov, int count, gboolean coalesce)
 {
     gsize total = 0, sent = 0;
 
@@ -137,7 +140,9 @@ write_vectors(EinsoraUpstream *self, const struct iovec *iov, int count)
         total += iov[i].iov_len;
     if (self->write_failed)
         return;
-    if (self->out->len == 0 && !self->connecting) {
+    /* Small pieces of a body (libsoup reads 8 KiB at a time) wait for the
+     * socket's next turn and go out together. */
+    if (self->out->len == 0 && !self->connecting && (!coalesce || total >= COALESCE_BYTES)) {
         struct msghdr message = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)count};
         gssize n;
 
@@ -172,12 +177,14 @@ einsora_upstream_write_body(EinsoraUpstream *self, const guint8 *data, gsize len
         struct iovec iov[] = {
             {line, (size_t)line_length}, {(void *)data, length}, {(void *)"\r\n", 2}};
 
-        write_vectors(self, iov, G_N_ELEMENTS(iov));
+        write_vectors(self, iov, G_N_ELEMENTS(iov), TRUE);
     } else {
         struct iovec iov[] = {{(void *)data, length}};
 
-        write_vectors(self, iov, 1);
+        write_vectors(self, iov, 1, TRUE);
     }
+    if (self->out->len >= COALESCE_BYTES)
+        flush(self);
     update_events(self);
     if (self->out->len >= EINSORA_UPSTREAM_HIGH_MARK) {
         self->waiting_writer = TRUE;
@@ -193,7 +200,7 @@ einsora_upstream_finish_body(EinsoraUpstream *self)
     if (self->request_body == EINSORA_HTTP_BODY_CHUNKED) {
         struct iovec iov[] = {{(void *)"0\r\n\r\n", 5}};
 
-        write_vectors(self, iov, 1);
+        write_vectors(self, iov, 1, TRUE);
         update_events(self);
     }
 }
@@ -474,7 +481,7 @@ einsora_upstream_new(const char *socket_path, GString *head, EinsoraHttpBody bod
     self->connecting = connected < 0;
     {
         struct iovec iov[] = {{head->str, head->len}};
-        write_vectors(self, iov, 1);
+        write_vectors(self, iov, 1, FALSE);
         explicit_bzero(head->str, head->len);
     }
     self->source = g_source_new(&upstream_source_funcs, sizeof(UpstreamSource));
