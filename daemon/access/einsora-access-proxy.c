@@ -1002,13 +1002,15 @@ on_switched(SoupServerMessage *msg, gpointer user_data)
     g_autoptr(GIOStream) client = NULL;
     g_autoptr(GBytes) pending = NULL;
     gsize head_length = einsora_http_head_end(upgrade->head->data, upgrade->head->len);
+    GSocket *socket;
 
     g_clear_signal_handler(&upgrade->wrote_handler, msg);
     g_clear_signal_handler(&upgrade->finished_handler, msg);
     pending = g_bytes_new(upgrade->head->data + head_length, upgrade->head->len - head_length);
+    socket = einsora_http_message_get_socket(msg);
     client = soup_server_message_steal_connection(msg);
     if (client != NULL)
-        einsora_websocket_tunnel_start(client, G_IO_STREAM(upgrade->upstream), pending,
+        einsora_websocket_tunnel_start(client, socket, G_IO_STREAM(upgrade->upstream), pending,
                                        upgrade->self->websocket_max_message, on_tunnel_done,
                                        g_strdup(upgrade->target->workload_id));
     upgrade_free(upgrade);

@@ -487,6 +487,10 @@ einsora_upstream_new(const char *socket_path, GString *head, EinsoraHttpBody bod
     self->source = g_source_new(&upstream_source_funcs, sizeof(UpstreamSource));
     ((UpstreamSource *)self->source)->upstream = self;
     g_source_set_static_name(self->source, "einsora-upstream");
+    /* GLib takes a source's descriptors out of the poll while it runs it,
+     * and puts them back, waking the loop each time, unless it may
+     * recurse; nothing here runs the loop inside it. */
+    g_source_set_can_recurse(self->source, TRUE);
     self->events = G_IO_IN | (self->connecting || self->out->len > 0 ? G_IO_OUT : 0);
     self->tag = g_source_add_unix_fd(self->source, self->fd, self->events);
     g_source_attach(self->source, g_main_context_get_thread_default());

@@ -1333,6 +1333,12 @@ einsora_http_connection_get_message(EinsoraHttpConnection *self)
     return self->message;
 }
 
+GSocket *
+einsora_http_connection_get_socket(EinsoraHttpConnection *connection)
+{
+    return connection->socket;
+}
+
 GCancellable *
 einsora_http_connection_get_hangup(EinsoraHttpConnection *self)
 {
