@@ -836,6 +836,8 @@ test_session_ends_with_its_server(Fixture *f, gconstpointer data)
     g_assert_cmpuint(gone->status, ==, 403);
 }
 
+static guint own_fds(void);
+
 /* A session holds its server's way in: requests after the opening don't
  * ask the backend (whose look-up reads the store) until the tenant's
  * timeline changes, and once the run has ended nothing reaches its old
@@ -848,6 +850,7 @@ test_session_holds_its_way_in(Fixture *f, gconstpointer data)
     g_autoptr(EinsoraWorkload) other = NULL;
     g_autoptr(Answer) noted = NULL;
     g_autoptr(Answer) ended = NULL;
+    guint fds;
 
     g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 1);
     for (guint i = 0; i < 5; i++) {
@@ -866,9 +869,12 @@ test_session_holds_its_way_in(Fixture *f, gconstpointer data)
     g_assert_cmpuint(noted->status, ==, 200);
     g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 2);
 
-    /* The run ends: the next request doesn't reach the old socket. */
+    /* The run ends: the socket the session held open is let go at once,
+     * and the next request doesn't reach it. */
+    fds = own_fds();
     g_hash_table_remove(f->targets->running, f->notebook);
     move(f, f->notebook, EINSORA_WORKLOAD_STATE_STOPPING, NULL);
+    g_assert_cmpuint(own_fds(), ==, fds - 1);
     ended = get_with_cookie(f, f->notebook, "/echo", cookie);
     g_assert_cmpuint(ended->status, ==, 404);
     g_assert_cmpuint(f->upstream_requests->len, ==, 6);

@@ -25,27 +25,33 @@
 #define SCRUB_WHOLE_LIMIT (1024 * 1024)
 #define COOKIE_PREFIX "eas_"
 
-/* Where one request goes: a running workload's socket and token. */
+/* Where requests go: a running workload's socket and token. Shared by a
+ * session and the requests it forwards, so counted. */
 typedef struct {
+    guint refs;
     gchar *workload_id;
     gchar *socket_path;
     gchar *token;
+    /* The socket, opened once without following links (the notebook can
+     * write its directory) and checked to be this user's: each request
+     * connects through it, as /proc/self/fd/N. -1 until first used. */
+    int socket_fd;
+    gchar *socket_address;
 } Target;
 
 /* A browser's session with one workload, behind its cookie (kept here as
  * its SHA-256 only), bound to the server run it opened. It holds that
  * run's way in, looked up once: a proxied request reads no store. The
- * value is good while its tenant's timeline hasn't grown since (every
- * stop, failure, delete and new attempt is an event there); after that
- * the next request looks again (docs/adr/0030). */
+ * value is let go when its tenant's timeline grows (every stop, failure,
+ * delete and new attempt is an event there), and the next request looks
+ * again (docs/adr/0030). */
 typedef struct {
     gchar *tenant_id;
     gchar *workload_id;
     gint64 attempt;
     gchar *token_hash; /* which server run: a new run has a new token */
     gint64 expires_us;
-    Target *target;     /* NULL until looked up, or when stale */
-    guint64 generation; /* of the tenant's timeline, when looked up */
+    Target *target; /* NULL until looked up, or once stale */
 } AccessSession;
 
 struct _EinsoraAccessProxy {
@@ -60,9 +66,6 @@ struct _EinsoraAccessProxy {
     guint port;
     guint64 websocket_max_message;
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
-    /* Tenant ID -> how many times its timeline grew (guint64 *): what a
-     * session's held way in is checked against. */
-    GHashTable *generations;
     gulong events_handler;
     guint64 lookups; /* of a session's way in, through @targets */
 };
@@ -72,8 +75,11 @@ G_DEFINE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, G_TYPE_OBJECT)
 static void
 target_free(Target *target)
 {
-    if (target == NULL)
+    if (target == NULL || --target->refs > 0)
         return;
+    if (target->socket_fd >= 0)
+        close(target->socket_fd);
+    g_free(target->socket_address);
     g_free(target->workload_id);
     g_free(target->socket_path);
     if (target->token != NULL)
@@ -85,14 +91,10 @@ target_free(Target *target)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Target, target_free)
 
 static Target *
-target_copy(const Target *target)
+target_ref(Target *target)
 {
-    Target *copy = g_new0(Target, 1);
-
-    copy->workload_id = g_strdup(target->workload_id);
-    copy->socket_path = g_strdup(target->socket_path);
-    copy->token = g_strdup(target->token);
-    return copy;
+    target->refs++;
+    return target;
 }
 
 static void
@@ -150,6 +152,16 @@ log_request(SoupServerMessage *msg, const char *workload_id, guint status, const
                      note != NULL ? note : "");
 }
 
+/* What to connect to: the socket opened once (see Target). */
+static const char *
+target_address(Target *target, GError **error)
+{
+    if (target->socket_address == NULL)
+        target->socket_address =
+            einsora_unix_socket_open_own(target->socket_path, &target->socket_fd, error);
+    return target->socket_address;
+}
+
 /* The running workload behind @tenant_id's @workload_id, if any. */
 static Target *
 lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workload_id,
@@ -158,6 +170,8 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
     g_autoptr(Target) target = g_new0(Target, 1);
     g_autoptr(GError) error = NULL;
 
+    target->refs = 1;
+    target->socket_fd = -1;
     target->workload_id = g_strdup(workload_id);
     self->lookups++;
     if (!einsora_workload_access_lookup(self->targets, tenant_id, workload_id, attempt,
@@ -165,40 +179,28 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
         g_debug("access %s: %s", workload_id, error->message);
         return NULL;
     }
+    /* Opened now, held with the rest (a socket not there yet is tried
+     * again by the request that needs it). */
+    (void)target_address(target, NULL);
     return g_steal_pointer(&target);
 }
 
-/* The notebook can write the directory its socket is in: the socket is
- * opened without following links and connected to through that file. */
-static GSocketAddress *
-open_socket_address(const char *path, int *fd, GError **error)
-{
-    g_autofree gchar *own = einsora_unix_socket_open_own(path, fd, error);
-
-    return own != NULL ? g_unix_socket_address_new(own) : NULL;
-}
-
-static guint64
-tenant_generation(EinsoraAccessProxy *self, const char *tenant_id)
-{
-    guint64 *generation = g_hash_table_lookup(self->generations, tenant_id);
-
-    return generation != NULL ? *generation : 0;
-}
-
-/* The tenant's timeline grew (after its commit): its sessions' held ways
- * in may be of a run that ended, and are looked up again when next used. */
+/* The tenant's timeline grew (after its commit): its sessions' ways in
+ * may be of a run that ended. They are let go (with the socket each
+ * holds open) and looked up again when next used. A pass over the
+ * sessions, which are few next to what an event costs to write. */
 static void
 on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_data)
 {
     EinsoraAccessProxy *self = user_data;
-    guint64 *generation = g_hash_table_lookup(self->generations, tenant_id);
+    GHashTableIter iter;
+    AccessSession *session;
 
-    if (generation == NULL) {
-        generation = g_new0(guint64, 1);
-        g_hash_table_insert(self->generations, g_strdup(tenant_id), generation);
+    g_hash_table_iter_init(&iter, self->sessions);
+    while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&session)) {
+        if (session->target != NULL && g_strcmp0(session->tenant_id, tenant_id) == 0)
+            g_clear_pointer(&session->target, target_free);
     }
-    (*generation)++;
 }
 
 /* A session for @workload_id from this request's cookie, checked against
@@ -233,10 +235,8 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "session expired";
         return NULL;
     }
-    if (session->target != NULL &&
-        session->generation == tenant_generation(self, session->tenant_id))
-        return target_copy(session->target);
-    g_clear_pointer(&session->target, target_free);
+    if (session->target != NULL)
+        return target_ref(session->target);
     target = lookup_target(self, session->tenant_id, workload_id, &attempt);
     if (target != NULL)
         token_hash = einsora_credential_sha256_hex(target->token);
@@ -247,8 +247,7 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "its server stopped";
         return NULL;
     }
-    session->target = target_copy(target);
-    session->generation = tenant_generation(self, session->tenant_id);
+    session->target = target_ref(target);
     return g_steal_pointer(&target);
 }
 
@@ -303,8 +302,7 @@ handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *worklo
     session->attempt = attempt;
     session->token_hash = einsora_credential_sha256_hex(target->token);
     session->expires_us = proxy_now(self) + EINSORA_ACCESS_SESSION_US;
-    session->target = target_copy(target);
-    session->generation = tenant_generation(self, taken->tenant_id);
+    session->target = target_ref(target);
     g_hash_table_replace(self->sessions, einsora_credential_sha256_hex(cookie), session);
     /* Host-only (no Domain), for the whole site, never for scripts. */
     set_cookie =
@@ -847,6 +845,7 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
 {
     Forward *forward = g_new0(Forward, 1);
     g_autoptr(GError) error = NULL;
+    const char *address;
     SoupMessageHeaders *request_headers = soup_server_message_get_request_headers(msg);
     goffset length = 0;
     EinsoraHttpBody body = request_body(msg, &length);
@@ -864,10 +863,13 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     else if (body == EINSORA_HTTP_BODY_CHUNKED)
         g_string_append(head, "Transfer-Encoding: chunked\r\n");
     g_string_append(head, "\r\n");
+    address = target_address(target, &error);
     forward->upstream =
-        einsora_upstream_new(target->socket_path, head, body,
-                             g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
-                             &forward_callbacks, forward, &error);
+        address == NULL
+            ? NULL
+            : einsora_upstream_new(address, head, body,
+                                   g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
+                                   &forward_callbacks, forward, &error);
     explicit_bzero(head->str, head->len); /* it holds the token */
     if (forward->upstream == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
@@ -928,7 +930,6 @@ typedef struct {
     GSocketConnection *upstream;
     GByteArray *head;
     gchar *request;
-    int fd;
     gulong wrote_handler;
     gulong finished_handler;
     GSource *hangup_watch;
@@ -950,8 +951,6 @@ upgrade_free(Upgrade *upgrade)
         g_source_unref(upgrade->hangup_watch);
     }
     g_clear_handle_id(&upgrade->timeout_id, g_source_remove);
-    if (upgrade->fd >= 0)
-        close(upgrade->fd);
     if (upgrade->request != NULL)
         explicit_bzero(upgrade->request, strlen(upgrade->request));
     g_free(upgrade->request);
@@ -1167,10 +1166,6 @@ on_upgrade_connected(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
 
     upgrade->upstream = g_socket_client_connect_finish(G_SOCKET_CLIENT(source), result, &error);
-    if (upgrade->fd >= 0) {
-        close(upgrade->fd);
-        upgrade->fd = -1;
-    }
     if (upgrade->upstream == NULL) {
         g_message("access %s: %s", upgrade->target->workload_id, error->message);
         upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "no socket");
@@ -1191,11 +1186,11 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     g_autoptr(GSocketAddress) address = NULL;
     g_autoptr(GSocketClient) client = NULL;
     g_autoptr(GError) error = NULL;
+    const char *socket_address;
 
     upgrade->self = g_object_ref(self);
     upgrade->msg = g_object_ref(msg);
     upgrade->target = target;
-    upgrade->fd = -1;
     upgrade->cancellable = g_cancellable_new();
     /* A key is 16 bytes in base64; version 13 is the only one. */
     if (key == NULL || strlen(key) != 24 ||
@@ -1206,7 +1201,8 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         upgrade_free(upgrade);
         return;
     }
-    address = open_socket_address(target->socket_path, &upgrade->fd, &error);
+    socket_address = target_address(target, &error);
+    address = socket_address != NULL ? g_unix_socket_address_new(socket_address) : NULL;
     if (address == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
         respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
@@ -1318,7 +1314,6 @@ einsora_access_proxy_finalize(GObject *object)
         soup_server_disconnect(self->server);
     g_clear_object(&self->server);
     g_clear_pointer(&self->sessions, g_hash_table_unref);
-    g_clear_pointer(&self->generations, g_hash_table_unref);
     g_clear_object(&self->targets);
     g_clear_object(&self->service);
     G_OBJECT_CLASS(einsora_access_proxy_parent_class)->finalize(object);
@@ -1335,7 +1330,6 @@ einsora_access_proxy_init(EinsoraAccessProxy *self)
 {
     self->sessions =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)session_free);
-    self->generations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
 
 EinsoraAccessProxy *

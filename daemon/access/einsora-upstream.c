@@ -9,8 +9,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "einsora-unix-socket.h"
-
 /* Reads of the answer's head; a head may be at most the edge's bound. */
 #define HEAD_READ (16 * 1024)
 #define HEAD_MAX EINSORA_HTTP_MAX_HEAD_BYTES
@@ -440,14 +438,12 @@ upstream_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
 static GSourceFuncs upstream_source_funcs = {NULL, NULL, upstream_dispatch, NULL, NULL, NULL};
 
 EinsoraUpstream *
-einsora_upstream_new(const char *socket_path, GString *head, EinsoraHttpBody body,
+einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
                      gboolean head_request, const EinsoraUpstreamCallbacks *callbacks,
                      gpointer user_data, GError **error)
 {
     g_autoptr(EinsoraUpstream) self = g_new0(EinsoraUpstream, 1);
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    int path_fd = -1;
-    g_autofree gchar *own = einsora_unix_socket_open_own(socket_path, &path_fd, error);
+    struct sockaddr_un name = {.sun_family = AF_UNIX};
     int connected, saved;
 
     self->fd = -1;
@@ -457,25 +453,24 @@ einsora_upstream_new(const char *socket_path, GString *head, EinsoraHttpBody bod
     self->head_request = head_request;
     self->out = g_byte_array_new();
     self->in = g_byte_array_new();
-    if (own == NULL)
+    if (g_strlcpy(name.sun_path, address, sizeof name.sun_path) >= sizeof name.sun_path) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "a socket name too long");
         return NULL;
-    g_strlcpy(address.sun_path, own, sizeof address.sun_path);
+    }
     self->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (self->fd < 0) {
         saved = errno;
-        close(path_fd);
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "no socket: %s",
                     g_strerror(saved));
         return NULL;
     }
     do
-        connected = connect(self->fd, (struct sockaddr *)&address, sizeof address);
+        connected = connect(self->fd, (struct sockaddr *)&name, sizeof name);
     while (connected < 0 && errno == EINTR);
     saved = errno;
-    close(path_fd);
     if (connected < 0 && saved != EINPROGRESS) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't connect to %s: %s",
-                    socket_path, g_strerror(saved));
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved),
+                    "can't connect to the workload's socket: %s", g_strerror(saved));
         return NULL;
     }
     self->connecting = connected < 0;

@@ -37,13 +37,13 @@ typedef struct {
 /* A request body waiting to go out past this asks the writer to wait. */
 #define EINSORA_UPSTREAM_HIGH_MARK (256 * 1024)
 
-/* Connects to @socket_path (opened without following links: the workload
- * can write its directory) and sends @head, which is wiped (it holds the
- * workload's token). @body: how the request body that follows is framed
- * (NONE, LENGTH or CHUNKED; with CHUNKED, writes are framed here).
+/* Connects to the Unix socket at @address (the caller's safe name for
+ * it: /proc/self/fd/N of the socket opened without following links) and
+ * sends @head, which is wiped (it holds the workload's token). @body: how the request body that
+ * follows is framed (NONE, LENGTH or CHUNKED; with CHUNKED, writes are framed here).
  * @head_request: the answer has no body. NULL with @error when the
  * socket can't be opened or connected to. */
-EinsoraUpstream *einsora_upstream_new(const char *socket_path, GString *head, EinsoraHttpBody body,
+EinsoraUpstream *einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
                                       gboolean head_request,
                                       const EinsoraUpstreamCallbacks *callbacks, gpointer user_data,
                                       GError **error);
