@@ -15,6 +15,8 @@
 # a 50 MiB upload (PUT /api/contents/..., JSON) with curl, one at a time,
 # through Einsora's proxy and on the upstream's Unix socket directly (the
 # same request, no proxy): BENCH_TRANSFERS each per round (0: none).
+# BENCH_BIG_CONNECTIONS and BENCH_BIG_DURATION set /big's own connection
+# counts and seconds per run (default: those of the other paths).
 # Each case runs BENCH_ROUNDS rounds, every target once per round, the
 # order rotating between rounds; the table gives medians and the median of
 # the per-round ratios.
@@ -38,6 +40,10 @@ duration=${BENCH_DURATION:-10}
 ws_seconds=${BENCH_WS_SECONDS:-10}
 transfers=${BENCH_TRANSFERS:-5}
 read -r -a connections <<<"${BENCH_CONNECTIONS:-1 16 64}"
+# /big may take its own: 64 connections at once need runs long enough for
+# 64 answers of 10 MiB each to finish on a loaded machine.
+read -r -a big_connections <<<"${BENCH_BIG_CONNECTIONS:-${connections[*]}}"
+big_duration=${BENCH_BIG_DURATION:-$duration}
 read -r -a paths <<<"${BENCH_PATHS:-/small /big}"
 build=${1:-build}
 
@@ -48,11 +54,11 @@ die() {
 }
 
 case "$build" in -h | --help)
-  sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
-for setting in rounds duration ws_seconds; do
+for setting in rounds duration big_duration ws_seconds; do
   [[ ${!setting} =~ ^[1-9][0-9]*$ ]] || die "BENCH_${setting^^} must be a positive integer"
 done
 
@@ -364,12 +370,13 @@ spreads=()
 notes=()
 
 bench_case() {
-  local path=$1 conns=$2 r who line rps p50 p99 n bad sock
+  local path=$1 conns=$2 r who line rps p50 p99 n bad sock secs=$duration
+  [ "$path" != /big ] || secs=$big_duration
   declare -A rpss=() p50s=() p99s=() bads=() socks=()
   local to_nginx=() to_chp=()
   for r in $(seq "$rounds"); do
     for who in $(order "$r"); do
-      line=$(run_wrk "${url[$who]}$path" "$conns" "$duration")
+      line=$(run_wrk "${url[$who]}$path" "$conns" "$secs")
       read -r rps p50 p99 n bad sock <<<"$line"
       rpss[$who]+="$rps " p50s[$who]+="$p50 " p99s[$who]+="$p99 "
       bads[$who]=$((${bads[$who]:-0} + bad)) socks[$who]=$((${socks[$who]:-0} + sock))
@@ -490,9 +497,15 @@ for who in "${targets[@]}"; do
   ws_run "$who" 1 >/dev/null
 done
 for path in "${paths[@]}"; do
-  for conns in "${connections[@]}"; do
-    bench_case "$path" "$conns"
-  done
+  if [ "$path" = /big ]; then
+    for conns in "${big_connections[@]}"; do
+      bench_case "$path" "$conns"
+    done
+  else
+    for conns in "${connections[@]}"; do
+      bench_case "$path" "$conns"
+    done
+  fi
 done
 ws_case
 if [ "$transfers" -gt 0 ]; then
