@@ -54,7 +54,7 @@ die() {
 }
 
 case "$build" in -h | --help)
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac

@@ -21,6 +21,35 @@ typedef struct {
     EinsoraUpstream *upstream;
 } UpstreamSource;
 
+/* What the answer's body is read into. libsoup lets go of each piece once
+ * it is written, before the next read: the same buffer serves the next
+ * one, instead of a fresh 256 KiB each time (malloc's threshold for that
+ * size moves, and the heap then grows and shrinks on every read). */
+typedef struct {
+    gatomicrefcount refs;
+    gsize size;
+    guint8 data[];
+} ReadBuffer;
+
+static ReadBuffer *
+read_buffer_new(gsize size)
+{
+    ReadBuffer *buffer = g_malloc(sizeof(ReadBuffer) + size);
+
+    g_atomic_ref_count_init(&buffer->refs);
+    buffer->size = size;
+    return buffer;
+}
+
+static void
+read_buffer_unref(gpointer data)
+{
+    ReadBuffer *buffer = data;
+
+    if (g_atomic_ref_count_dec(&buffer->refs))
+        g_free(buffer);
+}
+
 struct _EinsoraUpstream {
     const EinsoraUpstreamCallbacks *callbacks;
     gpointer user_data;
@@ -48,6 +77,7 @@ struct _EinsoraUpstream {
     EinsoraHttpChunked chunked;
     gsize want; /* of the piece asked for; 0 while none is */
     gboolean over;
+    ReadBuffer *buffer;
 };
 
 static void
@@ -63,6 +93,8 @@ upstream_really_free(EinsoraUpstream *self)
     explicit_bzero(self->out->data, self->out->len);
     g_byte_array_unref(self->out);
     g_byte_array_unref(self->in);
+    if (self->buffer != NULL)
+        read_buffer_unref(self->buffer);
     g_free(self);
 }
 
@@ -322,7 +354,13 @@ read_body(EinsoraUpstream *self)
         }
         if (self->answer_body == EINSORA_HTTP_BODY_LENGTH)
             max = (gsize)MIN((guint64)max, self->remaining);
-        data = g_malloc(max);
+        if (self->buffer == NULL || self->buffer->size < max ||
+            !g_atomic_ref_count_compare(&self->buffer->refs, 1)) {
+            if (self->buffer != NULL)
+                read_buffer_unref(self->buffer);
+            self->buffer = read_buffer_new(max);
+        }
+        data = self->buffer->data;
         if (self->in->len > 0) {
             /* What came with the head. */
             n = (gssize)MIN((gsize)self->in->len, max);
@@ -334,18 +372,14 @@ read_body(EinsoraUpstream *self)
             while (n < 0 && errno == EINTR);
         }
         if (n < 0 && errno == EAGAIN) {
-            g_free(data);
             update_events(self);
             return;
         }
         if (n < 0) {
-            int saved = errno;
-            g_free(data);
-            body_over(self, NULL, g_strerror(saved));
+            body_over(self, NULL, g_strerror(errno));
             return;
         }
         if (n == 0) {
-            g_free(data);
             body_over(self, NULL,
                       self->answer_body == EINSORA_HTTP_BODY_UNTIL_CLOSE
                           ? NULL
@@ -356,20 +390,20 @@ read_body(EinsoraUpstream *self)
         if (self->answer_body == EINSORA_HTTP_BODY_CHUNKED) {
             /* Whatever follows the last chunk is not read on. */
             if (einsora_http_chunked_decode(&self->chunked, data, (gsize)n, &length, &done) < 0) {
-                g_free(data);
                 body_over(self, NULL, "a malformed chunked answer");
                 return;
             }
-            if (length == 0 && !done) {
-                g_free(data); /* framing only: read on */
-                continue;
-            }
+            if (length == 0 && !done)
+                continue; /* framing only: read on */
         } else if (self->answer_body == EINSORA_HTTP_BODY_LENGTH) {
             self->remaining -= (guint64)n;
             done = self->remaining == 0;
         }
         {
-            g_autoptr(GBytes) chunk = g_bytes_new_take(data, length);
+            g_autoptr(GBytes) chunk =
+                g_bytes_new_with_free_func(data, length, read_buffer_unref, self->buffer);
+
+            g_atomic_ref_count_inc(&self->buffer->refs);
 
             if (done) {
                 body_over(self, length > 0 ? chunk : NULL, NULL);
@@ -390,7 +424,9 @@ upstream_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
     GIOCondition revents = self->tag != NULL ? g_source_query_unix_fd(source, self->tag) : 0;
     gboolean poked = g_source_get_ready_time(source) == 0;
 
-    g_source_set_ready_time(source, -1);
+    /* Each setting wakes the loop: only when it was set. */
+    if (poked)
+        g_source_set_ready_time(source, -1);
     self->in_dispatch = TRUE;
     if (self->connecting && (revents & (G_IO_OUT | G_IO_ERR | G_IO_HUP)) != 0) {
         int error = 0;
