@@ -10,7 +10,13 @@
 # (/big), then WebSocket echo round trips per second over one connection.
 # The upstream measured directly (loopback TCP, no proxy) is a reference.
 # BENCH_PATHS="/small /small.bin /big" adds the same 100 bytes as
-# application/octet-stream, which Einsora passes on unscrubbed.
+# application/octet-stream, which Einsora passes on unscrubbed. Then a
+# 50 MiB download (GET /files/..., as Jupyter's files API serves one) and
+# a 50 MiB upload (PUT /api/contents/..., JSON) with curl, one at a time,
+# through Einsora's proxy and on the upstream's Unix socket directly (the
+# same request, no proxy): BENCH_TRANSFERS each per round (0: none).
+# BENCH_BIG_CONNECTIONS and BENCH_BIG_DURATION set /big's own connection
+# counts and seconds per run (default: those of the other paths).
 # Each case runs BENCH_ROUNDS rounds, every target once per round, the
 # order rotating between rounds; the table gives medians and the median of
 # the per-round ratios.
@@ -32,7 +38,12 @@ root=$(cd "$here/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-10}
 ws_seconds=${BENCH_WS_SECONDS:-10}
+transfers=${BENCH_TRANSFERS:-5}
 read -r -a connections <<<"${BENCH_CONNECTIONS:-1 16 64}"
+# /big may take its own: 64 connections at once need runs long enough for
+# 64 answers of 10 MiB each to finish on a loaded machine.
+read -r -a big_connections <<<"${BENCH_BIG_CONNECTIONS:-${connections[*]}}"
+big_duration=${BENCH_BIG_DURATION:-$duration}
 read -r -a paths <<<"${BENCH_PATHS:-/small /big}"
 build=${1:-build}
 
@@ -43,11 +54,11 @@ die() {
 }
 
 case "$build" in -h | --help)
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
-for setting in rounds duration ws_seconds; do
+for setting in rounds duration big_duration ws_seconds; do
   [[ ${!setting} =~ ^[1-9][0-9]*$ ]] || die "BENCH_${setting^^} must be a positive integer"
 done
 
@@ -222,7 +233,8 @@ declare -A url=([einsora]=$einsora [nginx]=$peer_nginx [chp]=$peer_chp [direct]=
 targets=(einsora nginx chp direct)
 for who in "${targets[@]}"; do
   ok=
-  for _ in $(seq 50); do
+  # node takes seconds to start on a loaded machine.
+  for _ in $(seq 300); do
     if curl -fsS -o "$tmp/small.$who" "${common[@]}" "${url[$who]}/small" 2>/dev/null; then
       ok=1
       break
@@ -238,6 +250,47 @@ for who in "${targets[@]}"; do
   size=$(curl -fsS -o /dev/null -w '%{size_download}' "${common[@]}" "${url[$who]}/big")
   [ "$size" = 10485760 ] || die "$who answers /big with $size bytes"
 done
+
+# ---- 50 MiB each way: through Einsora's proxy, and on the socket directly --
+file_path=/files/big50.bin
+upload_path=/api/contents/upload.json
+file_size=52428800
+# A contents API upload: the file's bytes in a JSON body, 50 MiB in all.
+{
+  printf '{"type": "file", "format": "base64", "content": "'
+  head -c $((file_size - 50)) /dev/zero | tr '\0' 'A'
+  printf '"}'
+} >"$tmp/upload.json"
+upload_size=$(stat -c %s "$tmp/upload.json")
+# transfer WHO down|up: one transfer; prints its seconds.
+transfer() {
+  local who=$1 way=$2 args=(-fsS -o "$tmp/transfer.out" -w '%{time_total}')
+  if [ "$who" = einsora ]; then
+    args+=("${common[@]}")
+    base=$einsora
+  else
+    args+=(--unix-socket "$sock")
+    base=http://localhost
+  fi
+  if [ "$way" = up ]; then
+    # No Expect: 100-continue, as browsers send none.
+    args+=(-X PUT -H 'Content-Type: application/json' -H 'Expect:'
+      --data-binary "@$tmp/upload.json" "$base$upload_path")
+  else
+    args+=("$base$file_path")
+  fi
+  curl "${args[@]}" || die "the $way transfer failed against $who"
+}
+if [ "$transfers" -gt 0 ]; then
+  for who in einsora direct; do
+    transfer "$who" down >/dev/null
+    size=$(stat -c %s "$tmp/transfer.out")
+    [ "$size" = "$file_size" ] || die "$who answers $file_path with $size bytes"
+    transfer "$who" up >/dev/null
+    grep -q "\"size\": $upload_size}" "$tmp/transfer.out" ||
+      die "$who's upload arrived as $(cat "$tmp/transfer.out"), not $upload_size bytes"
+  done
+fi
 
 # ---- measuring ------------------------------------------------------------
 # One wrk run; prints "req/s p50_ms p99_ms requests non2xx socket_errors".
@@ -317,12 +370,13 @@ spreads=()
 notes=()
 
 bench_case() {
-  local path=$1 conns=$2 r who line rps p50 p99 n bad sock
+  local path=$1 conns=$2 r who line rps p50 p99 n bad sock secs=$duration
+  [ "$path" != /big ] || secs=$big_duration
   declare -A rpss=() p50s=() p99s=() bads=() socks=()
   local to_nginx=() to_chp=()
   for r in $(seq "$rounds"); do
     for who in $(order "$r"); do
-      line=$(run_wrk "${url[$who]}$path" "$conns" "$duration")
+      line=$(run_wrk "${url[$who]}$path" "$conns" "$secs")
       read -r rps p50 p99 n bad sock <<<"$line"
       rpss[$who]+="$rps " p50s[$who]+="$p50 " p99s[$who]+="$p99 "
       bads[$who]=$((${bads[$who]:-0} + bad)) socks[$who]=$((${socks[$who]:-0} + sock))
@@ -400,6 +454,38 @@ ws_case() {
     "$(spread ${rates[direct]})" "$(spread "${to_nginx[@]}")" "$(spread "${to_chp[@]}")")")
 }
 
+# 50 MiB down and up, one transfer at a time: MiB/s of each target.
+transfer_rows=()
+transfer_case() {
+  local way=$1 r who i seconds rate
+  declare -A rates=() round=()
+  local to_direct=()
+  for r in $(seq "$rounds"); do
+    round=()
+    for i in $(seq "$transfers"); do
+      for who in $( ((i % 2)) && echo einsora direct || echo direct einsora); do
+        seconds=$(transfer "$who" "$way")
+        rate=$(awk -v s="$seconds" -v b="$file_size" 'BEGIN { printf "%.2f", b / 1048576 / s }')
+        round[$who]+="$rate "
+      done
+    done
+    alive
+    for who in einsora direct; do
+      # shellcheck disable=SC2086
+      rates[$who]+="$(median ${round[$who]}) "
+    done
+    # shellcheck disable=SC2206
+    local e=(${rates[einsora]}) d=(${rates[direct]})
+    to_direct+=("$(ratio "${e[-1]}" "${d[-1]}")")
+    say "50 MiB $way round $r/$rounds: einsora ${e[-1]}, direct ${d[-1]} MiB/s"
+  done
+  # shellcheck disable=SC2086
+  transfer_rows+=("$(printf '| %s | %s | %s | %.2f | %s |' \
+    "$([ "$way" = up ] && echo "PUT $upload_path (50 MiB JSON)" || echo "GET $file_path (50 MiB)")" \
+    "$(median ${rates[einsora]})" "$(median ${rates[direct]})" "$(median "${to_direct[@]}")" \
+    "$(spread "${to_direct[@]}")")")
+}
+
 total=$((${#paths[@]} * ${#connections[@]} * rounds * ${#targets[@]} * duration + rounds * ${#targets[@]} * ws_seconds))
 say "measuring: ${#paths[@]} paths x ${#connections[@]} connection counts x $rounds rounds" \
   "x ${#targets[@]} targets x ${duration}s, then WebSocket $rounds x ${#targets[@]} x ${ws_seconds}s" \
@@ -411,11 +497,21 @@ for who in "${targets[@]}"; do
   ws_run "$who" 1 >/dev/null
 done
 for path in "${paths[@]}"; do
-  for conns in "${connections[@]}"; do
-    bench_case "$path" "$conns"
-  done
+  if [ "$path" = /big ]; then
+    for conns in "${big_connections[@]}"; do
+      bench_case "$path" "$conns"
+    done
+  else
+    for conns in "${connections[@]}"; do
+      bench_case "$path" "$conns"
+    done
+  fi
 done
 ws_case
+if [ "$transfers" -gt 0 ]; then
+  transfer_case down
+  transfer_case up
+fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the report ---------------------------------------------------------
@@ -441,6 +537,14 @@ echo
 echo "Spread over the rounds (min-max):"
 echo
 printf -- '- %s\n' "${spreads[@]}"
+if [ ${#transfer_rows[@]} -gt 0 ]; then
+  echo
+  echo "50 MiB one at a time with curl ($transfers per target per round, medians), MiB/s:"
+  echo
+  echo "| transfer | einsora | upstream's socket directly | einsora/direct | spread of the ratio |"
+  echo "| --- | ---: | ---: | ---: | --- |"
+  printf '%s\n' "${transfer_rows[@]}"
+fi
 for note in "${notes[@]}"; do
   echo
   echo "Note: $note"

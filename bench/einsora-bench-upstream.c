@@ -9,6 +9,11 @@
  *                of the workload's token, and sends chunked)
  *   GET /big     10 MiB of application/octet-stream, with Content-Length,
  *                from one buffer made at start
+ *   GET /files/big50.bin  50 MiB of application/octet-stream, with
+ *                Content-Length (Jupyter's files API serving a download)
+ *   PUT /api/contents/upload.json  takes a body of any size as it comes
+ *                (counted, not kept) and answers its size in a small JSON
+ *                body (the shape of a contents API upload)
  *   /ws          a WebSocket that echoes every message
  *
  * Usage: einsora-bench-upstream SOCKET_PATH
@@ -22,6 +27,8 @@
 #include <unistd.h>
 
 #define BIG_SIZE (10 * 1024 * 1024)
+#define FILE_SIZE (50 * 1024 * 1024)
+#define UPLOAD_PATH "/api/contents/upload.json"
 
 /* 100 bytes exactly. */
 static const char small_body[] = "{\"version\": \"6.4.12\", \"bench\": \"einsora access proxy\", "
@@ -31,9 +38,39 @@ G_STATIC_ASSERT(sizeof small_body - 1 == 100);
 static char *big_body;
 
 static void
+on_upload_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
+{
+    guint64 *size = g_object_get_data(G_OBJECT(msg), "bench-upload-size");
+
+    *size += g_bytes_get_size(chunk);
+}
+
+/* An upload is counted as it arrives, not kept. */
+static void
+on_headers(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+           gpointer user_data)
+{
+    if (g_strcmp0(path, UPLOAD_PATH) != 0 ||
+        g_strcmp0(soup_server_message_get_method(msg), "PUT") != 0)
+        return;
+    g_object_set_data_full(G_OBJECT(msg), "bench-upload-size", g_new0(guint64, 1), g_free);
+    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+    g_signal_connect(msg, "got-chunk", G_CALLBACK(on_upload_chunk), NULL);
+}
+
+static void
 on_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
            gpointer user_data)
 {
+    guint64 *uploaded = g_object_get_data(G_OBJECT(msg), "bench-upload-size");
+
+    if (uploaded != NULL) {
+        g_autofree gchar *body = g_strdup_printf("{\"size\": %" G_GUINT64_FORMAT "}", *uploaded);
+        soup_server_message_set_status(msg, SOUP_STATUS_CREATED, NULL);
+        soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body,
+                                         strlen(body));
+        return;
+    }
     if (g_strcmp0(soup_server_message_get_method(msg), "GET") != 0 &&
         g_strcmp0(soup_server_message_get_method(msg), "HEAD") != 0) {
         soup_server_message_set_status(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
@@ -55,6 +92,12 @@ on_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTa
         soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
         soup_server_message_set_response(msg, "application/octet-stream", SOUP_MEMORY_STATIC,
                                          big_body, BIG_SIZE);
+        return;
+    }
+    if (g_strcmp0(path, "/files/big50.bin") == 0) {
+        soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+        soup_server_message_set_response(msg, "application/octet-stream", SOUP_MEMORY_STATIC,
+                                         big_body, FILE_SIZE);
         return;
     }
     soup_server_message_set_status(msg, SOUP_STATUS_NOT_FOUND, NULL);
@@ -127,10 +170,12 @@ main(int argc, char **argv)
         g_printerr("usage: %s SOCKET_PATH\n", argv[0]);
         return 2;
     }
-    big_body = g_malloc(BIG_SIZE);
-    memset(big_body, 'x', BIG_SIZE);
+    /* /big is its first 10 MiB. */
+    big_body = g_malloc(FILE_SIZE);
+    memset(big_body, 'x', FILE_SIZE);
 
     server = soup_server_new("server-header", "einsora-bench-upstream", NULL);
+    soup_server_add_early_handler(server, NULL, on_headers, NULL, NULL);
     soup_server_add_handler(server, NULL, on_request, NULL, NULL);
     soup_server_add_websocket_handler(server, "/ws", NULL, NULL, on_websocket, NULL, NULL);
 

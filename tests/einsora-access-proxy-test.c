@@ -822,16 +822,63 @@ test_session_ends_with_its_server(Fixture *f, gconstpointer data)
     g_autoptr(Answer) gone = NULL;
 
     g_assert_cmpuint(before->status, ==, 200);
-    /* Stopped and started again: a new attempt, a new token. */
+    /* Stopped and started again: a new attempt, a new token (and the
+     * timeline says so, which is what the session's held way in heeds). */
     g_hash_table_insert(f->targets->running, g_strdup(f->notebook), GINT_TO_POINTER(2));
     g_free(f->targets->token);
     f->targets->token = g_strdup("a-new-run-token");
+    move(f, f->notebook, EINSORA_WORKLOAD_STATE_STOPPING, NULL);
     after = get_with_cookie(f, f->notebook, "/echo", cookie);
     g_assert_cmpuint(after->status, ==, 404);
     g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
     g_hash_table_remove(f->targets->running, f->notebook);
     gone = get_with_cookie(f, f->notebook, "/echo", cookie);
     g_assert_cmpuint(gone->status, ==, 403);
+}
+
+static guint own_fds(void);
+
+/* A session holds its server's way in: requests after the opening don't
+ * ask the backend (whose look-up reads the store) until the tenant's
+ * timeline changes, and once the run has ended nothing reaches its old
+ * socket. */
+static void
+test_session_holds_its_way_in(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) other = NULL;
+    g_autoptr(Answer) noted = NULL;
+    g_autoptr(Answer) ended = NULL;
+    guint fds;
+
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 1);
+    for (guint i = 0; i < 5; i++) {
+        g_autoptr(Answer) answer = get_with_cookie(f, f->notebook, "/echo", cookie);
+        g_assert_cmpuint(answer->status, ==, 200);
+    }
+    g_assert_cmpuint(f->upstream_requests->len, ==, 5);
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 1);
+
+    /* Any event of the tenant's: looked up once more, still running. */
+    other = einsora_service_get_workload(f->service, TENANT_A, f->other, TRUE, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_service_note(f->service, other, "noted by a test", &error));
+    g_assert_no_error(error);
+    noted = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(noted->status, ==, 200);
+    g_assert_cmpuint(einsora_access_proxy_count_lookups(f->proxy), ==, 2);
+
+    /* The run ends: the socket the session held open is let go at once,
+     * and the next request doesn't reach it. */
+    fds = own_fds();
+    g_hash_table_remove(f->targets->running, f->notebook);
+    move(f, f->notebook, EINSORA_WORKLOAD_STATE_STOPPING, NULL);
+    g_assert_cmpuint(own_fds(), ==, fds - 1);
+    ended = get_with_cookie(f, f->notebook, "/echo", cookie);
+    g_assert_cmpuint(ended->status, ==, 404);
+    g_assert_cmpuint(f->upstream_requests->len, ==, 6);
+    g_assert_cmpuint(einsora_access_proxy_count_sessions(f->proxy), ==, 0);
 }
 
 static void
@@ -1051,6 +1098,105 @@ test_no_content_framing(Fixture *f, gconstpointer data)
     g_assert_cmpuint(after->status, ==, 200);
 }
 
+static void send_all(GSocket *socket, const char *text);
+
+/* A workload that answers each connection with a scripted reply, as
+ * bytes: what libsoup's server never writes. */
+typedef struct {
+    const char *reply;
+    GString *seen; /* the last request head it read */
+} RawWorkload;
+
+static gboolean
+on_raw_connection(GSocket *listener, GIOCondition condition, gpointer user_data)
+{
+    RawWorkload *raw = user_data;
+    g_autoptr(GSocket) socket = g_socket_accept(listener, NULL, NULL);
+    char buffer[4096];
+
+    if (socket == NULL)
+        return G_SOURCE_CONTINUE;
+    g_socket_set_blocking(socket, TRUE);
+    g_string_truncate(raw->seen, 0);
+    while (strstr(raw->seen->str, "\r\n\r\n") == NULL) {
+        gssize n = g_socket_receive(socket, buffer, sizeof buffer, NULL, NULL);
+        if (n <= 0)
+            break;
+        g_string_append_len(raw->seen, buffer, n);
+    }
+    if (raw->reply[0] != '\0')
+        send_all(socket, raw->reply);
+    g_socket_close(socket, NULL);
+    return G_SOURCE_CONTINUE;
+}
+
+/* What the proxy makes of answers framed every way HTTP/1.1 allows (and
+ * of ones it can't read): read by the proxy's own parser of the answer,
+ * with the token still taken out. */
+static void
+test_raw_answers(Fixture *f, gconstpointer data)
+{
+    static const struct {
+        const char *name;
+        const char *reply;
+        guint status;
+        const char *body;
+    } cases[] = {
+        {"100 Continue, then a body until the close",
+         "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+         "Content-Type: application/octet-stream\r\n\r\nuntil the close",
+         200, "until the close"},
+        {"chunked, a token across two chunks, a trailer",
+         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "3;ext=1\r\nab \r\n14\r\nupstream-token-must-\r\n18\r\nnever-reach-the-browser \r\n"
+         "2\r\ncd\r\n0\r\nX-Trailer: 1\r\n\r\n",
+         200, "ab  cd"},
+        {"a length, a 201", "HTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\nmade", 201, "made"},
+        {"a head that isn't HTTP", "garbage\r\n\r\n", 502, NULL},
+        {"closed without an answer", "", 502, NULL},
+        {"a malformed chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 200,
+         ""},
+    };
+    g_autofree gchar *path = g_build_filename(f->dir, "raw.sock", NULL);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSocket) listener =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
+    g_autoptr(GSource) source = NULL;
+    g_autoptr(GString) seen = g_string_new(NULL);
+    RawWorkload raw = {NULL, seen};
+    g_autofree gchar *cookie = NULL;
+
+    g_assert_true(g_socket_bind(listener, address, TRUE, &error));
+    g_assert_true(g_socket_listen(listener, &error));
+    g_socket_set_blocking(listener, FALSE);
+    source = g_socket_create_source(listener, G_IO_IN, NULL);
+    g_source_set_callback(source, G_SOURCE_FUNC(on_raw_connection), &raw, NULL);
+    g_source_attach(source, NULL);
+    g_free(f->targets->socket_path);
+    f->targets->socket_path = g_strdup(path);
+    cookie = open_session(f, f->notebook);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *host = host_of(f, f->notebook);
+        const char *headers[] = {"Cookie", cookie, "Accept-Encoding", "gzip", NULL};
+        g_autoptr(Answer) answer = NULL;
+
+        g_test_message("%s", cases[i].name);
+        raw.reply = cases[i].reply;
+        answer = request(f, "GET", host, "/raw", headers, NULL);
+        g_assert_cmpuint(answer->status, ==, cases[i].status);
+        if (cases[i].body != NULL)
+            g_assert_cmpstr(answer->body != NULL ? answer->body : "", ==, cases[i].body);
+        /* What went to the workload: its token, a close, no compression. */
+        g_assert_true(g_str_has_prefix(seen->str, "GET /raw HTTP/1.1\r\nHost: localhost\r\n"));
+        g_assert_nonnull(strstr(seen->str, "\r\nAuthorization: token " UPSTREAM_TOKEN "\r\n"));
+        g_assert_nonnull(strstr(seen->str, "\r\nConnection: close\r\n"));
+        g_assert_null(strstr(seen->str, "Accept-Encoding"));
+        g_assert_null(strstr(seen->str, "einsora_access"));
+    }
+    g_source_destroy(source);
+}
+
 static SoupWebsocketConnection *
 connect_websocket(Fixture *f, const char *cookie)
 {
@@ -1255,7 +1401,7 @@ flood(GSocket *socket, const guint8 *frame, gsize length, guint64 *peak_kib)
 static void
 test_websocket_stalled_side(Fixture *f, gconstpointer data)
 {
-    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *cookie = NULL;
     g_autofree gchar *path = g_build_filename(f->dir, "stalled.sock", NULL);
     g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
     g_autoptr(GSocket) listener = NULL;
@@ -1293,6 +1439,8 @@ test_websocket_stalled_side(Fixture *f, gconstpointer data)
     g_socket_set_blocking(listener, FALSE);
     g_free(f->targets->socket_path);
     f->targets->socket_path = g_strdup(path);
+    /* Opened once the workload serves there: a session holds its way in. */
+    cookie = open_session(f, f->notebook);
 
     browser =
         g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
@@ -1361,7 +1509,7 @@ own_fds(void)
 static void
 test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
 {
-    g_autofree gchar *cookie = open_session(f, f->notebook);
+    g_autofree gchar *cookie = NULL;
     g_autofree gchar *path = g_build_filename(f->dir, "late.sock", NULL);
     g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
     g_autoptr(GSocket) listener = NULL;
@@ -1385,6 +1533,8 @@ test_websocket_browser_resets_before_101(Fixture *f, gconstpointer data)
     g_socket_set_blocking(listener, FALSE);
     g_free(f->targets->socket_path);
     f->targets->socket_path = g_strdup(path);
+    /* Opened once the workload serves there: a session holds its way in. */
+    cookie = open_session(f, f->notebook);
     iterate_a_while(50);
     before = own_fds();
     browser =
@@ -1491,6 +1641,7 @@ main(int argc, char **argv)
     ADD("/access/refused/cookie-of-another-workload", test_cookie_of_another_workload);
     ADD("/access/refused/session-of-a-stopped-server", test_session_ends_with_its_server);
     ADD("/access/refused/session-expired", test_session_expires);
+    ADD("/access/session/holds-its-way-in", test_session_holds_its_way_in);
     ADD("/access/stopped-workload-page", test_stopped_workload_page);
     ADD("/access/stream/big-body-and-post", test_big_body_and_post);
     ADD("/access/stream/client-gone-cancels-upstream", test_client_gone_cancels_upstream);
@@ -1503,6 +1654,7 @@ main(int argc, char **argv)
     ADD("/access/websocket/stalled-side", test_websocket_stalled_side);
     ADD("/access/websocket/browser-resets-before-101", test_websocket_browser_resets_before_101);
     ADD("/access/no-content-framing", test_no_content_framing);
+    ADD("/access/raw-answers", test_raw_answers);
     ADD("/access/websocket/refused-without-session", test_websocket_refused_without_session);
     ADD("/access/listen/loopback-only", test_listen_loopback_only);
 #undef ADD

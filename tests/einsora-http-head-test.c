@@ -260,6 +260,55 @@ test_chunked(void)
     }
 }
 
+/* Decoding gives the chunks' data, whole or a byte at a time, and the
+ * same verdict as the parser on a malformed body. */
+static void
+test_chunked_decode(void)
+{
+    static const struct {
+        const char *body;
+        const char *data; /* NULL: malformed */
+    } cases[] = {
+        {"3\r\nabc\r\n0\r\n\r\n", "abc"},
+        {"3;ext=1\r\nabc\r\na\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n", "abc0123456789"},
+        {"0\r\n\r\n", ""},
+        {"3\r\nabcd\r\n0\r\n\r\n", NULL},
+        {"z\r\n", NULL},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        for (guint bytewise = 0; bytewise < 2; bytewise++) {
+            EinsoraHttpChunked chunked = EINSORA_HTTP_CHUNKED_INIT;
+            g_autofree guint8 *copy = (guint8 *)g_strdup(cases[i].body);
+            g_autoptr(GString) data = g_string_new(NULL);
+            gsize total = strlen(cases[i].body);
+            gboolean done = FALSE, failed = FALSE;
+            gsize at = 0;
+
+            while (at < total && !done) {
+                gsize step = bytewise ? 1 : total - at;
+                gsize length = 0;
+                gssize part =
+                    einsora_http_chunked_decode(&chunked, copy + at, step, &length, &done);
+                if (part < 0) {
+                    failed = TRUE;
+                    break;
+                }
+                g_string_append_len(data, (const char *)copy + at, (gssize)length);
+                at += (gsize)part;
+            }
+            if (cases[i].data == NULL) {
+                g_assert_true(failed);
+            } else {
+                g_assert_false(failed);
+                g_assert_true(done);
+                g_assert_cmpuint(at, ==, total);
+                g_assert_cmpstr(data->str, ==, cases[i].data);
+            }
+        }
+    }
+}
+
 typedef struct {
     const char *name;
     const char *head;
@@ -427,6 +476,7 @@ main(int argc, char **argv)
     g_test_add_func("/http/head/requests", test_request_heads);
     g_test_add_func("/http/head/partial", test_partial_heads);
     g_test_add_func("/http/head/chunked", test_chunked);
+    g_test_add_func("/http/head/chunked-decode", test_chunked_decode);
     g_test_add_func("/http/head/responses", test_response_heads);
     g_test_add_func("/http/websocket/frames", test_websocket_frames);
     return g_test_run();

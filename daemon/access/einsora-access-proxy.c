@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "einsora-access-host.h"
-#include "einsora-body-pipe.h"
 #include "einsora-credential.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
 #include "einsora-unix-socket.h"
+#include "einsora-upstream.h"
 #include "einsora-websocket-tunnel.h"
 
 #define CHUNK_SIZE (256 * 1024)
@@ -25,14 +25,33 @@
 #define SCRUB_WHOLE_LIMIT (1024 * 1024)
 #define COOKIE_PREFIX "eas_"
 
+/* Where requests go: a running workload's socket and token. Shared by a
+ * session and the requests it forwards, so counted. */
+typedef struct {
+    guint refs;
+    gchar *workload_id;
+    gchar *socket_path;
+    gchar *token;
+    /* The socket, opened once without following links (the notebook can
+     * write its directory) and checked to be this user's: each request
+     * connects through it, as /proc/self/fd/N. -1 until first used. */
+    int socket_fd;
+    gchar *socket_address;
+} Target;
+
 /* A browser's session with one workload, behind its cookie (kept here as
- * its SHA-256 only), bound to the server run it opened. */
+ * its SHA-256 only), bound to the server run it opened. It holds that
+ * run's way in, looked up once: a proxied request reads no store. The
+ * value is let go when its tenant's timeline grows (every stop, failure,
+ * delete and new attempt is an event there), and the next request looks
+ * again (docs/adr/0030). */
 typedef struct {
     gchar *tenant_id;
     gchar *workload_id;
     gint64 attempt;
     gchar *token_hash; /* which server run: a new run has a new token */
     gint64 expires_us;
+    Target *target; /* NULL until looked up, or once stale */
 } AccessSession;
 
 struct _EinsoraAccessProxy {
@@ -47,22 +66,20 @@ struct _EinsoraAccessProxy {
     guint port;
     guint64 websocket_max_message;
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
+    gulong events_handler;
+    guint64 lookups; /* of a session's way in, through @targets */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, G_TYPE_OBJECT)
 
-/* Where one request goes: a running workload's socket and token. */
-typedef struct {
-    gchar *workload_id;
-    gchar *socket_path;
-    gchar *token;
-} Target;
-
 static void
 target_free(Target *target)
 {
-    if (target == NULL)
+    if (target == NULL || --target->refs > 0)
         return;
+    if (target->socket_fd >= 0)
+        close(target->socket_fd);
+    g_free(target->socket_address);
     g_free(target->workload_id);
     g_free(target->socket_path);
     if (target->token != NULL)
@@ -73,9 +90,17 @@ target_free(Target *target)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Target, target_free)
 
+static Target *
+target_ref(Target *target)
+{
+    target->refs++;
+    return target;
+}
+
 static void
 session_free(AccessSession *session)
 {
+    target_free(session->target);
     g_free(session->tenant_id);
     g_free(session->workload_id);
     g_free(session->token_hash);
@@ -127,6 +152,16 @@ log_request(SoupServerMessage *msg, const char *workload_id, guint status, const
                      note != NULL ? note : "");
 }
 
+/* What to connect to: the socket opened once (see Target). */
+static const char *
+target_address(Target *target, GError **error)
+{
+    if (target->socket_address == NULL)
+        target->socket_address =
+            einsora_unix_socket_open_own(target->socket_path, &target->socket_fd, error);
+    return target->socket_address;
+}
+
 /* The running workload behind @tenant_id's @workload_id, if any. */
 static Target *
 lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workload_id,
@@ -135,23 +170,37 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
     g_autoptr(Target) target = g_new0(Target, 1);
     g_autoptr(GError) error = NULL;
 
+    target->refs = 1;
+    target->socket_fd = -1;
     target->workload_id = g_strdup(workload_id);
+    self->lookups++;
     if (!einsora_workload_access_lookup(self->targets, tenant_id, workload_id, attempt,
                                         &target->socket_path, &target->token, &error)) {
         g_debug("access %s: %s", workload_id, error->message);
         return NULL;
     }
+    /* Opened now, held with the rest (a socket not there yet is tried
+     * again by the request that needs it). */
+    (void)target_address(target, NULL);
     return g_steal_pointer(&target);
 }
 
-/* The notebook can write the directory its socket is in: the socket is
- * opened without following links and connected to through that file. */
-static GSocketAddress *
-open_socket_address(const char *path, int *fd, GError **error)
+/* The tenant's timeline grew (after its commit): its sessions' ways in
+ * may be of a run that ended. They are let go (with the socket each
+ * holds open) and looked up again when next used. A pass over the
+ * sessions, which are few next to what an event costs to write. */
+static void
+on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_data)
 {
-    g_autofree gchar *own = einsora_unix_socket_open_own(path, fd, error);
+    EinsoraAccessProxy *self = user_data;
+    GHashTableIter iter;
+    AccessSession *session;
 
-    return own != NULL ? g_unix_socket_address_new(own) : NULL;
+    g_hash_table_iter_init(&iter, self->sessions);
+    while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&session)) {
+        if (session->target != NULL && g_strcmp0(session->tenant_id, tenant_id) == 0)
+            g_clear_pointer(&session->target, target_free);
+    }
 }
 
 /* A session for @workload_id from this request's cookie, checked against
@@ -186,6 +235,8 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "session expired";
         return NULL;
     }
+    if (session->target != NULL)
+        return target_ref(session->target);
     target = lookup_target(self, session->tenant_id, workload_id, &attempt);
     if (target != NULL)
         token_hash = einsora_credential_sha256_hex(target->token);
@@ -196,6 +247,7 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         *refusal = "its server stopped";
         return NULL;
     }
+    session->target = target_ref(target);
     return g_steal_pointer(&target);
 }
 
@@ -250,6 +302,7 @@ handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *worklo
     session->attempt = attempt;
     session->token_hash = einsora_credential_sha256_hex(target->token);
     session->expires_us = proxy_now(self) + EINSORA_ACCESS_SESSION_US;
+    session->target = target_ref(target);
     g_hash_table_replace(self->sessions, einsora_credential_sha256_hex(cookie), session);
     /* Host-only (no Domain), for the whole site, never for scripts. */
     set_cookie =
@@ -288,21 +341,19 @@ from_another_origin(SoupServerMessage *msg, const char *workload_id, guint port,
     return g_ascii_strcasecmp(origin, own) != 0;
 }
 
-/* Forwarding: one request, streamed back. */
+/* Forwarding: one request, streamed back, through an EinsoraUpstream of
+ * its own (docs/adr/0030). */
 
 typedef struct {
     EinsoraAccessProxy *self; /* owned */
     SoupServerMessage *msg;   /* owned */
     Target *target;
-    SoupSession *session;
-    SoupMessage *upstream;
-    GInputStream *body;
-    GCancellable *cancellable;
-    int fd;
+    EinsoraUpstream *upstream;
     gulong finished_handler;
     gulong disconnected_handler;
     gulong wrote_handler;
     GSource *hangup_watch;
+    guint end_id;         /* ends a forward whose message libsoup finished */
     gboolean client_gone; /* hung up, or the message is over */
     gboolean finished;    /* libsoup is done with the message */
     guint status;
@@ -312,23 +363,25 @@ typedef struct {
     gboolean scrub;
     gboolean scrub_whole; /* read all, scrub, send with its length */
     GString *held;
-    /* A request body streams through the pipe while libsoup reads it; the
+    /* A request body goes to the workload as libsoup reads it; the
      * answer waits until the handler has run (the body is all read). */
-    EinsoraBodyPipe *pipe;
     gulong chunk_handler;
     gulong body_handler;
+    gboolean body_paused; /* the browser's body waits for the workload */
     gboolean handler_ran;
+    /* The workload's answer, or why there is none. */
     gboolean answered;
+    guint answer_status;
+    gchar *answer_reason;
+    SoupMessageHeaders *answer_headers;
+    gchar *failure;
     gsize read_size; /* of the next read of the answer */
 } Forward;
 
 static void
 forward_free(Forward *forward)
 {
-    if (forward->pipe != NULL) {
-        einsora_body_pipe_abort(forward->pipe);
-        g_clear_object(&forward->pipe);
-    }
+    einsora_upstream_free(forward->upstream);
     if (forward->chunk_handler != 0)
         g_signal_handler_disconnect(forward->msg, forward->chunk_handler);
     if (forward->body_handler != 0)
@@ -347,12 +400,11 @@ forward_free(Forward *forward)
     }
     if (forward->wrote_handler != 0)
         g_signal_handler_disconnect(forward->msg, forward->wrote_handler);
-    g_clear_object(&forward->body);
-    g_clear_object(&forward->upstream);
-    g_clear_object(&forward->session);
-    g_clear_object(&forward->cancellable);
-    if (forward->fd >= 0)
-        close(forward->fd);
+    g_clear_handle_id(&forward->end_id, g_source_remove);
+    g_free(forward->answer_reason);
+    g_free(forward->failure);
+    if (forward->answer_headers != NULL)
+        soup_message_headers_unref(forward->answer_headers);
     target_free(forward->target);
     g_object_set_data(G_OBJECT(forward->msg), "einsora-forward", NULL);
     g_clear_object(&forward->msg);
@@ -398,17 +450,18 @@ is_hop_by_hop(const char *name, const char *connection)
     return FALSE;
 }
 
-/* What goes upstream: the browser's headers less hop-by-hop ones, the
- * proxy's cookie, any credentials of its own, and Host/Origin as the
- * server expects them; plus the workload's token. */
+/* The head that goes upstream: the browser's headers less hop-by-hop
+ * ones, the proxy's cookie, any credentials of its own, and Host/Origin
+ * as the server expects them; plus the workload's token. Accept-Encoding
+ * goes too: a compressed answer couldn't be scrubbed, and compression
+ * over a local socket only costs. Expect is libsoup's to answer. */
 static void
-copy_request_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const Target *target,
-                     gboolean websocket)
+append_request_headers(GString *head, SoupMessageHeaders *from, const Target *target,
+                       gboolean websocket)
 {
     const char *connection = soup_message_headers_get_list(from, "Connection");
     SoupMessageHeadersIter iter;
     const char *name, *value;
-    g_autofree gchar *authorization = g_strdup_printf("token %s", target->token);
 
     soup_message_headers_iter_init(&iter, from);
     while (soup_message_headers_iter_next(&iter, &name, &value)) {
@@ -417,9 +470,14 @@ copy_request_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const Tar
             g_ascii_strcasecmp(name, "Authorization") == 0 ||
             g_ascii_strcasecmp(name, "Origin") == 0 || g_ascii_strcasecmp(name, "Referer") == 0 ||
             g_ascii_strcasecmp(name, "Content-Length") == 0 ||
+            g_ascii_strcasecmp(name, "Expect") == 0 ||
+            g_ascii_strcasecmp(name, "Accept-Encoding") == 0 ||
             (websocket && g_ascii_strncasecmp(name, "Sec-WebSocket-", 14) == 0))
             continue;
-        soup_message_headers_append(to, name, value);
+        g_string_append(head, name);
+        g_string_append(head, ": ");
+        g_string_append(head, value);
+        g_string_append(head, "\r\n");
     }
     {
         g_autofree gchar *rest = NULL;
@@ -428,12 +486,25 @@ copy_request_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const Tar
         if (ours != NULL)
             explicit_bzero(ours, strlen(ours));
         if (rest != NULL)
-            soup_message_headers_replace(to, "Cookie", rest);
+            g_string_append_printf(head, "Cookie: %s\r\n", rest);
     }
     if (soup_message_headers_get_one(from, "Origin") != NULL)
-        soup_message_headers_replace(to, "Origin", "http://localhost");
-    soup_message_headers_replace(to, "Authorization", authorization);
-    explicit_bzero(authorization, strlen(authorization));
+        g_string_append(head, "Origin: http://localhost\r\n");
+    g_string_append_printf(head, "Authorization: token %s\r\n", target->token);
+}
+
+/* The request line, for the workload's own name for itself. */
+static GString *
+request_line(SoupServerMessage *msg)
+{
+    GUri *uri = soup_server_message_get_uri(msg);
+    const char *query = g_uri_get_query(uri);
+    GString *head = g_string_sized_new(1024);
+
+    g_string_append_printf(head, "%s %s%s%s HTTP/1.1\r\nHost: localhost\r\n",
+                           soup_server_message_get_method(msg), g_uri_get_path(uri),
+                           query != NULL ? "?" : "", query != NULL ? query : "");
+    return head;
 }
 
 static void
@@ -494,58 +565,57 @@ forward_end(Forward *forward)
 }
 
 static void
-on_chunk_read(GObject *source, GAsyncResult *result, gpointer user_data)
+on_upstream_body(EinsoraUpstream *upstream, GBytes *chunk, gboolean end, const GError *error,
+                 gpointer user_data)
 {
     Forward *forward = user_data;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GBytes) chunk =
-        g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
     SoupMessageBody *body;
+    gboolean appended = FALSE;
 
     if (forward->client_gone) {
         forward_end(forward);
         return;
     }
     body = soup_server_message_get_response_body(forward->msg);
-    if (chunk == NULL || g_bytes_get_size(chunk) == 0) {
-        /* The end, or the workload broke off: end what the client has. */
-        if (error != NULL)
-            g_message("access %s: reading its answer: %s", forward->target->workload_id,
-                      error->message);
-        if (forward->scrub_whole) {
-            remove_all(forward->held, forward->target->token);
-            soup_message_headers_set_content_length(
-                soup_server_message_get_response_headers(forward->msg), forward->held->len);
-        }
-        if (forward->held != NULL && forward->held->len > 0)
-            soup_message_body_append(body, SOUP_MEMORY_COPY, forward->held->str,
-                                     forward->held->len);
-        soup_message_body_complete(body);
-        forward_end(forward);
-        return;
-    }
-    if (g_bytes_get_size(chunk) == forward->read_size)
+    if (chunk != NULL && g_bytes_get_size(chunk) == forward->read_size)
         forward->read_size = MIN(forward->read_size * 2, CHUNK_SIZE);
-    if (forward->scrub_whole) {
+    if (chunk != NULL && forward->scrub_whole) {
         gsize size = 0;
         const char *data = g_bytes_get_data(chunk, &size);
         g_string_append_len(forward->held, data, (gssize)size);
-        pump(forward); /* nothing goes out until the end */
+    } else if (chunk != NULL && forward->scrub) {
+        g_autoptr(GBytes) clean = scrub_chunk(forward, chunk);
+        if (g_bytes_get_size(clean) > 0) {
+            soup_message_body_append_bytes(body, clean);
+            appended = TRUE;
+        }
+    } else if (chunk != NULL) {
+        soup_message_body_append_bytes(body, chunk);
+        appended = TRUE;
+    }
+    if (!end) {
+        /* The next read waits until this chunk is written: memory stays
+         * one chunk per request, whatever the size of the answer. What is
+         * all held back is read on at once. */
+        if (appended)
+            soup_server_message_unpause(forward->msg);
+        else
+            pump(forward);
         return;
     }
-    if (forward->scrub) {
-        g_autoptr(GBytes) clean = scrub_chunk(forward, chunk);
-        if (g_bytes_get_size(clean) == 0) {
-            pump(forward); /* all held back: read on */
-            return;
-        }
-        soup_message_body_append_bytes(body, clean);
-    } else {
-        soup_message_body_append_bytes(body, chunk);
+    /* The end, or the workload broke off: end what the client has. */
+    if (error != NULL)
+        g_message("access %s: reading its answer: %s", forward->target->workload_id,
+                  error->message);
+    if (forward->scrub_whole) {
+        remove_all(forward->held, forward->target->token);
+        soup_message_headers_set_content_length(
+            soup_server_message_get_response_headers(forward->msg), forward->held->len);
     }
-    /* The next read waits until this chunk is written: memory stays one
-     * chunk per request, whatever the size of the answer. */
-    soup_server_message_unpause(forward->msg);
+    if (forward->held != NULL && forward->held->len > 0)
+        soup_message_body_append(body, SOUP_MEMORY_COPY, forward->held->str, forward->held->len);
+    soup_message_body_complete(body);
+    forward_end(forward);
 }
 
 /* The chunk with the token taken out, less a tail shorter than the token
@@ -589,8 +659,17 @@ on_chunk_written(SoupServerMessage *msg, gsize chunk_size, gpointer user_data)
 static void
 pump(Forward *forward)
 {
-    g_input_stream_read_bytes_async(forward->body, forward->read_size, G_PRIORITY_DEFAULT,
-                                    forward->cancellable, on_chunk_read, forward);
+    einsora_upstream_read_body(forward->upstream, forward->read_size);
+}
+
+static gboolean
+on_finished_idle(gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    forward->end_id = 0;
+    forward_end(forward);
+    return G_SOURCE_REMOVE;
 }
 
 static void
@@ -598,10 +677,13 @@ on_client_finished(SoupServerMessage *msg, gpointer user_data)
 {
     Forward *forward = user_data;
 
-    /* The browser went away (or the answer is complete): stop reading. */
+    /* The browser went away before the answer's end: the workload's side
+     * closes now, and the rest ends outside libsoup's signal. */
     forward->client_gone = TRUE;
     forward->finished = TRUE;
-    g_cancellable_cancel(forward->cancellable);
+    g_clear_pointer(&forward->upstream, einsora_upstream_free);
+    if (forward->end_id == 0)
+        forward->end_id = g_idle_add(on_finished_idle, forward);
 }
 
 /* While the answer is awaited the request is paused, and libsoup reads
@@ -613,7 +695,7 @@ on_client_hangup(GCancellable *hangup, gpointer user_data)
 
     g_clear_pointer(&forward->hangup_watch, g_source_unref);
     forward->client_gone = TRUE;
-    g_cancellable_cancel(forward->cancellable);
+    forward_end(forward);
     return G_SOURCE_REMOVE;
 }
 
@@ -624,29 +706,10 @@ watch_client(Forward *forward)
         einsora_http_message_watch_hangup(forward->msg, on_client_hangup, forward);
 }
 
-static void answer_client(Forward *forward, GError *error);
-
 static void
-on_upstream_answered(GObject *source, GAsyncResult *result, gpointer user_data)
+answer_client(Forward *forward)
 {
-    Forward *forward = user_data;
-    g_autoptr(GError) error = NULL;
-
-    forward->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
-    forward->answered = TRUE;
-    /* Still reading the browser's body: the handler goes on from here. */
-    if (!forward->handler_ran && !forward->client_gone) {
-        if (error != NULL)
-            g_object_set_data_full(G_OBJECT(forward->msg), "einsora-upstream-error",
-                                   g_steal_pointer(&error), (GDestroyNotify)g_error_free);
-        return;
-    }
-    answer_client(forward, error);
-}
-
-static void
-answer_client(Forward *forward, GError *error)
-{
+    SoupMessageHeaders *from = forward->answer_headers;
     SoupMessageHeaders *headers;
     goffset length;
     gboolean known;
@@ -655,37 +718,28 @@ answer_client(Forward *forward, GError *error)
         g_source_destroy(forward->hangup_watch);
         g_clear_pointer(&forward->hangup_watch, g_source_unref);
     }
-    if (forward->fd >= 0) {
-        close(forward->fd);
-        forward->fd = -1;
-    }
     if (forward->client_gone) {
         forward_end(forward);
         return;
     }
-    if (forward->body == NULL) {
+    if (from == NULL) {
         g_message("access %s: the notebook server didn't answer: %s", forward->target->workload_id,
-                  error != NULL ? error->message : "no answer");
+                  forward->failure != NULL ? forward->failure : "no answer");
         forward->status = SOUP_STATUS_BAD_GATEWAY;
         respond_page(forward->msg, SOUP_STATUS_BAD_GATEWAY, "The notebook didn't answer",
                      "It may be starting or stopping. Try again in a moment.");
         forward_end(forward);
         return;
     }
-    forward->status = soup_message_get_status(forward->upstream);
+    forward->status = forward->answer_status;
     headers = soup_server_message_get_response_headers(forward->msg);
-    copy_response_headers(soup_message_get_response_headers(forward->upstream), headers,
-                          forward->target->token);
-    length = soup_message_headers_get_content_length(
-        soup_message_get_response_headers(forward->upstream));
-    forward->scrub = is_text(soup_message_get_response_headers(forward->upstream));
-    known =
-        soup_message_headers_get_encoding(soup_message_get_response_headers(forward->upstream)) ==
-            SOUP_ENCODING_CONTENT_LENGTH &&
-        length >= 0;
+    copy_response_headers(from, headers, forward->target->token);
+    length = soup_message_headers_get_content_length(from);
+    forward->scrub = is_text(from);
+    known = soup_message_headers_get_encoding(from) == SOUP_ENCODING_CONTENT_LENGTH && length >= 0;
     forward->scrub_whole = forward->scrub && known && length <= SCRUB_WHOLE_LIMIT;
     /* An answer of known length fits its first read. */
-    forward->read_size = known ? (gsize)MIN(length + 1, FIRST_READ_SIZE) : FIRST_READ_SIZE;
+    forward->read_size = known ? (gsize)MAX(MIN(length, FIRST_READ_SIZE), 1) : FIRST_READ_SIZE;
     if (forward->scrub)
         forward->held = g_string_sized_new(forward->scrub_whole ? (gsize)length + 1 : 0);
     /* A scrubbed body may shrink: its length is known only at its end
@@ -694,8 +748,7 @@ answer_client(Forward *forward, GError *error)
         soup_message_headers_set_content_length(headers, length);
     else if (!forward->scrub_whole)
         soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
-    soup_server_message_set_status(forward->msg, forward->status,
-                                   soup_message_get_reason_phrase(forward->upstream));
+    soup_server_message_set_status(forward->msg, forward->status, forward->answer_reason);
     soup_message_body_set_accumulate(soup_server_message_get_response_body(forward->msg), FALSE);
     forward->wrote_handler =
         g_signal_connect(forward->msg, "wrote-chunk", G_CALLBACK(on_chunk_written), forward);
@@ -703,17 +756,50 @@ answer_client(Forward *forward, GError *error)
 }
 
 static void
-on_pipe_flow(gboolean pause, gpointer user_data)
+on_upstream_answered(EinsoraUpstream *upstream, guint status, const char *reason,
+                     SoupMessageHeaders *headers, gpointer user_data)
 {
     Forward *forward = user_data;
 
-    if (forward->client_gone || forward->handler_ran)
+    forward->answered = TRUE;
+    forward->answer_status = status;
+    forward->answer_reason = g_strdup(reason);
+    forward->answer_headers = soup_message_headers_ref(headers);
+    /* Still reading the browser's body: the handler goes on from here. */
+    if (!forward->handler_ran && !forward->client_gone)
         return;
-    if (pause)
-        soup_server_message_pause(forward->msg);
-    else
-        soup_server_message_unpause(forward->msg);
+    answer_client(forward);
 }
+
+static void
+on_upstream_failed(EinsoraUpstream *upstream, const GError *error, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    forward->answered = TRUE;
+    forward->failure = g_strdup(error->message);
+    if (!forward->handler_ran && !forward->client_gone)
+        return;
+    answer_client(forward);
+}
+
+static void
+on_upstream_drained(EinsoraUpstream *upstream, gpointer user_data)
+{
+    Forward *forward = user_data;
+
+    if (forward->body_paused && !forward->client_gone && !forward->handler_ran) {
+        forward->body_paused = FALSE;
+        soup_server_message_unpause(forward->msg);
+    }
+}
+
+static const EinsoraUpstreamCallbacks forward_callbacks = {
+    on_upstream_answered,
+    on_upstream_body,
+    on_upstream_failed,
+    on_upstream_drained,
+};
 
 static void
 on_request_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
@@ -722,8 +808,10 @@ on_request_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer user_data)
     gsize size = 0;
     const guint8 *data = g_bytes_get_data(chunk, &size);
 
-    if (einsora_body_pipe_push(forward->pipe, data, size))
-        on_pipe_flow(TRUE, forward);
+    if (!einsora_upstream_write_body(forward->upstream, data, size) && !forward->body_paused) {
+        forward->body_paused = TRUE;
+        soup_server_message_pause(msg);
+    }
 }
 
 static void
@@ -731,20 +819,23 @@ on_request_body(SoupServerMessage *msg, gpointer user_data)
 {
     Forward *forward = user_data;
 
-    einsora_body_pipe_finish(forward->pipe);
+    einsora_upstream_finish_body(forward->upstream);
 }
 
-/* Whether the browser sends a body: it streams from the start. */
-static gboolean
-has_body(SoupServerMessage *msg)
+/* How the browser's body is framed: it streams from the start. */
+static EinsoraHttpBody
+request_body(SoupServerMessage *msg, goffset *length)
 {
     SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
     SoupEncoding encoding = soup_message_headers_get_encoding(headers);
 
+    *length = 0;
     if (encoding == SOUP_ENCODING_CHUNKED)
-        return TRUE;
-    return encoding == SOUP_ENCODING_CONTENT_LENGTH &&
-           soup_message_headers_get_content_length(headers) > 0;
+        return EINSORA_HTTP_BODY_CHUNKED;
+    if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
+        (*length = soup_message_headers_get_content_length(headers)) > 0)
+        return EINSORA_HTTP_BODY_LENGTH;
+    return EINSORA_HTTP_BODY_NONE;
 }
 
 /* Starts the workload's side: at once after the headers, so a body
@@ -753,20 +844,34 @@ static void
 start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
 {
     Forward *forward = g_new0(Forward, 1);
-    g_autoptr(GSocketAddress) address = NULL;
     g_autoptr(GError) error = NULL;
-    g_autofree gchar *uri = NULL;
-    GUri *request_uri = soup_server_message_get_uri(msg);
+    const char *address;
     SoupMessageHeaders *request_headers = soup_server_message_get_request_headers(msg);
+    goffset length = 0;
+    EinsoraHttpBody body = request_body(msg, &length);
+    g_autoptr(GString) head = request_line(msg);
 
     forward->self = g_object_ref(self);
     forward->msg = g_object_ref(msg);
     forward->target = target;
-    forward->fd = -1;
     forward->status = SOUP_STATUS_BAD_GATEWAY;
-    forward->cancellable = g_cancellable_new();
-    address = open_socket_address(target->socket_path, &forward->fd, &error);
-    if (address == NULL) {
+    append_request_headers(head, request_headers, target, FALSE);
+    /* No connection is ever reused for another request. */
+    g_string_append(head, "Connection: close\r\n");
+    if (body == EINSORA_HTTP_BODY_LENGTH)
+        g_string_append_printf(head, "Content-Length: %" G_GINT64_FORMAT "\r\n", (gint64)length);
+    else if (body == EINSORA_HTTP_BODY_CHUNKED)
+        g_string_append(head, "Transfer-Encoding: chunked\r\n");
+    g_string_append(head, "\r\n");
+    address = target_address(target, &error);
+    forward->upstream =
+        address == NULL
+            ? NULL
+            : einsora_upstream_new(address, head, body,
+                                   g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
+                                   &forward_callbacks, forward, &error);
+    explicit_bzero(head->str, head->len); /* it holds the token */
+    if (forward->upstream == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
         respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
                      "It may be starting or stopping. Try again in a moment.");
@@ -774,65 +879,31 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         forward_free(forward);
         return;
     }
-    uri = g_strdup_printf("http://localhost%s%s%s", g_uri_get_path(request_uri),
-                          g_uri_get_query(request_uri) != NULL ? "?" : "",
-                          g_uri_get_query(request_uri) != NULL ? g_uri_get_query(request_uri) : "");
-    forward->upstream = soup_message_new(soup_server_message_get_method(msg), uri);
-    if (forward->upstream == NULL) {
-        respond_page(msg, SOUP_STATUS_BAD_REQUEST, "Not a request the notebook can take",
-                     "Its address isn't valid.");
-        log_request(msg, target->workload_id, SOUP_STATUS_BAD_REQUEST, "bad URI");
-        forward_free(forward);
-        return;
-    }
-    /* The browser follows the workload's redirects itself, at its own
-     * address: the proxy never does on its behalf. */
-    soup_message_add_flags(forward->upstream, SOUP_MESSAGE_NO_REDIRECT);
-    copy_request_headers(request_headers, soup_message_get_request_headers(forward->upstream),
-                         target, FALSE);
-    /* No connection is ever reused for another request. */
-    soup_message_headers_replace(soup_message_get_request_headers(forward->upstream), "Connection",
-                                 "close");
-    if (has_body(msg)) {
-        goffset length =
-            soup_message_headers_get_encoding(request_headers) == SOUP_ENCODING_CONTENT_LENGTH
-                ? soup_message_headers_get_content_length(request_headers)
-                : -1;
-        forward->pipe = einsora_body_pipe_new(on_pipe_flow, forward);
+    if (body != EINSORA_HTTP_BODY_NONE) {
         soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
         forward->chunk_handler =
             g_signal_connect(msg, "got-chunk", G_CALLBACK(on_request_chunk), forward);
         forward->body_handler =
             g_signal_connect(msg, "got-body", G_CALLBACK(on_request_body), forward);
-        soup_message_set_request_body(forward->upstream,
-                                      soup_message_headers_get_content_type(request_headers, NULL),
-                                      G_INPUT_STREAM(forward->pipe), length);
     }
-    forward->session = soup_session_new_with_options("remote-connectable", address,
-                                                     "proxy-resolver", NULL, "timeout", 0, NULL);
     forward->finished_handler =
         g_signal_connect(msg, "finished", G_CALLBACK(on_client_finished), forward);
     forward->disconnected_handler =
         g_signal_connect(msg, "disconnected", G_CALLBACK(on_client_finished), forward);
     g_object_set_data(G_OBJECT(msg), "einsora-forward", forward);
-    soup_session_send_async(forward->session, forward->upstream, G_PRIORITY_DEFAULT,
-                            forward->cancellable, on_upstream_answered, forward);
 }
 
 /* The body is all read: answer the browser when the workload has. */
 static void
 continue_forward(Forward *forward)
 {
-    GError *error = g_object_steal_data(G_OBJECT(forward->msg), "einsora-upstream-error");
-
     forward->handler_ran = TRUE;
     /* A first answer placeholder keeps libsoup from taking this for a
      * WebSocket handshake; the real status replaces it. */
     soup_server_message_set_status(forward->msg, SOUP_STATUS_OK, NULL);
     soup_server_message_pause(forward->msg);
     if (forward->answered) {
-        answer_client(forward, error);
-        g_clear_error(&error);
+        answer_client(forward);
         return;
     }
     watch_client(forward);
@@ -859,7 +930,6 @@ typedef struct {
     GSocketConnection *upstream;
     GByteArray *head;
     gchar *request;
-    int fd;
     gulong wrote_handler;
     gulong finished_handler;
     GSource *hangup_watch;
@@ -881,8 +951,6 @@ upgrade_free(Upgrade *upgrade)
         g_source_unref(upgrade->hangup_watch);
     }
     g_clear_handle_id(&upgrade->timeout_id, g_source_remove);
-    if (upgrade->fd >= 0)
-        close(upgrade->fd);
     if (upgrade->request != NULL)
         explicit_bzero(upgrade->request, strlen(upgrade->request));
     g_free(upgrade->request);
@@ -933,13 +1001,15 @@ on_switched(SoupServerMessage *msg, gpointer user_data)
     g_autoptr(GIOStream) client = NULL;
     g_autoptr(GBytes) pending = NULL;
     gsize head_length = einsora_http_head_end(upgrade->head->data, upgrade->head->len);
+    GSocket *socket;
 
     g_clear_signal_handler(&upgrade->wrote_handler, msg);
     g_clear_signal_handler(&upgrade->finished_handler, msg);
     pending = g_bytes_new(upgrade->head->data + head_length, upgrade->head->len - head_length);
+    socket = einsora_http_message_get_socket(msg);
     client = soup_server_message_steal_connection(msg);
     if (client != NULL)
-        einsora_websocket_tunnel_start(client, G_IO_STREAM(upgrade->upstream), pending,
+        einsora_websocket_tunnel_start(client, socket, G_IO_STREAM(upgrade->upstream), pending,
                                        upgrade->self->websocket_max_message, on_tunnel_done,
                                        g_strdup(upgrade->target->workload_id));
     upgrade_free(upgrade);
@@ -1069,21 +1139,14 @@ on_upgrade_sent(GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 /* The workload's handshake: the browser's own key (its accept key goes
- * back), subprotocols, and what copy_request_headers() passes. */
+ * back), subprotocols, and what append_request_headers() passes. */
 static gchar *
 upgrade_request(SoupServerMessage *msg, const Target *target)
 {
     SoupMessageHeaders *from = soup_server_message_get_request_headers(msg);
-    g_autoptr(SoupMessageHeaders) to = soup_message_headers_new(SOUP_MESSAGE_HEADERS_REQUEST);
-    GUri *uri = soup_server_message_get_uri(msg);
-    GString *text = g_string_new(NULL);
-    SoupMessageHeadersIter iter;
-    const char *name, *value;
+    GString *text = request_line(msg);
+    const char *value;
 
-    copy_request_headers(from, to, target, TRUE);
-    g_string_append_printf(text, "GET %s%s%s HTTP/1.1\r\nHost: localhost\r\n", g_uri_get_path(uri),
-                           g_uri_get_query(uri) != NULL ? "?" : "",
-                           g_uri_get_query(uri) != NULL ? g_uri_get_query(uri) : "");
     g_string_append_printf(text,
                            "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
                            "Sec-WebSocket-Version: 13\r\n",
@@ -1091,9 +1154,7 @@ upgrade_request(SoupServerMessage *msg, const Target *target)
     value = soup_message_headers_get_one(from, "Sec-WebSocket-Protocol");
     if (value != NULL)
         g_string_append_printf(text, "Sec-WebSocket-Protocol: %s\r\n", value);
-    soup_message_headers_iter_init(&iter, to);
-    while (soup_message_headers_iter_next(&iter, &name, &value))
-        g_string_append_printf(text, "%s: %s\r\n", name, value);
+    append_request_headers(text, from, target, TRUE);
     g_string_append(text, "\r\n");
     return g_string_free(text, FALSE);
 }
@@ -1105,10 +1166,6 @@ on_upgrade_connected(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
 
     upgrade->upstream = g_socket_client_connect_finish(G_SOCKET_CLIENT(source), result, &error);
-    if (upgrade->fd >= 0) {
-        close(upgrade->fd);
-        upgrade->fd = -1;
-    }
     if (upgrade->upstream == NULL) {
         g_message("access %s: %s", upgrade->target->workload_id, error->message);
         upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "no socket");
@@ -1129,11 +1186,11 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     g_autoptr(GSocketAddress) address = NULL;
     g_autoptr(GSocketClient) client = NULL;
     g_autoptr(GError) error = NULL;
+    const char *socket_address;
 
     upgrade->self = g_object_ref(self);
     upgrade->msg = g_object_ref(msg);
     upgrade->target = target;
-    upgrade->fd = -1;
     upgrade->cancellable = g_cancellable_new();
     /* A key is 16 bytes in base64; version 13 is the only one. */
     if (key == NULL || strlen(key) != 24 ||
@@ -1144,7 +1201,8 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         upgrade_free(upgrade);
         return;
     }
-    address = open_socket_address(target->socket_path, &upgrade->fd, &error);
+    socket_address = target_address(target, &error);
+    address = socket_address != NULL ? g_unix_socket_address_new(socket_address) : NULL;
     if (address == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
         respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
@@ -1251,6 +1309,7 @@ einsora_access_proxy_finalize(GObject *object)
     EinsoraAccessProxy *self = EINSORA_ACCESS_PROXY(object);
 
     g_clear_object(&self->edge);
+    g_clear_signal_handler(&self->events_handler, self->service);
     if (self->server != NULL)
         soup_server_disconnect(self->server);
     g_clear_object(&self->server);
@@ -1280,6 +1339,8 @@ einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets
     EinsoraAccessProxy *self = g_object_new(EINSORA_TYPE_ACCESS_PROXY, NULL);
 
     self->service = g_object_ref(service);
+    self->events_handler =
+        g_signal_connect(service, "events-added", G_CALLBACK(on_events_added), self);
     self->targets = g_object_ref(targets);
     self->now = now;
     self->now_data = now_data;
@@ -1334,4 +1395,11 @@ einsora_access_proxy_count_sessions(EinsoraAccessProxy *self)
 {
     g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
     return g_hash_table_size(self->sessions);
+}
+
+guint64
+einsora_access_proxy_count_lookups(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
+    return self->lookups;
 }

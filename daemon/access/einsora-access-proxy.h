@@ -39,5 +39,9 @@ guint einsora_access_proxy_get_port(EinsoraAccessProxy *self);
 /* EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE unless set. */
 void einsora_access_proxy_set_websocket_max_message(EinsoraAccessProxy *self, guint64 bytes);
 guint einsora_access_proxy_count_sessions(EinsoraAccessProxy *self);
+/* How many times a session's way in was looked up through the backend
+ * (which reads the store): once when opened and once after each change
+ * to its tenant's timeline, never per request. */
+guint64 einsora_access_proxy_count_lookups(EinsoraAccessProxy *self);
 
 G_END_DECLS

@@ -49,6 +49,7 @@ void einsora_http_connection_set_message(EinsoraHttpConnection *connection,
                                          SoupServerMessage *message);
 SoupServerMessage *einsora_http_connection_get_message(EinsoraHttpConnection *connection);
 GCancellable *einsora_http_connection_get_hangup(EinsoraHttpConnection *connection);
+GSocket *einsora_http_connection_get_socket(EinsoraHttpConnection *connection);
 void einsora_http_connection_close_after(EinsoraHttpConnection *connection);
 
 G_END_DECLS

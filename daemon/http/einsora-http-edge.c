@@ -434,6 +434,16 @@ einsora_http_message_get_hangup(SoupServerMessage *message)
     return g_object_get_data(G_OBJECT(message), HANGUP_KEY);
 }
 
+GSocket *
+einsora_http_message_get_socket(SoupServerMessage *message)
+{
+    EinsoraHttpConnection *connection = g_object_get_data(G_OBJECT(message), CONNECTION_KEY);
+
+    if (connection == NULL || einsora_http_connection_get_message(connection) != message)
+        return NULL;
+    return einsora_http_connection_get_socket(connection);
+}
+
 void
 einsora_http_message_close_after(SoupServerMessage *message)
 {

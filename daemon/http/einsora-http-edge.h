@@ -80,6 +80,9 @@ GCancellable *einsora_http_message_get_hangup(SoupServerMessage *message);
  * destroying the source stops the watch. NULL for a message no edge gave. */
 GSource *einsora_http_message_watch_hangup(SoupServerMessage *message,
                                            GCancellableSourceFunc callback, gpointer user_data);
+/* The socket under @message's connection (the edge's own; a relay after
+ * an upgrade may wait on it), or NULL for a message no edge gave. */
+GSocket *einsora_http_message_get_socket(SoupServerMessage *message);
 /* The connection closes after @message's answer, whatever keep-alive says. */
 void einsora_http_message_close_after(SoupServerMessage *message);
 

@@ -484,6 +484,33 @@ einsora_http_chunked_feed(EinsoraHttpChunked *chunked, const guint8 *data, gsize
     return (gssize)i;
 }
 
+gssize
+einsora_http_chunked_decode(EinsoraHttpChunked *chunked, guint8 *data, gsize length,
+                            gsize *data_length, gboolean *done)
+{
+    gsize read = 0;
+
+    *data_length = 0;
+    *done = chunked->state == CHUNK_DONE;
+    while (read < length && !*done) {
+        /* A chunk's data moves down over the framing before it; the
+         * framing goes through the parser a byte at a time. */
+        gsize take = chunked->state == CHUNK_DATA
+                         ? (gsize)MIN((guint64)(length - read), chunked->remaining)
+                         : 1;
+        gboolean was_data = chunked->state == CHUNK_DATA;
+
+        if (einsora_http_chunked_feed(chunked, data + read, take, done) != (gssize)take)
+            return -1;
+        if (was_data) {
+            memmove(data + *data_length, data + read, take);
+            *data_length += take;
+        }
+        read += take;
+    }
+    return (gssize)read;
+}
+
 /* Answers */
 
 static gboolean

@@ -84,6 +84,12 @@ typedef struct {
 gssize einsora_http_chunked_feed(EinsoraHttpChunked *chunked, const guint8 *data, gsize length,
                                  gboolean *done);
 
+/* The same, decoding: the data of the chunks read from @data is moved to
+ * its start (*@data_length bytes of it). Returns how many bytes of @data
+ * belong to the body, or -1 when it is malformed. */
+gssize einsora_http_chunked_decode(EinsoraHttpChunked *chunked, guint8 *data, gsize length,
+                                   gsize *data_length, gboolean *done);
+
 /* An answer's head as it goes out. */
 typedef struct {
     guint status;

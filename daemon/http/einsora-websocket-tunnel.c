@@ -116,6 +116,8 @@ typedef struct {
     GByteArray *tail; /* our close frame, once the checked bytes are out */
     GSource *read_source;
     GSource *write_source;
+    gboolean want_read; /* on the tunnel's watch of the two sockets */
+    gboolean want_write;
     gboolean eof;
     gboolean stopped;           /* reads no more */
     gboolean close_at_boundary; /* stops at the end of the frame it is in */
@@ -129,12 +131,27 @@ struct _EinsoraWebsocketTunnel {
     guint64 max_message;
     guint close_code;
     GSource *closing;
+    /* One source for both sockets, kept for the tunnel's life: waits
+     * change its poll mask rather than make sources (each of which, and
+     * each layer of the streams above a socket, wakes the main loop). */
+    GSource *watch;
+    GSocket *client_socket;
+    gpointer client_tag;
+    gpointer upstream_tag;
+    GIOCondition client_events;
+    GIOCondition upstream_events;
     gboolean ended;
     EinsoraWebsocketTunnelDone done;
     gpointer user_data;
 };
 
 static void pump(Direction *direction);
+static void tunnel_end(EinsoraWebsocketTunnel *self);
+
+typedef struct {
+    GSource source;
+    EinsoraWebsocketTunnel *tunnel;
+} TunnelSource;
 
 static void
 clear_source(GSource **source)
@@ -155,6 +172,7 @@ free_tunnel(gpointer data)
     g_clear_pointer(&self->up.tail, g_byte_array_unref);
     g_clear_pointer(&self->down.tail, g_byte_array_unref);
     g_clear_object(&self->client);
+    g_clear_object(&self->client_socket);
     g_clear_object(&self->upstream);
     g_free(self);
     return G_SOURCE_REMOVE;
@@ -171,6 +189,7 @@ tunnel_end(EinsoraWebsocketTunnel *self)
     clear_source(&self->down.read_source);
     clear_source(&self->down.write_source);
     clear_source(&self->closing);
+    clear_source(&self->watch);
     g_io_stream_close(self->client, NULL, NULL);
     g_io_stream_close(self->upstream, NULL, NULL);
     if (self->done != NULL)
@@ -216,6 +235,7 @@ stop_with_close(Direction *direction, guint16 code)
     direction->stopped = TRUE;
     direction->close_at_boundary = FALSE;
     clear_source(&direction->read_source);
+    direction->want_read = FALSE;
     /* Whatever follows the last whole frame is dropped. */
     direction->end = direction->checked;
     if (direction->tail == NULL)
@@ -261,8 +281,73 @@ on_ready(GObject *stream, gpointer user_data)
 }
 
 static void
+watch_update(EinsoraWebsocketTunnel *self)
+{
+    GIOCondition client =
+        (self->up.want_read ? G_IO_IN : 0) | (self->down.want_write ? G_IO_OUT : 0);
+    GIOCondition upstream =
+        (self->down.want_read ? G_IO_IN : 0) | (self->up.want_write ? G_IO_OUT : 0);
+
+    if (client != self->client_events) {
+        g_source_modify_unix_fd(self->watch, self->client_tag, client);
+        self->client_events = client;
+    }
+    if (upstream != self->upstream_events) {
+        g_source_modify_unix_fd(self->watch, self->upstream_tag, upstream);
+        self->upstream_events = upstream;
+    }
+}
+
+static gboolean
+watch_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
+{
+    EinsoraWebsocketTunnel *self = ((TunnelSource *)source)->tunnel;
+    GIOCondition client = g_source_query_unix_fd(source, self->client_tag);
+    GIOCondition upstream = g_source_query_unix_fd(source, self->upstream_tag);
+    const GIOCondition readable = G_IO_IN | G_IO_HUP | G_IO_ERR;
+    const GIOCondition writable = G_IO_OUT | G_IO_HUP | G_IO_ERR;
+    gboolean served = FALSE;
+
+    if (!self->ended && self->up.want_read && (client & readable) != 0) {
+        self->up.want_read = FALSE;
+        served = TRUE;
+        pump(&self->up);
+    }
+    if (!self->ended && self->down.want_write && (client & writable) != 0) {
+        self->down.want_write = FALSE;
+        served = TRUE;
+        pump(&self->down);
+    }
+    if (!self->ended && self->down.want_read && (upstream & readable) != 0) {
+        self->down.want_read = FALSE;
+        served = TRUE;
+        pump(&self->down);
+    }
+    if (!self->ended && self->up.want_write && (upstream & writable) != 0) {
+        self->up.want_write = FALSE;
+        served = TRUE;
+        pump(&self->up);
+    }
+    /* A socket that hung up while nothing waits on it (its direction is
+     * full, waiting for the other side) would be reported on every turn:
+     * its peer is gone, and so is the tunnel. */
+    if (!self->ended && !served && ((client | upstream) & (G_IO_HUP | G_IO_ERR | G_IO_NVAL)) != 0)
+        tunnel_end(self);
+    if (!self->ended)
+        watch_update(self);
+    return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs watch_funcs = {NULL, NULL, watch_dispatch, NULL, NULL, NULL};
+
+static void
 wait_writable(Direction *direction)
 {
+    if (direction->tunnel->watch != NULL) {
+        direction->want_write = TRUE;
+        watch_update(direction->tunnel);
+        return;
+    }
     if (direction->write_source != NULL)
         return;
     direction->write_source = g_pollable_output_stream_create_source(direction->to, NULL);
@@ -273,6 +358,11 @@ wait_writable(Direction *direction)
 static void
 wait_readable(Direction *direction)
 {
+    if (direction->tunnel->watch != NULL) {
+        direction->want_read = TRUE;
+        watch_update(direction->tunnel);
+        return;
+    }
     if (direction->read_source != NULL)
         return;
     direction->read_source = g_pollable_input_stream_create_source(direction->from, NULL);
@@ -333,10 +423,12 @@ static void
 pump(Direction *direction)
 {
     EinsoraWebsocketTunnel *self = direction->tunnel;
+    gboolean short_read = FALSE;
 
     while (!self->ended) {
         g_autoptr(GError) error = NULL;
         gboolean too_big = FALSE;
+        gsize room;
         gssize n;
         gssize fed;
 
@@ -351,9 +443,17 @@ pump(Direction *direction)
             return;
         if (direction->end == EINSORA_WEBSOCKET_TUNNEL_BUFFER)
             return; /* full: the writer's turn (flush waits for it) */
+        if (short_read && direction->tunnel->watch != NULL) {
+            /* A read that didn't fill the room emptied the socket: the
+             * poll says when there is more (it is level-triggered), which
+             * saves a read that would block. */
+            wait_readable(direction);
+            return;
+        }
+        room = EINSORA_WEBSOCKET_TUNNEL_BUFFER - direction->end;
         n = g_pollable_input_stream_read_nonblocking(
-            direction->from, direction->buffer + direction->end,
-            EINSORA_WEBSOCKET_TUNNEL_BUFFER - direction->end, NULL, &error);
+            direction->from, direction->buffer + direction->end, room, NULL, &error);
+        short_read = n > 0 && (gsize)n < room;
         if (n < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
             wait_readable(direction);
             return;
@@ -394,9 +494,9 @@ direction_init(EinsoraWebsocketTunnel *self, Direction *direction, GIOStream *fr
 }
 
 EinsoraWebsocketTunnel *
-einsora_websocket_tunnel_start(GIOStream *client, GIOStream *upstream, GBytes *pending,
-                               guint64 max_message, EinsoraWebsocketTunnelDone done,
-                               gpointer user_data)
+einsora_websocket_tunnel_start(GIOStream *client, GSocket *client_socket, GIOStream *upstream,
+                               GBytes *pending, guint64 max_message,
+                               EinsoraWebsocketTunnelDone done, gpointer user_data)
 {
     EinsoraWebsocketTunnel *self = g_new0(EinsoraWebsocketTunnel, 1);
 
@@ -409,6 +509,23 @@ einsora_websocket_tunnel_start(GIOStream *client, GIOStream *upstream, GBytes *p
     self->user_data = user_data;
     direction_init(self, &self->up, client, upstream, TRUE);
     direction_init(self, &self->down, upstream, client, FALSE);
+    if (client_socket != NULL && G_IS_SOCKET_CONNECTION(upstream)) {
+        /* Streams above a socket read what they hold before it, so a
+         * stream that would block is waited for on its socket. */
+        self->client_socket = g_object_ref(client_socket);
+        self->watch = g_source_new(&watch_funcs, sizeof(TunnelSource));
+        ((TunnelSource *)self->watch)->tunnel = self;
+        g_source_set_static_name(self->watch, "einsora-websocket-tunnel");
+        /* GLib takes a source's descriptors out of the poll while it runs
+         * it, and puts them back, waking the loop each time, unless it
+         * may recurse; nothing here runs the loop inside it. */
+        g_source_set_can_recurse(self->watch, TRUE);
+        self->client_tag = g_source_add_unix_fd(self->watch, g_socket_get_fd(client_socket), 0);
+        self->upstream_tag = g_source_add_unix_fd(
+            self->watch,
+            g_socket_get_fd(g_socket_connection_get_socket(G_SOCKET_CONNECTION(upstream))), 0);
+        g_source_attach(self->watch, g_main_context_get_thread_default());
+    }
     if (pending != NULL && g_bytes_get_size(pending) > 0) {
         /* Frames the workload sent right after its handshake: bounded by
          * the head reader that got them. */

@@ -23,9 +23,13 @@ typedef void (*EinsoraWebsocketTunnelDone)(guint close_code, gpointer user_data)
  * masked) and @upstream (the workload's: we are its client, so what we
  * send it ourselves is masked). Both streams must be pollable; @pending
  * is what the workload sent after its handshake, already read (may be
- * NULL). The tunnel holds itself until it ends. */
-EinsoraWebsocketTunnel *einsora_websocket_tunnel_start(GIOStream *client, GIOStream *upstream,
-                                                       GBytes *pending, guint64 max_message,
+ * NULL). @client_socket, the socket under @client (may be NULL), with an
+ * @upstream that is a GSocketConnection: the tunnel waits on the two
+ * sockets with one source for its life, instead of a source per wait.
+ * The tunnel holds itself (and the streams) until it ends. */
+EinsoraWebsocketTunnel *einsora_websocket_tunnel_start(GIOStream *client, GSocket *client_socket,
+                                                       GIOStream *upstream, GBytes *pending,
+                                                       guint64 max_message,
                                                        EinsoraWebsocketTunnelDone done,
                                                        gpointer user_data);
 
