@@ -32,12 +32,19 @@ struct _EinsoraController {
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
 
+/* How many admission decisions share one transaction (docs/adr/0028):
+ * enough that a pass pays a few fsyncs instead of one per workload, few
+ * enough that the write lock is held for a bounded time. */
+#define ADMISSION_GROUP_MAX 1000
+
 /* What one pass knows: the capacity the backend offers (NULL when it
- * couldn't be read), what is held, and tenants' trust. */
+ * couldn't be read), what is held, and tenants' trust; and the open
+ * admission group's workloads, which are run only once it commits. */
 typedef struct {
     EinsoraCapacity *capacity;
     EinsoraUsage *usage;
     GHashTable *trusted; /* tenant ID -> GINT_TO_POINTER(trusted + 1) */
+    GPtrArray *admitted; /* EinsoraWorkload*, borrowed from the pass's list */
 } Pass;
 
 static void
@@ -229,9 +236,7 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
 {
     EinsoraCatalogResolution resolved;
     g_autoptr(EinsoraPlacementResult) result = NULL;
-    g_autoptr(EinsoraWorkloadSpec) spec = NULL;
     g_autofree gchar *reason = NULL;
-    g_autoptr(GError) error = NULL;
     EinsoraPlacement placement;
 
     /* The lifecycle has no step from waiting to failed: a workload whose
@@ -269,14 +274,85 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
         return;
     einsora_usage_add(pass->usage, workload, resolved.klass);
-    spec = spec_for(self, workload);
-    /* Provisioning but absent from the runtime is run again by observe. */
-    if (!einsora_backend_run(self->backend, spec, &error)) {
-        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
-                             workload->machine_id, "workload %s: run failed: %s", workload->id,
-                             error->message);
-        note_once(self, workload, einsora_reason_run_retrying());
+    /* Run once the group commits: no agent hears of an admission that
+     * a crash could still undo. */
+    g_ptr_array_add(pass->admitted, workload);
+}
+
+/* Tells the backend to run what the committed group admitted. */
+static void
+run_admitted(EinsoraController *self, Pass *pass)
+{
+    for (guint i = 0; i < pass->admitted->len; i++) {
+        EinsoraWorkload *workload = g_ptr_array_index(pass->admitted, i);
+        g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+        g_autoptr(GError) error = NULL;
+
+        /* Provisioning but absent from the runtime is run again by observe. */
+        if (!einsora_backend_run(self->backend, spec, &error)) {
+            einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                                 workload->machine_id, "workload %s: run failed: %s", workload->id,
+                                 error->message);
+            note_once(self, workload, einsora_reason_run_retrying());
+        }
     }
+    g_ptr_array_set_size(pass->admitted, 0);
+}
+
+/* Commits the open admission group, then runs what it admitted. A group
+ * that doesn't commit leaves every workload in it as the store had it,
+ * to be decided again next pass. */
+static gboolean
+close_group(EinsoraController *self, Pass *pass)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_service_group_commit(self->service, &error)) {
+        g_message("region %s: %u admissions not written, decided again next pass: %s", self->region,
+                  pass->admitted->len, error->message);
+        g_ptr_array_set_size(pass->admitted, 0);
+        /* The reasons remembered for the group's rows are gone with them. */
+        g_hash_table_remove_all(self->last_reasons);
+        return FALSE;
+    }
+    run_admitted(self, pass);
+    return TRUE;
+}
+
+/* Every pending and queued workload, oldest first (FIFO, with backfill:
+ * one that doesn't fit leaves the room to later ones that do), in groups
+ * of ADMISSION_GROUP_MAX decisions per transaction. */
+static void
+admit_waiting(EinsoraController *self, Pass *pass, GPtrArray *workloads)
+{
+    guint in_group = 0;
+
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+
+        if (workload->state != EINSORA_WORKLOAD_STATE_PENDING &&
+            workload->state != EINSORA_WORKLOAD_STATE_QUEUED)
+            continue;
+        if (in_group == 0) {
+            g_autoptr(GError) error = NULL;
+            if (!einsora_service_group_begin(self->service, &error)) {
+                g_message("region %s: admission paused: %s", self->region, error->message);
+                return;
+            }
+        }
+        admit(self, pass, workload);
+        if (einsora_service_group_failed(self->service)) {
+            close_group(self, pass);
+            return;
+        }
+        if (++in_group == ADMISSION_GROUP_MAX) {
+            in_group = 0;
+            if (!close_group(self, pass))
+                return;
+        }
+    }
+    if (in_group > 0)
+        close_group(self, pass);
 }
 
 /* A failure releases what the workload held on the runtime, keeping its
@@ -458,7 +534,7 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(GError) capacity_error = NULL;
-    Pass pass = {NULL, NULL, NULL};
+    Pass pass = {NULL, NULL, NULL, NULL};
 
     g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), FALSE);
 
@@ -467,20 +543,17 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
         return FALSE;
     pass.usage = usage_of(self, workloads);
     pass.trusted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pass.admitted = g_ptr_array_new();
     pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
     if (pass.capacity == NULL)
         g_message("region %s: capacity unknown: %s", self->region, capacity_error->message);
 
-    /* Oldest first: FIFO, with backfill, since a workload that doesn't
-     * fit leaves the room to later ones that do. */
+    /* What runs first, each step its own transaction (they act on the
+     * runtime); admission then decides from the same usage as before. */
     for (guint i = 0; i < workloads->len; i++) {
         EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
 
         switch (workload->state) {
-        case EINSORA_WORKLOAD_STATE_PENDING:
-        case EINSORA_WORKLOAD_STATE_QUEUED:
-            admit(self, &pass, workload);
-            break;
         case EINSORA_WORKLOAD_STATE_PROVISIONING:
         case EINSORA_WORKLOAD_STATE_RUNNING:
             observe(self, workload);
@@ -495,9 +568,11 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
             break;
         }
     }
+    admit_waiting(self, &pass, workloads);
     einsora_capacity_free(pass.capacity);
     einsora_usage_free(pass.usage);
     g_hash_table_unref(pass.trusted);
+    g_ptr_array_unref(pass.admitted);
     return TRUE;
 }
 
