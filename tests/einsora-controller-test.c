@@ -1,5 +1,6 @@
 /* reconcile_once() driven with the fake backend and an injected clock,
  * through the lifecycle and the reasons of the design. */
+#include <sqlite3.h>
 #include <string.h>
 
 #include "einsora-controller.h"
@@ -287,6 +288,118 @@ test_backfill(Fixture *f, gconstpointer data)
     pass(f);
     g_assert_cmpint(state_of(f, TENANT_A, big), ==, EINSORA_WORKLOAD_STATE_QUEUED);
     g_assert_cmpint(state_of(f, TENANT_A, small), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+}
+
+/* What a pass's commits saw: counted by SQLite's commit hook, with the
+ * backend's runs and the feed's emissions at each, so the test can tell
+ * what happened before the commit and what after. */
+typedef struct {
+    Fixture *f;
+    guint commits;
+    guint refuse; /* commits to turn into rollbacks, as a crash would */
+    guint runs_at_commit;
+    guint emitted;
+    guint commits_at_emit;
+} Commits;
+
+static int
+on_commit(void *user_data)
+{
+    Commits *commits = user_data;
+
+    commits->runs_at_commit =
+        einsora_fake_backend_count_calls(commits->f->backend, EINSORA_FAKE_CALL_RUN);
+    if (commits->refuse > 0) {
+        commits->refuse--;
+        return 1; /* SQLite rolls back instead */
+    }
+    commits->commits++;
+    return 0;
+}
+
+static void
+on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_data)
+{
+    Commits *commits = user_data;
+
+    commits->emitted++;
+    commits->commits_at_emit = commits->commits;
+}
+
+/* A pass admits its workloads in one transaction, not one each; the
+ * feed hears of them once, after the commit, and the backend is told to
+ * run them only then. */
+static void
+test_admission_group_commit(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    Commits commits = {f, 0, 0, 0, 0, 0};
+    gulong handler =
+        g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &commits);
+
+    for (guint i = 0; i < 40; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    sqlite3_commit_hook(einsora_sqlite_store_get_handle(f->store), on_commit, &commits);
+    commits.emitted = 0;
+    pass(f);
+    g_assert_cmpuint(commits.commits, ==, 1);
+    g_assert_cmpuint(commits.runs_at_commit, ==, 0);
+    g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_RUN), ==, 40);
+    g_assert_cmpuint(commits.emitted, ==, 1);
+    g_assert_cmpuint(commits.commits_at_emit, ==, 1);
+    for (guint i = 0; i < ids->len; i++) {
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_PROVISIONING);
+        assert_timeline_consistent(f, TENANT_A, g_ptr_array_index(ids, i));
+    }
+    sqlite3_commit_hook(einsora_sqlite_store_get_handle(f->store), NULL, NULL);
+    g_signal_handler_disconnect(f->service, handler);
+}
+
+/* A group that doesn't commit (as after a crash mid-pass) leaves every
+ * workload pending, tells nobody and runs nothing; the next pass admits
+ * each once, as if the first had never been. */
+static void
+test_admission_group_lost(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    Commits commits = {f, 0, 1, 0, 0, 0};
+    gulong handler =
+        g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &commits);
+
+    for (guint i = 0; i < 10; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    /* Queued first, so that the lost group's notes matter too. */
+    einsora_fake_backend_set_units(f->backend, "cpu-2c-4g", 0);
+    pass(f);
+    einsora_fake_backend_set_units(f->backend, "cpu-2c-4g", 100);
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    sqlite3_commit_hook(einsora_sqlite_store_get_handle(f->store), on_commit, &commits);
+    commits.emitted = 0;
+    pass(f);
+    g_assert_cmpuint(commits.commits, ==, 0);
+    g_assert_cmpuint(commits.emitted, ==, 0);
+    g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_RUN), ==, 0);
+    for (guint i = 0; i < ids->len; i++) {
+        g_autoptr(GPtrArray) events = events_of(f, TENANT_A, g_ptr_array_index(ids, i));
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_QUEUED);
+        g_assert_cmpuint(events->len, ==, 2);
+    }
+
+    pass(f);
+    g_assert_cmpuint(commits.commits, ==, 1);
+    g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_RUN), ==, 10);
+    for (guint i = 0; i < ids->len; i++) {
+        g_autoptr(GPtrArray) events = events_of(f, TENANT_A, g_ptr_array_index(ids, i));
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_PROVISIONING);
+        g_assert_cmpuint(events->len, ==, 3);
+        assert_timeline_consistent(f, TENANT_A, g_ptr_array_index(ids, i));
+    }
+    sqlite3_commit_hook(einsora_sqlite_store_get_handle(f->store), NULL, NULL);
+    g_signal_handler_disconnect(f->service, handler);
 }
 
 static void
@@ -721,6 +834,8 @@ main(int argc, char **argv)
         test_capacity_queues_with_reasons);
     ADD("/controller/admit/fifo-with-backfill", test_backfill);
     ADD("/controller/admit/settling-admits-nothing", test_settling_admits_nothing);
+    ADD("/controller/admit/one-transaction-per-group", test_admission_group_commit);
+    ADD("/controller/admit/lost-group-is-decided-again", test_admission_group_lost);
     ADD("/controller/runtime/unreachable-noted-once", test_runtime_unreachable_is_noted_once);
     ADD("/controller/observe/failures-with-fixed-reasons", test_failures);
     ADD("/controller/observe/provisioning-timeout-and-unknown", test_provisioning_timeout);

@@ -4,7 +4,13 @@
  * times. Afterwards, read straight from the database: every acknowledged
  * create exists and no Idempotency-Key made two; each workload's state is
  * where its timeline ends; timelines have no gaps; the file is intact; and
- * nothing was stopped, started or deleted that nobody asked to be. */
+ * nothing was stopped, started or deleted that nobody asked to be.
+ *
+ * And group-committed admission (issue 15, docs/adr/0028): big admission
+ * passes killed at random points, the database checked after every kill:
+ * each workload waiting or admitted whole, capacity never over-committed,
+ * no event on the feed and no start by the agent that the store lacks,
+ * timelines only ever appended to. */
 #include <sqlite3.h>
 
 #include "einsora-test-daemon.h"
@@ -23,6 +29,16 @@
  * creates, so the controller's passes stay short. */
 #define LIVE_MAX 60
 #define PROBLEMS_SHOWN 30
+/* Admission groups: kills, workloads created before each (admitted in one
+ * big pass after the restart), and the machine's CPUs, fewer than all of
+ * them so later passes queue too (each is cpu-1c-2g: one CPU). */
+#if defined(__SANITIZE_ADDRESS__)
+#define GROUP_KILLS 3
+#else
+#define GROUP_KILLS 8
+#endif
+#define GROUP_BATCH 200
+#define GROUP_CPUS 500
 
 typedef enum {
     OP_CREATE,
@@ -576,10 +592,329 @@ test_kill_9_loop(void)
     g_ptr_array_unref(load.live);
 }
 
+/* Admission groups under kill -9 */
+
+/* The change feed as a client holds it: every event it carried. */
+typedef struct {
+    GHashTable *seen; /* event ID -> workload ID */
+    GCancellable *cancel;
+    GDataInputStream *lines;
+    gboolean open;
+} Feed;
+
+static void feed_read_next(Feed *feed);
+
+static void
+on_feed_line(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Feed *feed = user_data;
+    g_autofree gchar *line =
+        g_data_input_stream_read_line_finish_utf8(G_DATA_INPUT_STREAM(source), result, NULL, NULL);
+
+    if (line == NULL) {
+        /* The daemon was killed (or the test cancelled): the feed ends. */
+        feed->open = FALSE;
+        return;
+    }
+    if (g_str_has_prefix(line, "data: ")) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        JsonObject *event;
+
+        g_assert_true(json_parser_load_from_data(parser, line + strlen("data: "), -1, NULL));
+        event = json_node_get_object(json_parser_get_root(parser));
+        g_hash_table_insert(feed->seen, g_strdup(json_object_get_string_member(event, "id")),
+                            g_strdup(json_object_get_string_member(event, "workload_id")));
+    }
+    feed_read_next(feed);
+}
+
+static void
+feed_read_next(Feed *feed)
+{
+    g_data_input_stream_read_line_async(feed->lines, G_PRIORITY_DEFAULT, feed->cancel, on_feed_line,
+                                        feed);
+}
+
+static void
+on_feed_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Feed *feed = user_data;
+    g_autoptr(GInputStream) body = soup_session_send_finish(SOUP_SESSION(source), result, NULL);
+
+    if (body == NULL) {
+        feed->open = FALSE;
+        return;
+    }
+    feed->lines = g_data_input_stream_new(body);
+    feed_read_next(feed);
+}
+
+static void
+feed_open(Feed *feed, SoupSession *session, EinsoraTestDaemon *daemon)
+{
+    g_autofree gchar *url = g_strdup_printf("%s/v1/events?follow=true", daemon->uri);
+    g_autofree gchar *bearer = g_strdup_printf("Bearer %s", daemon->owner_token);
+    g_autoptr(SoupMessage) message = soup_message_new("GET", url);
+
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
+                                 bearer);
+    feed->cancel = g_cancellable_new();
+    feed->open = TRUE;
+    soup_session_send_async(session, message, G_PRIORITY_DEFAULT, feed->cancel, on_feed_sent, feed);
+}
+
+/* Waits for the feed to notice its daemon is gone. */
+static void
+feed_close(Feed *feed)
+{
+    g_cancellable_cancel(feed->cancel);
+    while (feed->open)
+        g_main_context_iteration(NULL, TRUE);
+    g_clear_object(&feed->lines);
+    g_clear_object(&feed->cancel);
+}
+
+/* Runs the main loop (the feed reads) for @ms. */
+static void
+run_for(guint ms)
+{
+    g_autoptr(GMainLoop) main_loop = g_main_loop_new(NULL, FALSE);
+
+    g_timeout_add(ms, quit_loop, main_loop);
+    g_main_loop_run(main_loop);
+}
+
+/* The workloads the agent has started since the log was @offset long
+ * ("workload <id>: start with sim"); moves @offset to the end. */
+static void
+collect_starts(EinsoraTestDaemon *daemon, gsize *offset, GHashTable *started)
+{
+    g_autofree gchar *log = einsora_test_daemon_read_log(daemon);
+    const char *at = log + MIN(*offset, strlen(log));
+    const char *mark = "workload ";
+
+    while ((at = strstr(at, mark)) != NULL) {
+        const char *id = at + strlen(mark);
+        at = id;
+        if (strlen(id) > 36 && g_str_has_prefix(id + 36, ": start with sim"))
+            g_hash_table_add(started, g_strndup(id, 36));
+    }
+    *offset = strlen(log);
+}
+
+/* What the database says after a kill, checked against what anyone
+ * outside was told; @events (event ID -> "workload to seq") is what the
+ * last check saw, and becomes this one's. */
+static void
+check_groups(const char *path, Feed *feed, GHashTable *started, GHashTable **events,
+             guint *admitted_out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    Problems problems = {0};
+    g_autoptr(GHashTable) now = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) admissions = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    GHashTableIter iter;
+    gpointer key, value;
+    guint holding = 0, admitted = 0, waiting = 0;
+
+    g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    assert_pragma_quiet(db, "PRAGMA integrity_check", "ok", &problems);
+
+    g_assert_cmpint(sqlite3_prepare_v2(db,
+                                       "SELECT id, workload_id, to_state, seq, attempt FROM "
+                                       "workload_events",
+                                       -1, &stmt, NULL),
+                    ==, SQLITE_OK);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(stmt, 0);
+        const char *workload = (const char *)sqlite3_column_text(stmt, 1);
+        const char *to = (const char *)sqlite3_column_text(stmt, 2);
+
+        g_hash_table_insert(now, g_strdup(id),
+                            g_strdup_printf("%s %s %" G_GINT64_FORMAT, workload, to,
+                                            (gint64)sqlite3_column_int64(stmt, 3)));
+        if (g_strcmp0(to, "provisioning") == 0) {
+            gint64 count = GPOINTER_TO_INT(g_hash_table_lookup(admissions, workload));
+            g_hash_table_insert(admissions, g_strdup(workload), GINT_TO_POINTER(count + 1));
+        }
+    }
+    sqlite3_finalize(stmt);
+
+    /* Append-only: every event seen before is still there, unchanged. */
+    g_hash_table_iter_init(&iter, *events);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        const char *still = g_hash_table_lookup(now, key);
+        if (g_strcmp0(still, value) != 0)
+            problem(&problems, "event %s was \"%s\", is now \"%s\"", (const char *)key,
+                    (const char *)value, still != NULL ? still : "gone");
+    }
+    /* Nothing on the feed that the store doesn't have. */
+    g_hash_table_iter_init(&iter, feed->seen);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        if (!g_hash_table_contains(now, key))
+            problem(&problems, "the feed carried event %s of workload %s; the store lacks it",
+                    (const char *)key, (const char *)value);
+    }
+    /* Nothing started that the store doesn't have admitted. */
+    g_hash_table_iter_init(&iter, started);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (!g_hash_table_contains(admissions, key))
+            problem(&problems, "the agent started %s, which the store never admitted",
+                    (const char *)key);
+    }
+
+    /* Each workload waits unplaced, or is admitted whole: its placement,
+     * its attempt and one admission in its timeline per attempt. */
+    g_assert_cmpint(sqlite3_prepare_v2(db,
+                                       "SELECT w.id, w.state, w.placed_class, w.machine_id, "
+                                       "w.driver, w.attempt, (SELECT e.to_state FROM "
+                                       "workload_events e WHERE e.workload_id = w.id ORDER BY "
+                                       "e.seq DESC LIMIT 1) FROM workloads w",
+                                       -1, &stmt, NULL),
+                    ==, SQLITE_OK);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(stmt, 0);
+        const char *state = (const char *)sqlite3_column_text(stmt, 1);
+        gboolean placed = sqlite3_column_type(stmt, 2) != SQLITE_NULL &&
+                          sqlite3_column_type(stmt, 3) != SQLITE_NULL &&
+                          sqlite3_column_type(stmt, 4) != SQLITE_NULL;
+        gint64 attempt = sqlite3_column_int64(stmt, 5);
+        const char *last = (const char *)sqlite3_column_text(stmt, 6);
+        gint64 times = GPOINTER_TO_INT(g_hash_table_lookup(admissions, id));
+
+        if (g_strcmp0(state, last) != 0)
+            problem(&problems, "workload %s is %s but its timeline ends at %s", id, state, last);
+        if (g_strcmp0(state, "pending") == 0 || g_strcmp0(state, "queued") == 0) {
+            waiting++;
+            if (placed || attempt != 0 || times != 0)
+                problem(&problems,
+                        "workload %s is %s but placed %d, attempt %" G_GINT64_FORMAT
+                        ", %" G_GINT64_FORMAT " admissions",
+                        id, state, placed, attempt, times);
+        } else if (g_strcmp0(state, "provisioning") == 0 || g_strcmp0(state, "running") == 0) {
+            admitted++;
+            holding++;
+            if (!placed || attempt != 1 || times != 1)
+                problem(&problems,
+                        "workload %s is %s but placed %d, attempt %" G_GINT64_FORMAT
+                        ", %" G_GINT64_FORMAT " admissions",
+                        id, state, placed, attempt, times);
+        } else {
+            problem(&problems, "workload %s is %s, which nobody asked for", id, state);
+        }
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    if (holding > GROUP_CPUS)
+        problem(&problems, "%u workloads of one CPU each hold a machine of %u", holding,
+                GROUP_CPUS);
+    g_test_message("after the kill: %u admitted, %u waiting, %u events (%u on the feed), "
+                   "%u started by the agent",
+                   admitted, waiting, g_hash_table_size(now), g_hash_table_size(feed->seen),
+                   g_hash_table_size(started));
+    if (problems.count > PROBLEMS_SHOWN)
+        g_test_message("... and %u more problems", problems.count - PROBLEMS_SHOWN);
+    g_assert_cmpuint(problems.count, ==, 0);
+    g_hash_table_unref(*events);
+    *events = g_steal_pointer(&now);
+    *admitted_out = admitted;
+}
+
+static void
+create_batch(EinsoraTestDaemon *daemon, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        g_autoptr(EinsoraTestResponse) response = einsora_test_request(
+            daemon, "POST", "/v1/workloads", daemon->owner_token, JSON,
+            "{\"kind\": \"notebook\", \"gpu_class\": \"cpu-1c-2g\", \"image\": "
+            "\"jupyter-notebook\"}",
+            NULL);
+        g_assert_cmpuint(response->status, ==, 201);
+    }
+}
+
+static void
+test_kill_9_admission_groups(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    g_autoptr(SoupSession) session = soup_session_new();
+    g_autoptr(GHashTable) events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GUri) uri = NULL;
+    g_autofree gchar *db = NULL;
+    g_autofree gchar *cpus = g_strdup_printf("%d", GROUP_CPUS);
+    Feed feed = {g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)};
+    GRand *rand = g_rand_new_with_seed(g_test_rand_int());
+    gsize log_offset = 0;
+    guint admitted = 0;
+    gint64 deadline;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "sim");
+    einsora_test_daemon_setenv(daemon, "EINSORA_SIM_START_DELAY_MS", "100");
+    einsora_test_daemon_setenv(daemon, "EINSORA_SIM_CPUS", cpus);
+    einsora_test_daemon_setenv(daemon, "EINSORA_SIM_MEMORY_MIB", "1048576");
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_start(daemon);
+    uri = g_uri_parse(daemon->uri, G_URI_FLAGS_NONE, NULL);
+    daemon->listen = g_strdup_printf("127.0.0.1:%d", g_uri_get_port(uri));
+    db = g_build_filename(daemon->data_dir, "einsora.db", NULL);
+
+    for (guint kill = 0; kill < GROUP_KILLS; kill++) {
+        /* A batch the controller leaves alone (60 min between passes)... */
+        create_batch(daemon, GROUP_BATCH);
+        einsora_test_daemon_kill(daemon);
+        /* ...until a restart with passes every 100 ms: the first admits
+         * the whole batch, in groups; the kill lands somewhere in or
+         * around it. */
+        einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "100ms");
+        einsora_test_daemon_start(daemon);
+        feed_open(&feed, session, daemon);
+        run_for((guint)g_rand_int_range(rand, 0, 600));
+        einsora_test_daemon_kill(daemon);
+        feed_close(&feed);
+        collect_starts(daemon, &log_offset, started);
+        check_groups(db, &feed, started, &events, &admitted);
+        einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+        einsora_test_daemon_start(daemon);
+    }
+
+    /* Whatever a kill lost is decided again: in the end every workload
+     * that fits is admitted, and the rest wait. */
+    einsora_test_daemon_kill(daemon);
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "100ms");
+    einsora_test_daemon_start(daemon);
+    deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (admitted < MIN(GROUP_KILLS * GROUP_BATCH, GROUP_CPUS)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        run_for(200);
+        {
+            g_autoptr(EinsoraTestResponse) response = einsora_test_request(
+                daemon, "GET", "/v1/workloads", daemon->owner_token, NULL, NULL, NULL);
+            JsonArray *items =
+                json_object_get_array_member(json_node_get_object(response->json), "workloads");
+            admitted = 0;
+            for (guint i = 0; i < json_array_get_length(items); i++) {
+                const char *state =
+                    json_object_get_string_member(json_array_get_object_element(items, i), "state");
+                admitted +=
+                    g_strcmp0(state, "provisioning") == 0 || g_strcmp0(state, "running") == 0;
+            }
+        }
+    }
+    einsora_test_daemon_stop(daemon);
+    collect_starts(daemon, &log_offset, started);
+    check_groups(db, &feed, started, &events, &admitted);
+    g_assert_cmpuint(admitted, ==, MIN(GROUP_KILLS * GROUP_BATCH, GROUP_CPUS));
+    g_hash_table_unref(feed.seen);
+    g_rand_free(rand);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crash/kill-9-loop/keeps-every-invariant", test_kill_9_loop);
+    g_test_add_func("/crash/kill-9-loop/admission-groups", test_kill_9_admission_groups);
     return g_test_run();
 }

@@ -959,6 +959,43 @@ test_observe_reads_once_per_pass(Fixture *f, gconstpointer data)
     g_assert_cmpuint(einsora_hub_count_desired_reads(f->hub), ==, before + 2);
 }
 
+/* The same through a controller pass, which is what runs every interval:
+ * the pass reads each machine's desired state once, however many of its
+ * workloads it observes (once per workload made a pass quadratic in a
+ * machine's workloads: 500 on one machine held a core). Counts reads, not
+ * time, so it says the same on a loaded machine. */
+static void
+test_controller_pass_reads_each_machine_once(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraController) controller =
+        einsora_controller_new(f->service, EINSORA_STORE(f->store), f->catalog,
+                               EINSORA_BACKEND(f->hub), "local", manual_now, &f->clock);
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autoptr(GError) error = NULL;
+    guint64 before;
+
+    for (guint i = 0; i < 60; i++) {
+        gchar *id = launch(f, "notebook", "cpu-2c-4g", "jupyter");
+        place(f, id, f->box_id, "docker");
+        g_ptr_array_add(ids, id);
+    }
+    state = connect_machine(f, f->box_id, linux_inventory());
+    drain();
+    before = einsora_hub_count_desired_reads(f->hub);
+    g_assert_true(einsora_controller_reconcile_once(controller, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(einsora_hub_count_desired_reads(f->hub), ==, before + 1);
+    /* Observed, and still starting: nothing was decided without a read. */
+    for (guint i = 0; i < ids->len; i++) {
+        g_autoptr(EinsoraWorkload) workload = get(f, g_ptr_array_index(ids, i));
+        g_assert_cmpint(workload->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    }
+    drain();
+    g_assert_true(einsora_controller_reconcile_once(controller, &error));
+    g_assert_cmpuint(einsora_hub_count_desired_reads(f->hub), ==, before + 2);
+}
+
 static void
 test_away_fails_after_10m(Fixture *f, gconstpointer data)
 {
@@ -1528,6 +1565,8 @@ main(int argc, char **argv)
     ADD("/hub/long-poll/superseded", test_long_poll_superseded);
     ADD("/hub/offline/after-45s", test_offline_after_45s);
     ADD("/hub/observe/reads-once-per-pass", test_observe_reads_once_per_pass);
+    ADD("/hub/observe/controller-pass-reads-each-machine-once",
+        test_controller_pass_reads_each_machine_once);
     ADD("/hub/offline/fails-after-10m", test_away_fails_after_10m);
     ADD("/hub/capacity/settling", test_settling);
     ADD("/hub/capacity/from-inventory", test_capacity_from_inventory);

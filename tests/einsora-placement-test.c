@@ -224,6 +224,59 @@ test_cluster_units(void)
     }
 }
 
+/* Placing from a cursor (as a pass placing many of one shape does) says
+ * exactly what placing from the first machine says, step by step, as
+ * usage grows: the same machine while one fits, the same outcome and
+ * figures once none does; and GPU and CPU shapes keep their own cursors. */
+static void
+test_first_fit_cursor_agrees(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraCatalog) catalog =
+        einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_autoptr(EinsoraCapacity) capacity = einsora_capacity_new_machines();
+    g_autoptr(EinsoraUsage) plain = einsora_usage_new();
+    g_autoptr(EinsoraUsage) cursored = einsora_usage_new();
+    const char *classes[] = {"cpu-2c-4g", "l40s-48gb"};
+    guint first[G_N_ELEMENTS(classes)] = {0};
+    guint placed = 0;
+
+    for (guint i = 0; i < 8; i++) {
+        g_autofree gchar *id = g_strdup_printf("0190b5d2-7c4e-7abc-8def-0000000001%02u", i);
+        /* Small and large, one offline, one elsewhere, some with GPUs. */
+        g_ptr_array_add(capacity->machines, machine(id, OWNER, i == 5 ? "eu" : "local", "linux",
+                                                    EINSORA_SHARING_PRIVATE, i != 2,
+                                                    4 + 4 * (i % 3), i % 2, "linux-native"));
+    }
+    for (guint step = 0; step < 60; step++) {
+        guint k = step % G_N_ELEMENTS(classes);
+        g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", classes[k], "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) want =
+            einsora_placement_place(w, catalog, capacity, plain);
+        g_autoptr(EinsoraPlacementResult) got =
+            einsora_placement_place_from(w, catalog, capacity, cursored, &first[k]);
+        const EinsoraComputeClass *klass = einsora_catalog_lookup_class(catalog, classes[k]);
+
+        g_assert_cmpint(got->outcome, ==, want->outcome);
+        g_assert_cmpstr(got->machine_id, ==, want->machine_id);
+        g_assert_cmpstr(got->driver, ==, want->driver);
+        g_assert_cmpint(got->free, ==, want->free);
+        g_assert_cmpint(got->requested, ==, want->requested);
+        if (want->outcome != EINSORA_PLACEMENT_PLACED)
+            continue;
+        placed++;
+        g_free(w->machine_id);
+        w->machine_id = g_strdup(want->machine_id);
+        w->driver = g_strdup(want->driver);
+        einsora_usage_add(plain, w, klass);
+        einsora_usage_add(cursored, w, klass);
+    }
+    /* Some of each were placed, and the machines filled up. */
+    g_assert_cmpuint(placed, >, 5);
+    g_assert_cmpuint(placed, <, 60);
+    g_assert_cmpuint(first[0], >, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,5 +286,6 @@ main(int argc, char **argv)
         g_test_add_data_func(path, &cases[i], test_case);
     }
     g_test_add_func("/placement/cluster/units", test_cluster_units);
+    g_test_add_func("/placement/machines/first-fit-cursor-agrees", test_first_fit_cursor_agrees);
     return g_test_run();
 }

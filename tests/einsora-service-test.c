@@ -1,4 +1,5 @@
 #include <gio/gio.h>
+#include <sqlite3.h>
 
 #include "einsora-error.h"
 #include "einsora-reason.h"
@@ -1283,6 +1284,99 @@ assert_emitted(EventsAdded *added, guint before, const char *tenant_id)
     g_assert_cmpstr(g_ptr_array_index(added->tenants, before), ==, tenant_id);
 }
 
+/* The state another connection sees: only what is committed. */
+static gchar *
+committed_state(Fixture *f, const char *workload_id)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    gchar *state = NULL;
+
+    g_assert_cmpint(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    g_assert_cmpint(
+        sqlite3_prepare_v2(db, "SELECT state FROM workloads WHERE id = ?1", -1, &stmt, NULL), ==,
+        SQLITE_OK);
+    sqlite3_bind_text(stmt, 1, workload_id, -1, SQLITE_STATIC);
+    g_assert_cmpint(sqlite3_step(stmt), ==, SQLITE_ROW);
+    state = g_strdup((const char *)sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return state;
+}
+
+/* A group writes its transitions and notes in one transaction: nobody
+ * outside sees them, nor hears of them, until it commits; then the
+ * tenant's readers are told once. A lost race in the group writes nothing
+ * and keeps the rest; a rollback leaves every row and timeline as it was
+ * and tells no one. */
+static void
+test_group_commits_then_tells(Fixture *f, gconstpointer data)
+{
+    EventsAdded added = {f, g_ptr_array_new_with_free_func(g_free), 0, 0};
+    gulong handler =
+        g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &added);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) queued = create_ok(f, "cpu-2c-4g");
+    g_autoptr(EinsoraWorkload) raced = create_ok(f, "cpu-2c-4g");
+    g_autoptr(EinsoraWorkload) noted = create_ok(f, "cpu-2c-4g");
+    g_autoptr(EinsoraWorkload) stale = einsora_workload_copy(raced);
+    g_autofree gchar *seen = NULL;
+    guint told;
+
+    /* The API deletes one while the controller still holds the row it read. */
+    step(f, raced, EINSORA_WORKLOAD_STATE_DELETING);
+    told = added.tenants->len;
+
+    g_assert_true(einsora_service_group_begin(f->service, &error));
+    g_assert_true(einsora_service_transition(f->service, queued, EINSORA_WORKLOAD_STATE_QUEUED,
+                                             "no room", NULL, &error));
+    g_assert_false(einsora_service_transition(f->service, stale, EINSORA_WORKLOAD_STATE_QUEUED,
+                                              "no room", NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    g_assert_false(einsora_service_group_failed(f->service));
+    g_assert_true(einsora_service_note(f->service, noted, einsora_reason_run_retrying(), &error));
+    g_assert_no_error(error);
+    /* Written, not committed: invisible outside, and nobody told. */
+    g_assert_cmpint(queued->state, ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    seen = committed_state(f, queued->id);
+    g_assert_cmpstr(seen, ==, "pending");
+    g_assert_cmpuint(added.tenants->len, ==, told);
+
+    g_assert_true(einsora_service_group_commit(f->service, &error));
+    g_assert_no_error(error);
+    assert_emitted(&added, told, TENANT_A);
+    g_clear_pointer(&seen, g_free);
+    seen = committed_state(f, queued->id);
+    g_assert_cmpstr(seen, ==, "queued");
+    g_assert_cmpuint(count_events(f, TENANT_A, queued->id), ==, 2);
+    g_assert_cmpuint(count_events(f, TENANT_A, raced->id), ==, 2);
+    g_assert_cmpuint(count_events(f, TENANT_A, noted->id), ==, 2);
+
+    /* Rolled back: as if it never happened. */
+    told = added.tenants->len;
+    g_assert_true(einsora_service_group_begin(f->service, &error));
+    g_assert_true(einsora_service_transition(f->service, queued, EINSORA_WORKLOAD_STATE_DELETING,
+                                             "delete", NULL, &error));
+    g_assert_true(einsora_service_note(f->service, noted, einsora_reason_run_retrying(), &error));
+    einsora_service_group_rollback(f->service);
+    g_assert_cmpuint(added.tenants->len, ==, told);
+    g_clear_pointer(&seen, g_free);
+    seen = committed_state(f, queued->id);
+    g_assert_cmpstr(seen, ==, "queued");
+    g_assert_cmpuint(count_events(f, TENANT_A, queued->id), ==, 2);
+    g_assert_cmpuint(count_events(f, TENANT_A, noted->id), ==, 2);
+
+    /* Without a group, a write commits and tells at once, as before. */
+    g_clear_pointer(&queued, einsora_workload_free);
+    queued = einsora_service_get_workload(f->service, TENANT_A, noted->id, FALSE, &error);
+    step(f, queued, EINSORA_WORKLOAD_STATE_QUEUED);
+    assert_emitted(&added, told, TENANT_A);
+
+    g_signal_handler_disconnect(f->service, handler);
+    g_ptr_array_unref(added.tenants);
+}
+
 static void
 test_events_added_on_every_append(Fixture *f, gconstpointer data)
 {
@@ -1505,6 +1599,7 @@ main(int argc, char **argv)
     ADD("/service/events/added-after-every-committed-append", test_events_added_on_every_append);
     ADD("/service/events/not-added-when-nothing-committed", test_events_added_not_on_failure);
     ADD("/service/events/tenant-feed-after-seq", test_list_tenant_events);
+    ADD("/service/group/commits-then-tells", test_group_commits_then_tells);
 #undef ADD
     return g_test_run();
 }

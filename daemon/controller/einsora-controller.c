@@ -35,12 +35,22 @@ struct _EinsoraController {
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
 
+/* How many admission decisions share one transaction (docs/adr/0028):
+ * enough that a pass pays a few fsyncs instead of one per workload, few
+ * enough that the write lock is held for a bounded time. */
+#define ADMISSION_GROUP_MAX 1000
+
 /* What one pass knows: the capacity the backend offers (NULL when it
- * couldn't be read), what is held, and tenants' trust. */
+ * couldn't be read), what is held, and tenants' trust; and the open
+ * admission group's workloads, which are run only once it commits. */
 typedef struct {
     EinsoraCapacity *capacity;
     EinsoraUsage *usage;
     GHashTable *trusted; /* tenant ID -> GINT_TO_POINTER(trusted + 1) */
+    GPtrArray *admitted; /* EinsoraWorkload*, borrowed from the pass's list */
+    /* Where placement of each shape of workload looks first this pass:
+     * "class image kind tenant region" -> a guint machine index. */
+    GHashTable *first_fit;
 } Pass;
 
 static void
@@ -227,14 +237,35 @@ waiting_reason(EinsoraController *self, Pass *pass, const EinsoraWorkload *workl
     }
 }
 
+/* First fit, skipping the machines this pass already found full for the
+ * workload's shape: placing 10,000 over 1,000 machines looked at half of
+ * them each time. One that ran before goes back to its disk: no skipping. */
+static EinsoraPlacementResult *
+place(EinsoraController *self, Pass *pass, const EinsoraWorkload *workload)
+{
+    g_autofree gchar *shape = NULL;
+    gpointer known = NULL;
+    guint first = 0;
+    EinsoraPlacementResult *result;
+
+    if (workload->machine_id != NULL)
+        return einsora_placement_place(workload, self->catalog, pass->capacity, pass->usage);
+    shape = g_strdup_printf("%s\x1f%s\x1f%d\x1f%s\x1f%s", workload->gpu_class, workload->image,
+                            workload->kind, workload->tenant_id, workload->region);
+    if (g_hash_table_lookup_extended(pass->first_fit, shape, NULL, &known))
+        first = GPOINTER_TO_UINT(known);
+    result =
+        einsora_placement_place_from(workload, self->catalog, pass->capacity, pass->usage, &first);
+    g_hash_table_insert(pass->first_fit, g_steal_pointer(&shape), GUINT_TO_POINTER(first));
+    return result;
+}
+
 static void
 admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
 {
     EinsoraCatalogResolution resolved;
     g_autoptr(EinsoraPlacementResult) result = NULL;
-    g_autoptr(EinsoraWorkloadSpec) spec = NULL;
     g_autofree gchar *reason = NULL;
-    g_autoptr(GError) error = NULL;
     EinsoraPlacement placement;
 
     /* The lifecycle has no step from waiting to failed: a workload whose
@@ -260,7 +291,7 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     if (pass->capacity->settling)
         return;
 
-    result = einsora_placement_place(workload, self->catalog, pass->capacity, pass->usage);
+    result = place(self, pass, workload);
     if (result->outcome != EINSORA_PLACEMENT_PLACED) {
         reason = waiting_reason(self, pass, workload, result);
         keep_waiting(self, workload, reason);
@@ -272,14 +303,85 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
         return;
     einsora_usage_add(pass->usage, workload, resolved.klass);
-    spec = spec_for(self, workload);
-    /* Provisioning but absent from the runtime is run again by observe. */
-    if (!einsora_backend_run(self->backend, spec, &error)) {
-        einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
-                             workload->machine_id, "workload %s: run failed: %s", workload->id,
-                             error->message);
-        note_once(self, workload, einsora_reason_run_retrying());
+    /* Run once the group commits: no agent hears of an admission that
+     * a crash could still undo. */
+    g_ptr_array_add(pass->admitted, workload);
+}
+
+/* Tells the backend to run what the committed group admitted. */
+static void
+run_admitted(EinsoraController *self, Pass *pass)
+{
+    for (guint i = 0; i < pass->admitted->len; i++) {
+        EinsoraWorkload *workload = g_ptr_array_index(pass->admitted, i);
+        g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
+        g_autoptr(GError) error = NULL;
+
+        /* Provisioning but absent from the runtime is run again by observe. */
+        if (!einsora_backend_run(self->backend, spec, &error)) {
+            einsora_log_workload(G_LOG_LEVEL_MESSAGE, workload->id, workload->tenant_id,
+                                 workload->machine_id, "workload %s: run failed: %s", workload->id,
+                                 error->message);
+            note_once(self, workload, einsora_reason_run_retrying());
+        }
     }
+    g_ptr_array_set_size(pass->admitted, 0);
+}
+
+/* Commits the open admission group, then runs what it admitted. A group
+ * that doesn't commit leaves every workload in it as the store had it,
+ * to be decided again next pass. */
+static gboolean
+close_group(EinsoraController *self, Pass *pass)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_service_group_commit(self->service, &error)) {
+        g_message("region %s: %u admissions not written, decided again next pass: %s", self->region,
+                  pass->admitted->len, error->message);
+        g_ptr_array_set_size(pass->admitted, 0);
+        /* The reasons remembered for the group's rows are gone with them. */
+        g_hash_table_remove_all(self->last_reasons);
+        return FALSE;
+    }
+    run_admitted(self, pass);
+    return TRUE;
+}
+
+/* Every pending and queued workload, oldest first (FIFO, with backfill:
+ * one that doesn't fit leaves the room to later ones that do), in groups
+ * of ADMISSION_GROUP_MAX decisions per transaction. */
+static void
+admit_waiting(EinsoraController *self, Pass *pass, GPtrArray *workloads)
+{
+    guint in_group = 0;
+
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+
+        if (workload->state != EINSORA_WORKLOAD_STATE_PENDING &&
+            workload->state != EINSORA_WORKLOAD_STATE_QUEUED)
+            continue;
+        if (in_group == 0) {
+            g_autoptr(GError) error = NULL;
+            if (!einsora_service_group_begin(self->service, &error)) {
+                g_message("region %s: admission paused: %s", self->region, error->message);
+                return;
+            }
+        }
+        admit(self, pass, workload);
+        if (einsora_service_group_failed(self->service)) {
+            close_group(self, pass);
+            return;
+        }
+        if (++in_group == ADMISSION_GROUP_MAX) {
+            in_group = 0;
+            if (!close_group(self, pass))
+                return;
+        }
+    }
+    if (in_group > 0)
+        close_group(self, pass);
 }
 
 /* A failure releases what the workload held on the runtime, keeping its
@@ -461,7 +563,7 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(GError) capacity_error = NULL;
-    Pass pass = {NULL, NULL, NULL};
+    Pass pass = {NULL, NULL, NULL, NULL, NULL};
 
     g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), FALSE);
 
@@ -470,20 +572,18 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
         return FALSE;
     pass.usage = usage_of(self, workloads);
     pass.trusted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pass.admitted = g_ptr_array_new();
+    pass.first_fit = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
     if (pass.capacity == NULL)
         g_message("region %s: capacity unknown: %s", self->region, capacity_error->message);
 
-    /* Oldest first: FIFO, with backfill, since a workload that doesn't
-     * fit leaves the room to later ones that do. */
+    /* What runs first, each step its own transaction (they act on the
+     * runtime); admission then decides from the same usage as before. */
     for (guint i = 0; i < workloads->len; i++) {
         EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
 
         switch (workload->state) {
-        case EINSORA_WORKLOAD_STATE_PENDING:
-        case EINSORA_WORKLOAD_STATE_QUEUED:
-            admit(self, &pass, workload);
-            break;
         case EINSORA_WORKLOAD_STATE_PROVISIONING:
         case EINSORA_WORKLOAD_STATE_RUNNING:
             observe(self, workload);
@@ -498,9 +598,12 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
             break;
         }
     }
+    admit_waiting(self, &pass, workloads);
     einsora_capacity_free(pass.capacity);
     einsora_usage_free(pass.usage);
     g_hash_table_unref(pass.trusted);
+    g_ptr_array_unref(pass.admitted);
+    g_hash_table_unref(pass.first_fit);
     return TRUE;
 }
 

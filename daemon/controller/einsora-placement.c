@@ -111,7 +111,8 @@ has_disk(const EinsoraWorkload *workload)
 static EinsoraPlacementResult *
 place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
                   const EinsoraComputeClass *klass, const EinsoraImageRuntime *runtime,
-                  const EinsoraCapacity *capacity, const EinsoraUsage *usage)
+                  const EinsoraCapacity *capacity, const EinsoraUsage *usage, guint start,
+                  guint *placed_at)
 {
     EinsoraPlacementOutcome outcome = EINSORA_PLACEMENT_NO_MACHINE;
     gboolean sticky = has_disk(workload);
@@ -120,7 +121,7 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
 
     if (sticky)
         outcome = EINSORA_PLACEMENT_WAITING_FOR_DISK;
-    for (guint i = 0; i < capacity->machines->len; i++) {
+    for (guint i = start; i < capacity->machines->len; i++) {
         const EinsoraMachineCapacity *machine = g_ptr_array_index(capacity->machines, i);
         const EinsoraMachineUsage *used = einsora_usage_lookup_machine(usage, machine->machine->id);
         const char *driver;
@@ -156,6 +157,7 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
         result->driver = g_strdup(driver);
         result->requested = units_of(klass);
         result->free = klass->devices > 0 ? free_devices(machine, used, klass->name) : 0;
+        *placed_at = i;
         return result;
     }
     result = einsora_placement_result_new(outcome);
@@ -176,9 +178,9 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
  * the driver's per-machine limit, with the class's CPUs, memory and
  * devices free. The caller has checked that the class and image exist.
  */
-EinsoraPlacementResult *
-einsora_placement_place(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
-                        const EinsoraCapacity *capacity, const EinsoraUsage *usage)
+static EinsoraPlacementResult *
+place(const EinsoraWorkload *workload, EinsoraCatalog *catalog, const EinsoraCapacity *capacity,
+      const EinsoraUsage *usage, guint *first)
 {
     EinsoraCatalogResolution resolved;
     const EinsoraComputeClass *klass;
@@ -196,5 +198,30 @@ einsora_placement_place(const EinsoraWorkload *workload, EinsoraCatalog *catalog
         result->requested = units_of(klass);
         return result;
     }
-    return place_on_machines(workload, catalog, klass, runtime, capacity, usage);
+    if (*first > 0) {
+        EinsoraPlacementResult *result =
+            place_on_machines(workload, catalog, klass, runtime, capacity, usage, *first, first);
+        if (result->outcome == EINSORA_PLACEMENT_PLACED)
+            return result;
+        einsora_placement_result_free(result);
+    }
+    return place_on_machines(workload, catalog, klass, runtime, capacity, usage, 0, first);
+}
+
+EinsoraPlacementResult *
+einsora_placement_place(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
+                        const EinsoraCapacity *capacity, const EinsoraUsage *usage)
+{
+    guint first = 0;
+
+    return place(workload, catalog, capacity, usage, &first);
+}
+
+EinsoraPlacementResult *
+einsora_placement_place_from(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
+                             const EinsoraCapacity *capacity, const EinsoraUsage *usage,
+                             guint *first)
+{
+    g_return_val_if_fail(first != NULL, NULL);
+    return place(workload, catalog, capacity, usage, first);
 }

@@ -41,6 +41,17 @@ EinsoraPlacementResult *einsora_placement_place(const EinsoraWorkload *workload,
                                                 EinsoraCatalog *catalog,
                                                 const EinsoraCapacity *capacity,
                                                 const EinsoraUsage *usage);
+/* The same answer, looking first from machine *@first on: for a pass that
+ * places many workloads of one shape (class, image, kind, tenant, region,
+ * no disk held anywhere) while usage only grows, no machine before the
+ * last one that took that shape can take it now. *@first (0 to start)
+ * moves to the machine placed on; when nothing from there fits, the whole
+ * list is looked at again, so the outcome and its figures are exactly
+ * einsora_placement_place()'s. */
+EinsoraPlacementResult *einsora_placement_place_from(const EinsoraWorkload *workload,
+                                                     EinsoraCatalog *catalog,
+                                                     const EinsoraCapacity *capacity,
+                                                     const EinsoraUsage *usage, guint *first);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraPlacementResult, einsora_placement_result_free)
 

@@ -14,6 +14,12 @@ struct _EinsoraService {
     EinsoraCatalog *catalog;
     EinsoraNowFunc now;
     gpointer now_data;
+    /* While a group is open (einsora-service-group.c): the tenants whose
+     * timelines it grew, told once it commits; NULL otherwise. */
+    GHashTable *group_tenants;
+    /* A write in the open group failed after it may have written part of
+     * itself: the group can only roll back. */
+    gboolean group_failed;
 };
 
 /* einsora-service.c */
@@ -27,6 +33,15 @@ EinsoraWorkloadEvent *einsora_service_event_new(EinsoraService *self,
                                                 const EinsoraWorkload *workload,
                                                 gboolean has_from_state, EinsoraWorkloadState from,
                                                 const char *reason, gint64 now_us);
+
+/* einsora-service-group.c: runs @func in the open group's transaction,
+ * or in one of its own when no group is open, and tells @tenant_id's
+ * readers once it is committed. @func sets *@partial when it fails after
+ * writing part of itself (SQLite undoes only the failed statement), which
+ * dooms the group. */
+gboolean einsora_service_write(EinsoraService *self, const char *tenant_id,
+                               EinsoraStoreTransactionFunc func, gpointer user_data,
+                               const gboolean *partial, GError **error);
 
 /* einsora-service-transition.c */
 gboolean einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload,

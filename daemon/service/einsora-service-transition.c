@@ -77,11 +77,10 @@ check_placement(EinsoraService *self, const EinsoraWorkload *workload,
  * already inside a transaction. @workload is what the caller read; the
  * new row comes back in @out and @workload is left untouched, so that a
  * rolled-back transaction leaves the caller's copy true. */
-gboolean
-einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload,
-                                 EinsoraWorkloadState to, const char *reason,
-                                 const EinsoraPlacement *placement, EinsoraWorkload **out,
-                                 GError **error)
+static gboolean
+transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload, EinsoraWorkloadState to,
+                 const char *reason, const EinsoraPlacement *placement, EinsoraWorkload **out,
+                 gboolean *partial, GError **error)
 {
     gint64 now_us = einsora_service_now(self);
     g_autoptr(EinsoraWorkload) next = NULL;
@@ -131,6 +130,8 @@ einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *wo
     if (!einsora_store_update_workload_state(self->store, next, workload->state, workload->version,
                                              error))
         return FALSE;
+    /* The row is written: failing from here leaves half a transition. */
+    *partial = TRUE;
     next->version = workload->version + 1;
 
     event = einsora_service_event_new(self, next, TRUE, workload->state, reason, now_us);
@@ -141,6 +142,17 @@ einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *wo
     return TRUE;
 }
 
+gboolean
+einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload,
+                                 EinsoraWorkloadState to, const char *reason,
+                                 const EinsoraPlacement *placement, EinsoraWorkload **out,
+                                 GError **error)
+{
+    gboolean partial = FALSE;
+
+    return transition_in_tx(self, workload, to, reason, placement, out, &partial, error);
+}
+
 typedef struct {
     EinsoraService *self;
     const EinsoraWorkload *workload;
@@ -148,14 +160,15 @@ typedef struct {
     const char *reason;
     const EinsoraPlacement *placement;
     EinsoraWorkload *result;
+    gboolean partial;
 } TransitionContext;
 
 static gboolean
 transition_tx(EinsoraStore *store, gpointer user_data, GError **error)
 {
     TransitionContext *ctx = user_data;
-    return einsora_service_transition_in_tx(ctx->self, ctx->workload, ctx->to, ctx->reason,
-                                            ctx->placement, &ctx->result, error);
+    return transition_in_tx(ctx->self, ctx->workload, ctx->to, ctx->reason, ctx->placement,
+                            &ctx->result, &ctx->partial, error);
 }
 
 /**
@@ -167,26 +180,27 @@ transition_tx(EinsoraStore *store, gpointer user_data, GError **error)
  *   provisioning
  *
  * Validates the step against the lifecycle, compare-and-swaps the row and
- * appends the timeline row, in one transaction. A caller that lost a race
+ * appends the timeline row, in one transaction (the open group's, if
+ * there is one: einsora_service_group_begin()). A caller that lost a race
  * gets EINSORA_ERROR_CONFLICT and may read again and retry.
  */
 gboolean
 einsora_service_transition(EinsoraService *self, EinsoraWorkload *workload, EinsoraWorkloadState to,
                            const char *reason, const EinsoraPlacement *placement, GError **error)
 {
-    TransitionContext ctx = {self, workload, to, reason, placement, NULL};
+    TransitionContext ctx = {self, workload, to, reason, placement, NULL, FALSE};
     g_autoptr(EinsoraWorkload) result = NULL;
 
     g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
     g_return_val_if_fail(workload != NULL, FALSE);
 
-    if (!einsora_store_in_transaction(self->store, transition_tx, &ctx, error)) {
+    if (!einsora_service_write(self, workload->tenant_id, transition_tx, &ctx, &ctx.partial,
+                               error)) {
         einsora_workload_free(ctx.result);
         return FALSE;
     }
     result = ctx.result;
     workload_swap(workload, result);
-    einsora_service_events_added(self, workload->tenant_id);
     return TRUE;
 }
 
@@ -225,6 +239,8 @@ einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload, cons
                      GError **error)
 {
     NoteContext ctx = {self, workload, reason};
+    /* Its one write is one statement, which fails whole. */
+    const gboolean partial = FALSE;
 
     g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
     g_return_val_if_fail(workload != NULL, FALSE);
@@ -235,8 +251,5 @@ einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload, cons
                     einsora_workload_state_to_string(workload->state));
         return FALSE;
     }
-    if (!einsora_store_in_transaction(self->store, note_tx, &ctx, error))
-        return FALSE;
-    einsora_service_events_added(self, workload->tenant_id);
-    return TRUE;
+    return einsora_service_write(self, workload->tenant_id, note_tx, &ctx, &partial, error);
 }

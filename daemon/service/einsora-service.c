@@ -21,6 +21,9 @@ einsora_service_finalize(GObject *object)
 {
     EinsoraService *self = EINSORA_SERVICE(object);
 
+    /* An open group dies uncommitted, as it would in a crash. */
+    if (self->group_tenants != NULL)
+        einsora_service_group_rollback(self);
     g_clear_object(&self->store);
     g_clear_object(&self->catalog);
     G_OBJECT_CLASS(einsora_service_parent_class)->finalize(object);

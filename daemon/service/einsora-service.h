@@ -162,4 +162,19 @@ gboolean einsora_service_transition(EinsoraService *self, EinsoraWorkload *workl
 gboolean einsora_service_note(EinsoraService *self, const EinsoraWorkload *workload,
                               const char *reason, GError **error);
 
+/* A group commit (docs/adr/0028-admission-group-commit.md): between begin
+ * and commit, transitions and notes write into one transaction instead of
+ * one each, and "events-added" waits for the commit (a rollback tells no
+ * one). A transition that loses its race (CONFLICT) or is refused writes
+ * nothing and leaves the group as it was; any other failure dooms the
+ * group: every later write in it fails, and commit rolls it back. Groups
+ * never nest, and nothing else may write through the service or the store
+ * while one is open. For the controller's own decisions, which a crash
+ * may lose because the next pass makes them again. */
+gboolean einsora_service_group_begin(EinsoraService *self, GError **error);
+gboolean einsora_service_group_commit(EinsoraService *self, GError **error);
+void einsora_service_group_rollback(EinsoraService *self);
+/* Whether a write in the open group failed, so that it can only roll back. */
+gboolean einsora_service_group_failed(EinsoraService *self);
+
 G_END_DECLS

@@ -43,11 +43,11 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
                                   GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt =
-        einsora_sqlite_store_prepare_write(self,
-                                           "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                           error);
+    g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached_write(
+        self,
+        "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        error);
 
     if (stmt == NULL)
         return FALSE;

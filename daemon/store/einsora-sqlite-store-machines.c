@@ -136,8 +136,8 @@ EinsoraMachine *
 einsora_sqlite_store_find_machine(EinsoraStore *store, const char *machine_id, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt =
-        prepare(self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE id = ?1", error);
+    g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached(
+        self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE id = ?1", error);
     int rc;
 
     if (stmt == NULL)

@@ -22,6 +22,7 @@ struct _EinsoraSqliteStore {
     gboolean in_transaction;
     EinsoraNowFunc now;
     gpointer now_data;
+    GHashTable *statements; /* SQL -> sqlite3_stmt, see prepare_cached */
 };
 
 /* SQL helpers. Messages carry SQLite's text, never bound values. */
@@ -63,6 +64,29 @@ invalid_row(const char *table, const char *column, GError **error)
  * transaction is checked as begin checks. */
 sqlite3_stmt *einsora_sqlite_store_prepare_write(EinsoraSqliteStore *self, const char *sql,
                                                  GError **error);
+/* The few statements a controller pass runs once per workload, kept
+ * prepared for the connection's life rather than compiled at every call
+ * (compiling the event INSERT cost more than running it). Borrowed: the
+ * scope's cleanup resets it and clears its bindings. Only for a statement
+ * nothing runs again while it is being stepped. */
+typedef sqlite3_stmt EinsoraSqliteCachedStmt;
+
+static inline void
+einsora_sqlite_cached_stmt_release(EinsoraSqliteCachedStmt *stmt)
+{
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraSqliteCachedStmt, einsora_sqlite_cached_stmt_release)
+
+EinsoraSqliteCachedStmt *einsora_sqlite_store_prepare_cached(EinsoraSqliteStore *self,
+                                                             const char *sql, GError **error);
+/* prepare_cached for a write: checked outside a transaction as
+ * prepare_write checks. */
+EinsoraSqliteCachedStmt *einsora_sqlite_store_prepare_cached_write(EinsoraSqliteStore *self,
+                                                                   const char *sql, GError **error);
+
 /* Runs a statement that writes one row, mapping constraint failures to the
  * errors callers act on. */
 gboolean einsora_sqlite_store_step_write(EinsoraSqliteStore *self, sqlite3_stmt *stmt,

@@ -102,7 +102,7 @@ einsora_sqlite_store_get_workload(EinsoraStore *store, const char *tenant_id,
                                   const char *workload_id, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = prepare(
+    g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached(
         self, "SELECT " WORKLOAD_COLUMNS " FROM workloads WHERE tenant_id = ?1 AND id = ?2", error);
     int rc;
 
@@ -208,7 +208,7 @@ einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWor
                                            gint64 expected_version, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+    g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached_write(
         self,
         "UPDATE workloads SET state = ?1, placed_class = ?2, machine_id = ?3, "
         "driver = ?4, attempt = ?5, updated_at = ?6, version = version + 1 "

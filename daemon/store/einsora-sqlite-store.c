@@ -439,11 +439,34 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->take_access_ticket = einsora_sqlite_store_take_access_ticket;
 }
 
+EinsoraSqliteCachedStmt *
+einsora_sqlite_store_prepare_cached(EinsoraSqliteStore *self, const char *sql, GError **error)
+{
+    sqlite3_stmt *stmt = g_hash_table_lookup(self->statements, sql);
+
+    if (stmt != NULL)
+        return stmt;
+    stmt = prepare(self, sql, error);
+    if (stmt != NULL)
+        g_hash_table_insert(self->statements, g_strdup(sql), stmt);
+    return stmt;
+}
+
+EinsoraSqliteCachedStmt *
+einsora_sqlite_store_prepare_cached_write(EinsoraSqliteStore *self, const char *sql, GError **error)
+{
+    if (!self->in_transaction && !check_writable(self, error))
+        return NULL;
+    return einsora_sqlite_store_prepare_cached(self, sql, error);
+}
+
 static void
 einsora_sqlite_store_finalize(GObject *object)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(object);
 
+    /* Finalized before the connection closes. */
+    g_hash_table_unref(self->statements);
     if (self->db != NULL) {
         if (!sqlite3_get_autocommit(self->db))
             sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
@@ -460,9 +483,16 @@ einsora_sqlite_store_class_init(EinsoraSqliteStoreClass *klass)
 }
 
 static void
+finalize_statement(gpointer stmt)
+{
+    sqlite3_finalize(stmt);
+}
+
+static void
 einsora_sqlite_store_init(EinsoraSqliteStore *self)
 {
     self->now = einsora_now_real;
+    self->statements = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, finalize_statement);
 }
 
 static gboolean

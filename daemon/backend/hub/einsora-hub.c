@@ -31,15 +31,15 @@ typedef struct {
 typedef struct {
     EinsoraHub *hub; /* borrowed: states live as long as the hub */
     gchar *machine_id;
-    gchar *name;               /* for the operator's log */
-    gint64 last_sync_us;       /* 0: not since the hub started */
-    gboolean online;           /* as last logged */
-    gboolean refused;          /* its last inventory didn't fit the machine */
-    gint64 applied_generation; /* as its agent last reported */
-    GHashTable *statuses;      /* workload ID -> EinsoraWorkloadStatus */
-    gchar *desired_json;       /* without its generation; NULL until computed */
-    gint64 generation;         /* of desired_json */
-    GHashTable *marks;         /* workload ID -> WorkloadMark */
+    gchar *name;                  /* for the operator's log */
+    gint64 last_sync_us;          /* 0: not since the hub started */
+    gboolean online;              /* as last logged */
+    gboolean refused;             /* its last inventory didn't fit the machine */
+    gint64 applied_generation;    /* as its agent last reported */
+    GHashTable *statuses;         /* workload ID -> EinsoraWorkloadStatus */
+    EinsoraDesiredState *desired; /* as last computed; NULL until then */
+    gint64 generation;            /* of @desired */
+    GHashTable *marks;            /* workload ID -> WorkloadMark */
     HeldSync *held;
     /* The desired state as last computed, and its workloads by ID, kept
      * until the main loop turns: a controller pass observes each of the
@@ -110,7 +110,7 @@ machine_state_free(MachineState *state)
     g_free(state->machine_id);
     g_free(state->name);
     g_hash_table_unref(state->statuses);
-    g_free(state->desired_json);
+    g_clear_pointer(&state->desired, einsora_desired_state_free);
     g_hash_table_unref(state->marks);
     g_clear_pointer(&state->recent_index, g_hash_table_unref);
     g_clear_pointer(&state->recent, einsora_desired_state_free);
@@ -357,7 +357,7 @@ after(gint64 generation)
  * hub), and at least the clock in milliseconds, so a restarted hub, which
  * remembers neither, still moves forward (docs/adr/0011). */
 static void
-advance(EinsoraHub *self, MachineState *state, const EinsoraDesiredState *desired, gchar *canonical)
+advance(EinsoraHub *self, MachineState *state, const EinsoraDesiredState *desired)
 {
     gint64 generation = MAX(hub_now(self) / 1000, after(state->generation));
     g_autoptr(GHashTable) marks = marks_new();
@@ -376,9 +376,36 @@ advance(EinsoraHub *self, MachineState *state, const EinsoraDesiredState *desire
     }
     g_hash_table_unref(state->marks);
     state->marks = g_steal_pointer(&marks);
-    g_free(state->desired_json);
-    state->desired_json = canonical;
+    g_clear_pointer(&state->desired, einsora_desired_state_free);
+    state->desired = einsora_desired_state_copy(desired);
     state->generation = generation;
+}
+
+static gboolean
+desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDesiredWorkload *b)
+{
+    return g_strcmp0(a->workload_id, b->workload_id) == 0 &&
+           g_strcmp0(a->tenant_id, b->tenant_id) == 0 && a->mode == b->mode &&
+           a->attempt == b->attempt && a->kind == b->kind && g_strcmp0(a->driver, b->driver) == 0 &&
+           g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
+           g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
+           a->memory_mib == b->memory_mib && a->devices == b->devices;
+}
+
+/* Field by field, generations aside: what a sync would carry. (It was
+ * compared as JSON text, which cost a controller pass more than reading
+ * the store.) */
+static gboolean
+desired_equal(const EinsoraDesiredState *a, const EinsoraDesiredState *b)
+{
+    if (g_strcmp0(a->machine_id, b->machine_id) != 0 || a->workloads->len != b->workloads->len)
+        return FALSE;
+    for (guint i = 0; i < a->workloads->len; i++) {
+        if (!desired_workload_equal(g_ptr_array_index(a->workloads, i),
+                                    g_ptr_array_index(b->workloads, i)))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 /* The machine's complete desired state, from the store, every time. */
@@ -387,8 +414,6 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(EinsoraDesiredState) desired = NULL;
-    g_autoptr(JsonNode) node = NULL;
-    g_autofree gchar *canonical = NULL;
 
     workloads = einsora_store_list_machine_workloads(self->store, state->machine_id, error);
     if (workloads == NULL)
@@ -403,10 +428,8 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
             g_ptr_array_add(desired->workloads, workload);
     }
     /* Generation 0 here: the content alone says whether it changed. */
-    node = einsora_desired_state_to_json(desired);
-    canonical = json_to_string(node, FALSE);
-    if (state->desired_json == NULL || !g_str_equal(canonical, state->desired_json))
-        advance(self, state, desired, g_steal_pointer(&canonical));
+    if (state->desired == NULL || !desired_equal(state->desired, desired))
+        advance(self, state, desired);
     desired->generation = state->generation;
     return g_steal_pointer(&desired);
 }
