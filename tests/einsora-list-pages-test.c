@@ -566,6 +566,7 @@ main(int argc, char **argv)
     server_daemon = einsora_test_daemon_new();
     /* States change here only through the API. */
     einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
+    einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_WAKE", "off");
     einsora_test_daemon_start(server_daemon);
     einsora_test_daemon_stop(server_daemon);
     token_b = einsora_test_daemon_create_account(server_daemon, "globex", "bob@globex.example",
