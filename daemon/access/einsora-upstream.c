@@ -89,8 +89,10 @@ upstream_really_free(EinsoraUpstream *self)
     }
     if (self->fd >= 0)
         close(self->fd);
-    /* The head holds the workload's token. */
-    explicit_bzero(self->out->data, self->out->len);
+    /* The head holds the workload's token. An array nothing was ever
+     * appended to has no data at all. */
+    if (self->out->data != NULL)
+        explicit_bzero(self->out->data, self->out->len);
     g_byte_array_unref(self->out);
     g_byte_array_unref(self->in);
     if (self->buffer != NULL)
@@ -157,6 +159,9 @@ flush(EinsoraUpstream *self)
             break;
         }
         g_byte_array_remove_range(self->out, 0, (guint)sent);
+        /* What moved down leaves its old copy past the end: it may be the
+         * head's token. */
+        explicit_bzero(self->out->data + self->out->len, (gsize)sent);
     }
 }
 
