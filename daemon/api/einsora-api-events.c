@@ -139,17 +139,6 @@ read_start(EinsoraApiRequest *request, gint64 *start, gboolean *given, GError **
     return TRUE;
 }
 
-/* One event as the per-workload timeline shows it, plus its seq. */
-static JsonNode *
-feed_event_json(gconstpointer item)
-{
-    const EinsoraWorkloadEvent *event = item;
-    JsonNode *node = einsora_workload_event_to_json(event);
-
-    json_object_set_int_member(json_node_get_object(node), "seq", event->seq);
-    return node;
-}
-
 static void
 append_feed_event(GString *out, gconstpointer item)
 {
@@ -327,12 +316,12 @@ feed_pump(Feed *feed)
     text = g_string_new(NULL);
     for (guint i = 0; i < events->len; i++) {
         const EinsoraWorkloadEvent *event = g_ptr_array_index(events, i);
-        g_autoptr(JsonNode) node = feed_event_json(event);
-        g_autofree gchar *data = json_to_string(node, FALSE);
 
-        /* json-glib escapes every control character: data is one line. */
-        g_string_append_printf(text, "id: %" G_GINT64_FORMAT "\nevent: workload\ndata: %s\n\n",
-                               event->seq, data);
+        /* The writer escapes every control character: data is one line. */
+        g_string_append_printf(text,
+                               "id: %" G_GINT64_FORMAT "\nevent: workload\ndata: ", event->seq);
+        einsora_workload_event_append_json(text, event, TRUE);
+        g_string_append(text, "\n\n");
         feed->last_seq = event->seq;
     }
     feed->sent += events->len;

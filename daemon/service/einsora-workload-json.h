@@ -9,16 +9,15 @@
 
 G_BEGIN_DECLS
 
-JsonNode *einsora_workload_to_json(const EinsoraWorkload *workload);
-JsonNode *einsora_workload_event_to_json(const EinsoraWorkloadEvent *event);
-
-/* The same objects as text, appended to @out: how lists are written, one
- * row at a time, with no tree of the whole list. Byte for byte what
- * json_to_string() makes of the nodes above (tests/einsora-service-test.c
- * holds the two to that). @with_seq adds the event's seq, as the change
- * feed shows it. */
+/* The objects as text, appended to @out: how lists and the change feed
+ * are written, one row at a time, with no tree of the whole list. @with_seq
+ * adds the event's seq, as the change feed shows it. */
 void einsora_workload_append_json(GString *out, const EinsoraWorkload *workload);
 void einsora_workload_event_append_json(GString *out, const EinsoraWorkloadEvent *event,
                                         gboolean with_seq);
+
+/* The same objects as trees, read back from that text. */
+JsonNode *einsora_workload_to_json(const EinsoraWorkload *workload);
+JsonNode *einsora_workload_event_to_json(const EinsoraWorkloadEvent *event);
 
 G_END_DECLS
