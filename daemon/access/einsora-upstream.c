@@ -64,6 +64,7 @@ struct _EinsoraUpstream {
 
     /* Towards the workload: what the socket didn't take yet. */
     GByteArray *out;
+    guint head_bytes; /* the head's bytes at the start of out: its token */
     EinsoraHttpBody request_body;
     gboolean write_failed;
     gboolean waiting_writer; /* told to wait for drained */
@@ -156,12 +157,16 @@ flush(EinsoraUpstream *self)
             self->write_failed = TRUE;
             explicit_bzero(self->out->data, self->out->len);
             g_byte_array_set_size(self->out, 0);
+            self->head_bytes = 0;
             break;
         }
         g_byte_array_remove_range(self->out, 0, (guint)sent);
-        /* What moved down leaves its old copy past the end: it may be the
-         * head's token. */
-        explicit_bzero(self->out->data + self->out->len, (gsize)sent);
+        /* While the head waits, what moved down leaves its old copy, with
+         * the token, past the end. */
+        if (self->head_bytes > 0) {
+            explicit_bzero(self->out->data + self->out->len, (gsize)sent);
+            self->head_bytes -= MIN(self->head_bytes, (guint)sent);
+        }
     }
 }
 
@@ -518,6 +523,7 @@ einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
     {
         struct iovec iov[] = {{head->str, head->len}};
         write_vectors(self, iov, 1, FALSE);
+        self->head_bytes = self->out->len;
         explicit_bzero(head->str, head->len);
     }
     self->source = g_source_new(&upstream_source_funcs, sizeof(UpstreamSource));
