@@ -784,6 +784,46 @@ test_inventory_validation_bounds(void)
     g_assert_cmpstr(error->message, ==, "missing member \"arch\"");
 }
 
+/* The hub advances a machine's generation when, and only when, its
+ * desired state's content changes: every member counts. */
+static void
+test_desired_same_content(void)
+{
+    g_autoptr(EinsoraDesiredState) a = einsora_desired_state_new();
+    g_autoptr(EinsoraDesiredState) b = NULL;
+    EinsoraDesiredWorkload *workload = einsora_desired_workload_new();
+    EinsoraDesiredWorkload *other;
+
+    a->machine_id = g_strdup("m1");
+    a->generation = 1;
+    workload->workload_id = g_strdup("w1");
+    workload->tenant_id = g_strdup("t1");
+    workload->driver = g_strdup("sim");
+    workload->placed_class = g_strdup("cpu-2c-4g");
+    workload->image = g_strdup("jupyter");
+    workload->cpus = 2;
+    workload->memory_mib = 4096;
+    g_ptr_array_add(a->workloads, workload);
+
+    b = einsora_desired_state_copy(a);
+    b->generation = 2;
+    g_assert_true(einsora_desired_state_same_content(a, b));
+    other = g_ptr_array_index(b->workloads, 0);
+    other->attempt = 1;
+    g_assert_false(einsora_desired_state_same_content(a, b));
+    other->attempt = 0;
+    g_clear_pointer(&other->runtime_reference, g_free);
+    other->runtime_reference = g_strdup("ref");
+    g_assert_false(einsora_desired_state_same_content(a, b));
+    g_clear_pointer(&other->runtime_reference, g_free);
+    other->devices = 1;
+    g_assert_false(einsora_desired_state_same_content(a, b));
+    other->devices = 0;
+    g_assert_true(einsora_desired_state_same_content(a, b));
+    g_ptr_array_set_size(b->workloads, 0);
+    g_assert_false(einsora_desired_state_same_content(a, b));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -795,6 +835,7 @@ main(int argc, char **argv)
                     test_unknown_code_in_report);
     g_test_add_func("/protocol/status-code/active-while-something-is-under-way", test_active_codes);
     g_test_add_func("/protocol/workload-mode/names", test_workload_modes);
+    g_test_add_func("/protocol/desired-state/same-content", test_desired_same_content);
     g_test_add_func("/protocol/sync-report/round-trip", test_report_round_trip);
     g_test_add_func("/protocol/sync-report/inventory-only-when-changed",
                     test_report_without_inventory);

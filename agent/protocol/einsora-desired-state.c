@@ -32,6 +32,19 @@ einsora_desired_state_copy(const EinsoraDesiredState *state)
     return copy;
 }
 
+gboolean
+einsora_desired_state_same_content(const EinsoraDesiredState *a, const EinsoraDesiredState *b)
+{
+    if (g_strcmp0(a->machine_id, b->machine_id) != 0 || a->workloads->len != b->workloads->len)
+        return FALSE;
+    for (guint i = 0; i < a->workloads->len; i++) {
+        if (!einsora_desired_workload_equal(g_ptr_array_index(a->workloads, i),
+                                            g_ptr_array_index(b->workloads, i)))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 void
 einsora_desired_state_free(EinsoraDesiredState *state)
 {

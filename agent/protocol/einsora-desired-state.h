@@ -23,6 +23,10 @@ GType einsora_desired_state_get_type(void);
 EinsoraDesiredState *einsora_desired_state_new(void);
 EinsoraDesiredState *einsora_desired_state_copy(const EinsoraDesiredState *state);
 void einsora_desired_state_free(EinsoraDesiredState *state);
+/* Whether @a and @b ask the same of the machine, generations aside: what
+ * a sync would carry. */
+gboolean einsora_desired_state_same_content(const EinsoraDesiredState *a,
+                                            const EinsoraDesiredState *b);
 
 JsonNode *einsora_desired_state_to_json(const EinsoraDesiredState *state);
 EinsoraDesiredState *einsora_desired_state_from_json(JsonNode *node, GError **error);

@@ -29,6 +29,17 @@ einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload)
     return copy;
 }
 
+gboolean
+einsora_desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDesiredWorkload *b)
+{
+    return g_strcmp0(a->workload_id, b->workload_id) == 0 &&
+           g_strcmp0(a->tenant_id, b->tenant_id) == 0 && a->mode == b->mode &&
+           a->attempt == b->attempt && a->kind == b->kind && g_strcmp0(a->driver, b->driver) == 0 &&
+           g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
+           g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
+           a->memory_mib == b->memory_mib && a->devices == b->devices;
+}
+
 void
 einsora_desired_workload_free(EinsoraDesiredWorkload *workload)
 {

@@ -34,6 +34,9 @@ GType einsora_desired_workload_get_type(void);
 EinsoraDesiredWorkload *einsora_desired_workload_new(void);
 EinsoraDesiredWorkload *einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload);
 void einsora_desired_workload_free(EinsoraDesiredWorkload *workload);
+/* Whether @a and @b ask the same of the machine: every member. */
+gboolean einsora_desired_workload_equal(const EinsoraDesiredWorkload *a,
+                                        const EinsoraDesiredWorkload *b);
 
 JsonNode *einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload);
 EinsoraDesiredWorkload *einsora_desired_workload_from_json(JsonNode *node, GError **error);

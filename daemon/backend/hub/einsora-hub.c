@@ -381,33 +381,6 @@ advance(EinsoraHub *self, MachineState *state, const EinsoraDesiredState *desire
     state->generation = generation;
 }
 
-static gboolean
-desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDesiredWorkload *b)
-{
-    return g_strcmp0(a->workload_id, b->workload_id) == 0 &&
-           g_strcmp0(a->tenant_id, b->tenant_id) == 0 && a->mode == b->mode &&
-           a->attempt == b->attempt && a->kind == b->kind && g_strcmp0(a->driver, b->driver) == 0 &&
-           g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
-           g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
-           a->memory_mib == b->memory_mib && a->devices == b->devices;
-}
-
-/* Field by field, generations aside: what a sync would carry. (It was
- * compared as JSON text, which cost a controller pass more than reading
- * the store.) */
-static gboolean
-desired_equal(const EinsoraDesiredState *a, const EinsoraDesiredState *b)
-{
-    if (g_strcmp0(a->machine_id, b->machine_id) != 0 || a->workloads->len != b->workloads->len)
-        return FALSE;
-    for (guint i = 0; i < a->workloads->len; i++) {
-        if (!desired_workload_equal(g_ptr_array_index(a->workloads, i),
-                                    g_ptr_array_index(b->workloads, i)))
-            return FALSE;
-    }
-    return TRUE;
-}
-
 /* The machine's complete desired state, from the store, every time. */
 static EinsoraDesiredState *
 compute_desired(EinsoraHub *self, MachineState *state, GError **error)
@@ -427,8 +400,10 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
         if (workload != NULL)
             g_ptr_array_add(desired->workloads, workload);
     }
-    /* Generation 0 here: the content alone says whether it changed. */
-    if (state->desired == NULL || !desired_equal(state->desired, desired))
+    /* Generation 0 here: the content alone says whether it changed (field
+     * by field: as JSON text it cost a controller pass more than reading
+     * the store). */
+    if (state->desired == NULL || !einsora_desired_state_same_content(state->desired, desired))
         advance(self, state, desired);
     desired->generation = state->generation;
     return g_steal_pointer(&desired);
