@@ -453,7 +453,7 @@ is_hop_by_hop(const char *name, const char *connection)
 /* The head that goes upstream: the browser's headers less hop-by-hop
  * ones, the proxy's cookie, any credentials of its own, and Host/Origin
  * as the server expects them; plus the workload's token. Accept-Encoding
- * goes too: a compressed answer couldn't be scrubbed, and compression
+ * is left out too: a compressed answer couldn't be scrubbed, and compression
  * over a local socket only costs. Expect is libsoup's to answer. */
 static void
 append_request_headers(GString *head, SoupMessageHeaders *from, const Target *target,
