@@ -9,6 +9,7 @@ cd "$root"
 
 declare -A allowed=(
   [daemon/domain]="daemon/domain"
+  [daemon/models]="daemon/models daemon/domain"
   [daemon/catalog]="daemon/catalog daemon/domain"
   [daemon/store]="daemon/store daemon/domain"
   [daemon/auth]="daemon/auth daemon/store daemon/domain"

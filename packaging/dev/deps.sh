@@ -29,6 +29,10 @@ if [ "$what" = test ]; then
   packages+=(xvfb dbus-daemon libxtst6)
   # The token store's test against a real Secret Service on a private bus.
   packages+=(gnome-keyring)
+  # llama.cpp's llama-server, built from source by packaging/dev/llama-server.sh
+  # (Debian 12 has none), and numpy for llama.cpp's GGUF writer, which
+  # makes the tests' tiny model.
+  packages+=(cmake git g++ python3-numpy)
   # The fuzz tree (tests/fuzz): clang 14 and its libFuzzer runtime.
   packages+=(clang libclang-rt-14-dev)
   command -v node >/dev/null || packages+=(nodejs)

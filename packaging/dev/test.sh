@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 bash packaging/dev/deps.sh test
+# llama.cpp's llama-server and GGUF writer, built once into a cache outside
+# the tree (several minutes the first time): the endpoint tests need them.
+EINSORA_LLAMA_DIR=$(bash packaging/dev/llama-server.sh)
+export EINSORA_LLAMA_DIR
 
 setup() {
   local dir=$1
