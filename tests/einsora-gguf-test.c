@@ -361,10 +361,11 @@ test_real_model(void)
     dir = g_dir_make_tmp("einsora-gguf-XXXXXX", NULL);
     model = g_build_filename(dir, "tiny.gguf", NULL);
     {
-        const char *argv[] = {"python3", script, share, model, NULL};
+        /* Debian's python3, which python3-numpy is for (not another one on PATH). */
+        const char *argv[] = {"/usr/bin/python3", script, share, model, NULL};
 
-        g_assert_true(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                                   NULL, &err, &status, &error));
+        g_assert_true(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+                                   &err, &status, &error));
         g_assert_no_error(error);
         if (!g_spawn_check_wait_status(status, NULL))
             g_error("make-tiny-model.py failed: %s", err);
