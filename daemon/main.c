@@ -49,6 +49,7 @@ typedef struct {
     gchar *agent_state_dir;
     gchar *agent_run_dir;
     gchar *notebook_network;
+    gchar *llama_server;
     gint64 controller_interval_us;
     gboolean wakes_controller;
 } EinsoraDaemonSettings;
@@ -73,6 +74,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->agent_state_dir, g_free);
     g_clear_pointer(&settings->agent_run_dir, g_free);
     g_clear_pointer(&settings->notebook_network, g_free);
+    g_clear_pointer(&settings->llama_server, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -193,8 +195,16 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->agent_run_dir, "EINSORA_AGENT_RUN_DIR", "--agent-run-dir",
                          default_run_dir, error) ||
         !resolve_setting(&settings->notebook_network, "EINSORA_NOTEBOOK_NETWORK",
-                         "--notebook-network", "none", error))
+                         "--notebook-network", "none", error) ||
+        !resolve_setting(&settings->llama_server, "EINSORA_LLAMA_SERVER", "--llama-server", NULL,
+                         error))
         return FALSE;
+    if (settings->llama_server != NULL && !g_path_is_absolute(settings->llama_server)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_LLAMA_SERVER (--llama-server): \"%s\" is not an absolute path",
+                    settings->llama_server);
+        return FALSE;
+    }
     if (!g_str_equal(settings->notebook_network, "none") &&
         !g_str_equal(settings->notebook_network, "outbound")) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -437,6 +447,21 @@ on_native_probed(GObject *source, GAsyncResult *result, gpointer user_data)
                   "has one");
 }
 
+/* Endpoints need llama-server as notebooks need Jupyter; without it the
+ * driver still runs notebooks, and an endpoint placed here fails with
+ * that reason. */
+static void
+on_endpoints_probed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *version = einsora_native_driver_probe_endpoints_finish(result, &error);
+
+    if (version != NULL)
+        g_message("endpoints can run here: llama-server %s works in bubblewrap", version);
+    else if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        g_message("endpoints can't run here: %s", error->message);
+}
+
 /* Docker answering is worth saying, and no more: this daemon has no
  * docker driver yet, so nothing claims to run on it. */
 static void
@@ -522,14 +547,18 @@ on_runtime_changed(EinsoraHub *hub, gpointer user_data)
     einsora_controller_wake(user_data);
 }
 
-/* The native driver's settings; @notebooks holds its data directory. */
+/* The native driver's settings; @notebooks holds its data directory and
+ * @models the model store endpoints load from. */
 static EinsoraNativeDriverConfig
-native_config(const EinsoraDaemonSettings *settings, gchar **notebooks)
+native_config(const EinsoraDaemonSettings *settings, gchar **notebooks, gchar **models)
 {
     *notebooks = g_build_filename(settings->agent_state_dir, "notebooks", NULL);
+    *models = g_build_filename(settings->data_dir, "models", NULL);
     return (EinsoraNativeDriverConfig){
         .data_dir = *notebooks,
         .run_dir = settings->agent_run_dir,
+        .llama_server_path = settings->llama_server,
+        .models_dir = *models,
         .outbound_network = g_str_equal(settings->notebook_network, "outbound"),
         .device_root = "/",
     };
@@ -541,7 +570,8 @@ static void
 start_probes(const EinsoraDaemonSettings *settings, LocalMachine *machine)
 {
     g_autofree gchar *notebooks = NULL;
-    EinsoraNativeDriverConfig config = native_config(settings, &notebooks);
+    g_autofree gchar *models = NULL;
+    EinsoraNativeDriverConfig config = native_config(settings, &notebooks, &models);
     NativeProbe *probe;
 
     if (machine->run_lock == NULL)
@@ -553,6 +583,8 @@ start_probes(const EinsoraDaemonSettings *settings, LocalMachine *machine)
     machine->probing = g_cancellable_new();
     einsora_native_driver_probe_async(&config, PROBE_TIMEOUT_MS, machine->probing, on_native_probed,
                                       probe);
+    einsora_native_driver_probe_endpoints_async(&config, PROBE_TIMEOUT_MS, machine->probing,
+                                                on_endpoints_probed, NULL);
 }
 
 static gboolean
@@ -566,6 +598,7 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     g_autoptr(EinsoraMachine) registered = NULL;
     g_autofree gchar *machine_id = NULL;
     g_autofree gchar *notebooks = NULL;
+    g_autofree gchar *models = NULL;
     g_autoptr(EinsoraNativeDriver) native = NULL;
     EinsoraNativeDriverConfig config;
     /* Where NVML is, when the NVIDIA driver installs it off the loader's
@@ -581,7 +614,7 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     machine_id = einsora_local_machine_load_id(settings->agent_state_dir, now_us, error);
     if (machine_id == NULL)
         return FALSE;
-    config = native_config(settings, &notebooks);
+    config = native_config(settings, &notebooks, &models);
     if (!make_drivers(settings, &config, drivers, names, &machine->run_lock, &native, error))
         return FALSE;
     driver_names = g_strv_builder_end(names);
@@ -883,6 +916,9 @@ main(int argc, char **argv)
          "none, or outbound: notebooks reach out through pasta (EINSORA_NOTEBOOK_NETWORK, "
          "default none)",
          "MODE"},
+        {"llama-server", 0, 0, G_OPTION_ARG_FILENAME, &settings.llama_server,
+         "the llama-server endpoints run (EINSORA_LLAMA_SERVER, default: llama-server on PATH)",
+         "PATH"},
         {"agent-state-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_state_dir,
          "Where the agent keeps this machine's ID and its lock (EINSORA_AGENT_STATE_DIR, "
          "default the data directory)",

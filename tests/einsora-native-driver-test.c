@@ -13,11 +13,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <libsoup/soup.h>
+#include <string.h>
+
 #include "einsora-bwrap-args.h"
 #include "einsora-native-driver.h"
+#include "einsora-native-sandbox.h"
 #include "einsora-safe-remove.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-jupyter.h"
+#include "einsora-test-llama.h"
 #include "einsora-uuid.h"
 
 #define WAIT_US (30 * G_USEC_PER_SEC)
@@ -770,6 +775,214 @@ test_adoption(Fixture *f, gconstpointer data)
     g_assert_cmpint(attempt, ==, 4);
 }
 
+/* Endpoints: llama.cpp's llama-server */
+
+/* An endpoint's sandbox: its model read-only, its run directory, no
+ * network at all, no home, and no secret in its arguments. */
+static void
+test_endpoint_sandbox(void)
+{
+    const EinsoraEndpointSandbox sandbox = {
+        .bwrap_path = "/usr/bin/bwrap",
+        .llama_server_path = "/opt/llama/bin/llama-server",
+        .model_path = "/data/models/blobs/sha256-ab",
+        .model_name = "tiny:1m",
+        .run_dir = "/run/e/w1",
+        .socket_path = "/run/e/w1/endpoint.sock",
+        .cpus = 2,
+        .memory_mib = 4096,
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraBwrapArgs) args = einsora_native_sandbox_build_endpoint(&sandbox, &error);
+    g_auto(GStrv) argv = NULL;
+    g_autofree gchar *joined = NULL;
+    g_auto(GStrv) env = einsora_native_sandbox_endpoint_environment("k3y");
+
+    g_assert_no_error(error);
+    argv = einsora_bwrap_args_to_strv(args);
+    joined = g_strjoinv(" ", argv);
+    g_assert_nonnull(strstr(
+        joined, " --ro-bind /data/models/blobs/sha256-ab " EINSORA_NATIVE_MODEL_IN_SANDBOX " "));
+    g_assert_nonnull(strstr(joined, " --bind /run/e/w1 /run/e/w1 "));
+    g_assert_nonnull(strstr(joined, " --unshare-net "));
+    g_assert_nonnull(strstr(
+        joined, " -- /opt/llama/bin/llama-server --model " EINSORA_NATIVE_MODEL_IN_SANDBOX
+                " --alias tiny:1m --host /run/e/w1/endpoint.sock --threads=2 --threads-batch=2 "));
+    g_assert_nonnull(strstr(joined, " --cache-ram=1024 "));
+    g_assert_nonnull(strstr(joined, " --offline"));
+    /* The server's own directory, under /opt, comes with the system's. */
+    g_assert_null(strstr(joined, "--ro-bind /opt/llama/bin"));
+    g_assert_null(strstr(joined, g_get_home_dir()));
+    g_assert_null(strstr(joined, "k3y"));
+    g_assert_true(g_strv_contains((const char *const *)env, "LLAMA_API_KEY=k3y"));
+    g_assert_cmpuint(g_strv_length(env), ==, 4);
+}
+
+typedef struct {
+    guint status;
+    gchar *body;
+} Answer;
+
+static void
+answer_clear(Answer *answer)
+{
+    g_clear_pointer(&answer->body, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Answer, answer_clear)
+
+/* One request to llama-server on its socket, a fresh session each time. */
+static void
+endpoint_request(const char *socket_path, const char *method, const char *path, const char *key,
+                 const char *body, Answer *answer)
+{
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(socket_path);
+    g_autoptr(SoupSession) session =
+        soup_session_new_with_options("remote-connectable", address, "timeout", 60, NULL);
+    g_autofree gchar *uri = g_strconcat("http://localhost", path, NULL);
+    g_autoptr(SoupMessage) message = soup_message_new(method, uri);
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (key != NULL) {
+        g_autofree gchar *authorization = g_strdup_printf("Bearer %s", key);
+        soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
+                                     authorization);
+    }
+    if (body != NULL) {
+        g_autoptr(GBytes) content = g_bytes_new(body, strlen(body));
+        soup_message_set_request_body_from_bytes(message, "application/json", content);
+    }
+    bytes = soup_session_send_and_read(session, message, NULL, &error);
+    g_assert_no_error(error);
+    answer->status = soup_message_get_status(message);
+    answer->body = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+}
+
+static EinsoraDesiredWorkload *
+desired_endpoint(Fixture *f, gint64 attempt, const char *digest)
+{
+    EinsoraDesiredWorkload *workload = desired(f, attempt);
+
+    workload->kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    g_free(workload->image);
+    workload->image = g_strdup("llama-cpp");
+    workload->runtime_reference = g_strdup("llama-server");
+    workload->model = g_strdup("tiny:1m");
+    workload->model_digest = g_strdup(digest);
+    return workload;
+}
+
+static gboolean
+start_endpoint(Fixture *f, gint64 attempt, const char *digest, GError **error)
+{
+    g_autoptr(EinsoraDesiredWorkload) workload = desired_endpoint(f, attempt, digest);
+    g_autoptr(GAsyncResult) result = NULL;
+
+    einsora_agent_driver_start_async(EINSORA_AGENT_DRIVER(f->driver), workload, NULL, on_done,
+                                     &result);
+    wait_result(&result);
+    return einsora_agent_driver_start_finish(EINSORA_AGENT_DRIVER(f->driver), result, error);
+}
+
+/* The real llama-server with a model made here: ready once the model is
+ * loaded, its own API key required, the routes answering over its
+ * socket; adopted by a restarted daemon; removed on stop, its model
+ * kept; and its key in no log. */
+static void
+test_endpoint_real_server(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *llama = einsora_test_llama_server();
+    g_autofree gchar *models = g_build_filename(f->dir, "models", NULL);
+    g_autofree gchar *made = g_build_filename(f->dir, "tiny.gguf", NULL);
+    g_autofree gchar *digest = NULL;
+    g_autofree gchar *blob = NULL;
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *key = NULL;
+    g_autofree gchar *expected_socket =
+        g_build_filename(f->run_dir, f->id, EINSORA_NATIVE_ENDPOINT_SOCKET_NAME, NULL);
+    g_autofree gchar *run = g_build_filename(f->run_dir, f->id, NULL);
+    g_autofree gchar *log_path = g_strdup_printf("%s/%s.log", f->run_dir, f->id);
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *ban = NULL;
+    g_autofree gchar *chat = NULL;
+    g_autoptr(GError) error = NULL;
+    g_auto(Answer) models_answer = {0};
+    g_auto(Answer) refused = {0};
+    g_auto(Answer) chat_answer = {0};
+    EinsoraAgentDriver *driver;
+    gint64 attempt = 0, pid;
+
+    if (llama == NULL)
+        return;
+    einsora_test_llama_make_model(made);
+    digest = einsora_test_llama_store_model(made, models);
+    blob = g_strdup_printf("%s/blobs/sha256-%s", models, digest + strlen("sha256:"));
+    f->config.llama_server_path = llama;
+    f->config.models_dir = models;
+    /* Endpoints keep no data: the fixture's data directory isn't one. */
+    einsora_safe_remove_tree(f->workload_dir, NULL);
+    make_driver(f);
+    driver = EINSORA_AGENT_DRIVER(f->driver);
+
+    /* A model the store doesn't have: image-missing, nothing started. */
+    g_assert_false(start_endpoint(
+        f, 1, "sha256:0000000000000000000000000000000000000000000000000000000000000000", &error));
+    g_assert_nonnull(strstr(error->message, "isn't in this machine's model store"));
+    g_assert_cmpint(status(f, NULL), ==, EINSORA_STATUS_CODE_IMAGE_MISSING);
+    g_clear_error(&error);
+
+    g_assert_true(start_endpoint(f, 2, digest, &error));
+    g_assert_no_error(error);
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    g_assert_true(einsora_agent_driver_get_access(driver, f->id, &attempt, &socket_path, &key));
+    g_assert_cmpstr(socket_path, ==, expected_socket);
+    g_assert_cmpuint(strlen(key), ==, 64);
+    g_assert_cmpint(attempt, ==, 2);
+    g_assert_false(g_file_test(f->workload_dir, G_FILE_TEST_EXISTS));
+
+    endpoint_request(socket_path, "GET", "/v1/models", NULL, NULL, &refused);
+    g_assert_cmpuint(refused.status, ==, 401);
+    endpoint_request(socket_path, "GET", "/v1/models", key, NULL, &models_answer);
+    g_assert_cmpuint(models_answer.status, ==, 200);
+    g_assert_nonnull(strstr(models_answer.body, "\"tiny:1m\""));
+    ban = einsora_test_llama_ban_bytes();
+    chat = g_strdup_printf("{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}],"
+                           " \"max_tokens\": 8, \"logit_bias\": %s}",
+                           ban);
+    endpoint_request(socket_path, "POST", "/v1/chat/completions", key, chat, &chat_answer);
+    g_assert_cmpuint(chat_answer.status, ==, 200);
+    g_assert_nonnull(strstr(chat_answer.body, "\"completion_tokens\":8"));
+
+    /* A restarted daemon adopts it, finding its key in its environment. */
+    pid = einsora_test_recorded_pid(f->run_dir, f->id, NULL);
+    make_driver(f);
+    driver = EINSORA_AGENT_DRIVER(f->driver);
+    wait_for_status(f, EINSORA_STATUS_CODE_RUNNING);
+    g_assert_cmpint(einsora_test_recorded_pid(f->run_dir, f->id, NULL), ==, pid);
+    {
+        g_autofree gchar *again_socket = NULL;
+        g_autofree gchar *again_key = NULL;
+
+        g_assert_true(
+            einsora_agent_driver_get_access(driver, f->id, NULL, &again_socket, &again_key));
+        g_assert_cmpstr(again_key, ==, key);
+    }
+
+    /* Its key is in no log of its own. */
+    g_assert_true(g_file_get_contents(log_path, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "tiny"));
+    g_assert_null(strstr(log, key));
+    g_assert_null(strstr(log, key + 60));
+
+    /* Stopping an endpoint removes it: its run files go, its model stays. */
+    stop(f, TRUE);
+    wait_gone(pid);
+    g_assert_cmpint(status(f, NULL), ==, EINSORA_STATUS_CODE_REMOVED);
+    g_assert_false(g_file_test(run, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(blob, G_FILE_TEST_IS_REGULAR));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -778,6 +991,7 @@ main(int argc, char **argv)
     g_test_add_func("/native/args/refuse-mistakes", test_args_refuse_mistakes);
     g_test_add_func("/native/args/fingerprint", test_args_fingerprint);
     g_test_add_func("/native/safe-remove/links-not-followed", test_safe_remove_links_not_followed);
+    g_test_add_func("/native/endpoint/sandbox", test_endpoint_sandbox);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/native/run-dir-too-long", test_run_dir_too_long);
     ADD("/native/missing-binaries", test_missing_binaries);
@@ -789,6 +1003,7 @@ main(int argc, char **argv)
     ADD("/native/real-server", test_real_server);
     ADD("/native/stop-and-remove", test_stop_and_remove);
     ADD("/native/adoption", test_adoption);
+    ADD("/native/endpoint/real-server", test_endpoint_real_server);
 #undef ADD
     return g_test_run();
 }

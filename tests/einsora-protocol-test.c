@@ -22,6 +22,8 @@ static const char *const report_json =
     "  \"gpus\": [{\"vendor\": \"nvidia\", \"model\": \"L40S\", \"memory_mib\": 46068}],"
     "  \"drivers\": [\"linux-native\", \"docker\", \"sim\"]}}";
 
+#define MODEL_DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 static const char *const desired_json =
     "{\"machine_id\": \"" MACHINE_ID "\", \"generation\": 12,"
     " \"workloads\": ["
@@ -33,7 +35,7 @@ static const char *const desired_json =
     "  {\"workload_id\": \"" WORKLOAD_2 "\", \"tenant_id\": \"" TENANT_ID "\","
     "   \"mode\": \"remove\", \"attempt\": 1, \"kind\": \"endpoint\", \"driver\": \"docker\","
     "   \"placed_class\": \"l40s-48gb\", \"cpus\": 8, \"memory_mib\": 32768,"
-    "   \"devices\": 1}]}";
+    "   \"devices\": 1, \"model\": \"tiny:1m\", \"model_digest\": \"" MODEL_DIGEST "\"}]}";
 
 static JsonNode *
 parse(const char *text)
@@ -297,6 +299,10 @@ test_desired_round_trip(void)
     g_assert_null(removal->image);
     g_assert_null(removal->runtime_reference);
     g_assert_cmpint(removal->devices, ==, 1);
+    g_assert_cmpstr(removal->model, ==, "tiny:1m");
+    g_assert_cmpstr(removal->model_digest, ==, MODEL_DIGEST);
+    g_assert_null(run->model);
+    g_assert_null(run->model_digest);
 
     written = einsora_desired_state_to_json(state);
     written_text = to_text(written);
@@ -486,6 +492,12 @@ test_desired_refusals(void)
          "workloads[0]: \"memory_mib\" must be between 0 and 67108864"},
         {"workloads.0.devices", "65", "workloads[0]: \"devices\" must be between 0 and 64"},
         {"workloads.0.devices", "-1", "workloads[0]: \"devices\" must be between 0 and 64"},
+        {"workloads.1.model", "\"\"", "workloads[1]: \"model\" is empty"},
+        {"workloads.1.model_digest", "\"sha256:ABC\"",
+         "workloads[1]: \"model_digest\" must be sha256: and 64 hex digits"},
+        {"workloads.1.model_digest",
+         "\"md5:0000000000000000000000000000000000000000000000000000000000000000\"",
+         "workloads[1]: \"model_digest\" must be sha256: and 64 hex digits"},
     };
 
     check_refusals(desired_json, table, G_N_ELEMENTS(table), FALSE);
@@ -819,9 +831,52 @@ test_desired_same_content(void)
     other->devices = 1;
     g_assert_false(einsora_desired_state_same_content(a, b));
     other->devices = 0;
+    other->model = g_strdup("tiny");
+    g_assert_false(einsora_desired_state_same_content(a, b));
+    g_clear_pointer(&other->model, g_free);
+    other->model_digest = g_strdup("sha256:00");
+    g_assert_false(einsora_desired_state_same_content(a, b));
+    g_clear_pointer(&other->model_digest, g_free);
     g_assert_true(einsora_desired_state_same_content(a, b));
     g_ptr_array_set_size(b->workloads, 0);
     g_assert_false(einsora_desired_state_same_content(a, b));
+}
+
+/* Running an endpoint needs its model; removing one doesn't. */
+static void
+test_endpoint_needs_model(void)
+{
+    static const char *const removal =
+        "{\"workload_id\": \"" WORKLOAD_2 "\", \"tenant_id\": \"" TENANT_ID "\","
+        " \"mode\": \"%s\", \"attempt\": 1, \"kind\": \"endpoint\", \"driver\": \"linux-native\","
+        " \"placed_class\": \"cpu-2c-4g\", \"image\": \"llama-cpp\","
+        " \"runtime_reference\": \"llama-server\", \"cpus\": 2, \"memory_mib\": 4096,"
+        " \"devices\": 0%s}";
+    const char *const modes[] = {"remove", "run"};
+
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_autofree gchar *bare = g_strdup_printf(removal, modes[i], "");
+        g_autofree gchar *with_model = g_strdup_printf(
+            removal, modes[i], ", \"model\": \"tiny\", \"model_digest\": \"" MODEL_DIGEST "\"");
+        g_autoptr(JsonNode) bare_node = parse(bare);
+        g_autoptr(JsonNode) model_node = parse(with_model);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraDesiredWorkload) a = einsora_desired_workload_from_json(bare_node, &error);
+        g_autoptr(EinsoraDesiredWorkload) b = NULL;
+
+        if (i == 0) {
+            g_assert_no_error(error);
+            g_assert_nonnull(a);
+        } else {
+            g_assert_null(a);
+            g_assert_cmpstr(error->message, ==,
+                            "an endpoint needs \"model\" and \"model_digest\" to run");
+            g_clear_error(&error);
+        }
+        b = einsora_desired_workload_from_json(model_node, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(b->model_digest, ==, MODEL_DIGEST);
+    }
 }
 
 int
@@ -846,6 +901,8 @@ main(int argc, char **argv)
     g_test_add_func("/protocol/sync-report/list-bounds", test_list_bounds);
     g_test_add_func("/protocol/desired-state/workload-bound", test_desired_workload_bounds);
     g_test_add_func("/protocol/desired-workload/incomplete-record", test_incomplete_record);
+    g_test_add_func("/protocol/desired-workload/endpoint-needs-its-model",
+                    test_endpoint_needs_model);
     g_test_add_func("/protocol/inventory/fits-the-machine", test_inventory_validation);
     g_test_add_func("/protocol/inventory/bounds-in-code", test_inventory_validation_bounds);
     return g_test_run();

@@ -5,6 +5,8 @@
 #include "einsora-json-read.h"
 #include "einsora-protocol.h"
 
+#include <string.h>
+
 G_DEFINE_BOXED_TYPE(EinsoraDesiredWorkload, einsora_desired_workload, einsora_desired_workload_copy,
                     einsora_desired_workload_free)
 
@@ -26,6 +28,8 @@ einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload)
     copy->placed_class = g_strdup(workload->placed_class);
     copy->image = g_strdup(workload->image);
     copy->runtime_reference = g_strdup(workload->runtime_reference);
+    copy->model = g_strdup(workload->model);
+    copy->model_digest = g_strdup(workload->model_digest);
     return copy;
 }
 
@@ -37,7 +41,8 @@ einsora_desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDes
            a->attempt == b->attempt && a->kind == b->kind && g_strcmp0(a->driver, b->driver) == 0 &&
            g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
            g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
-           a->memory_mib == b->memory_mib && a->devices == b->devices;
+           a->memory_mib == b->memory_mib && a->devices == b->devices &&
+           g_strcmp0(a->model, b->model) == 0 && g_strcmp0(a->model_digest, b->model_digest) == 0;
 }
 
 void
@@ -51,7 +56,21 @@ einsora_desired_workload_free(EinsoraDesiredWorkload *workload)
     g_free(workload->placed_class);
     g_free(workload->image);
     g_free(workload->runtime_reference);
+    g_free(workload->model);
+    g_free(workload->model_digest);
     g_free(workload);
+}
+
+gboolean
+einsora_desired_workload_digest_is_valid(const char *digest)
+{
+    if (digest == NULL || !g_str_has_prefix(digest, "sha256:") || strlen(digest) != 7 + 64)
+        return FALSE;
+    for (const char *p = digest + 7; *p != '\0'; p++) {
+        if (!g_ascii_isdigit(*p) && !(*p >= 'a' && *p <= 'f'))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 JsonNode *
@@ -72,6 +91,10 @@ einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload)
     einsora_json_add_int(builder, "cpus", workload->cpus);
     einsora_json_add_int(builder, "memory_mib", workload->memory_mib);
     einsora_json_add_int(builder, "devices", workload->devices);
+    if (workload->model != NULL)
+        einsora_json_add_string(builder, "model", workload->model);
+    if (workload->model_digest != NULL)
+        einsora_json_add_string(builder, "model_digest", workload->model_digest);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -85,7 +108,7 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
     static const char *const members[] = {
         "workload_id", "tenant_id",    "mode",  "attempt",           "kind",
         "driver",      "placed_class", "image", "runtime_reference", "cpus",
-        "memory_mib",  "devices",      NULL,
+        "memory_mib",  "devices",      "model", "model_digest",      NULL,
     };
     g_autoptr(EinsoraDesiredWorkload) workload = einsora_desired_workload_new();
     g_autofree gchar *mode = NULL;
@@ -117,8 +140,27 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
         !einsora_json_read_int(object, "memory_mib", EINSORA_PROTOCOL_MAX_MEMORY_MIB,
                                &workload->memory_mib, error) ||
         !einsora_json_read_int(object, "devices", EINSORA_PROTOCOL_MAX_GPUS, &workload->devices,
-                               error))
+                               error) ||
+        !einsora_json_read_string(object, "model", FALSE, &workload->model, error) ||
+        !einsora_json_read_string(object, "model_digest", FALSE, &workload->model_digest, error))
         return NULL;
+    if (workload->model != NULL && strlen(workload->model) > EINSORA_PROTOCOL_MAX_MODEL_NAME) {
+        einsora_json_invalid(error, "\"model\" must be a model name of at most %d bytes",
+                             EINSORA_PROTOCOL_MAX_MODEL_NAME);
+        return NULL;
+    }
+    if (workload->model_digest != NULL &&
+        !einsora_desired_workload_digest_is_valid(workload->model_digest)) {
+        einsora_json_invalid(error, "\"model_digest\" must be sha256: and 64 hex digits");
+        return NULL;
+    }
+    /* An endpoint runs its one model: the agent loads the file it names. */
+    if (workload->mode == EINSORA_WORKLOAD_MODE_RUN &&
+        workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT &&
+        (workload->model == NULL || workload->model_digest == NULL)) {
+        einsora_json_invalid(error, "an endpoint needs \"model\" and \"model_digest\" to run");
+        return NULL;
+    }
     /* Running needs what to run; parking and removing need only the ID. */
     if (workload->mode == EINSORA_WORKLOAD_MODE_RUN && workload->image == NULL) {
         einsora_json_invalid(error, "missing member \"image\", which running needs");

@@ -26,6 +26,11 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices; /* GPUs; 0 for CPU classes */
+    /* An endpoint's model: its name in the model store and the digest of
+     * its file ("sha256:<64 hex>"), which names the file the agent
+     * loads; NULL for other kinds. */
+    gchar *model;
+    gchar *model_digest;
 } EinsoraDesiredWorkload;
 
 #define EINSORA_TYPE_DESIRED_WORKLOAD (einsora_desired_workload_get_type())
@@ -40,6 +45,9 @@ gboolean einsora_desired_workload_equal(const EinsoraDesiredWorkload *a,
 
 JsonNode *einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload);
 EinsoraDesiredWorkload *einsora_desired_workload_from_json(JsonNode *node, GError **error);
+
+/* Whether @digest is "sha256:" and 64 lower-case hex digits. */
+gboolean einsora_desired_workload_digest_is_valid(const char *digest);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraDesiredWorkload, einsora_desired_workload_free)
 

@@ -112,6 +112,8 @@ gboolean einsora_cli_stop(EinsoraCli *cli, const EinsoraCliCommand *command, int
                           GError **error);
 gboolean einsora_cli_delete(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                             char **argv, GError **error);
+gboolean einsora_cli_chat(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                          GError **error);
 gboolean einsora_cli_events(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                             char **argv, GError **error);
 gboolean einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,

@@ -18,6 +18,7 @@ static const EinsoraCliCommand commands[] = {
     {"open", N_("ID"),
      N_("Print a one-time link that opens a running notebook (--browser: open it)"),
      einsora_cli_open},
+    {"chat", N_("ID PROMPT"), N_("Stream a running endpoint's answer to PROMPT"), einsora_cli_chat},
     {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events},
     {"watch", N_("[ID]"), N_("Print events as they happen, of all your workloads or of one"),
      einsora_cli_watch},

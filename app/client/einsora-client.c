@@ -140,6 +140,13 @@ einsora_client_new(const char *base_url, const char *token)
 }
 
 const char *
+einsora_client_get_token(EinsoraClient *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    return self->token;
+}
+
+const char *
 einsora_client_get_base_url(EinsoraClient *self)
 {
     g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);

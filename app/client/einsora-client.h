@@ -29,6 +29,9 @@ gchar *einsora_client_base_url_new(const char *url);
  * address): a local daemon's token file is sent only to such a server. */
 gboolean einsora_client_server_is_local(const char *server);
 const char *einsora_client_get_base_url(EinsoraClient *self);
+/* The API token it sends (NULL: none), for a call outside /v1 to the same
+ * server's endpoints. */
+const char *einsora_client_get_token(EinsoraClient *self);
 /* The change feed of this client's server, with its token (not started). */
 EinsoraEventFeed *einsora_client_new_event_feed(EinsoraClient *self);
 

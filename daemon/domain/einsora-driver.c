@@ -9,8 +9,10 @@ static const EinsoraDriverInfo drivers[] = {
     /* Runs nothing: development and tests only. */
     {"sim", K(NOTEBOOK) | K(ENDPOINT) | K(VM), A(CPU) | A(APPLE) | A(NVIDIA) | A(AMD),
      EINSORA_ISOLATION_WEAK, 0, NULL},
-    /* Jupyter as the owner's user in bubblewrap, on a Unix socket. */
-    {"linux-native", K(NOTEBOOK), A(CPU) | A(NVIDIA), EINSORA_ISOLATION_WEAK, 0, "linux"},
+    /* Jupyter, or llama.cpp's llama-server, as the owner's user in
+     * bubblewrap, on a Unix socket. */
+    {"linux-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(NVIDIA), EINSORA_ISOLATION_WEAK, 0,
+     "linux"},
     {"macos-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(APPLE), EINSORA_ISOLATION_WEAK, 0,
      "darwin"},
     /* A local rootful Docker Engine without a VM boundary. */

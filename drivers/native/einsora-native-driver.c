@@ -12,7 +12,7 @@
 #include "einsora-bwrap-args.h"
 #include "einsora-native-probe.h"
 #include "einsora-native-sandbox.h"
-#include "einsora-notebook-server.h"
+#include "einsora-sandbox-server.h"
 #include "einsora-process-supervisor.h"
 #include "einsora-safe-remove.h"
 #include "einsora-uuid.h"
@@ -27,6 +27,12 @@
 #define READY_CHECK_TIMEOUT_MS 2000
 #define LABEL_ATTEMPT "attempt"
 #define LABEL_DEVICES "devices"
+/* An endpoint's, so that a restarted daemon rebuilds the same sandbox. */
+#define LABEL_KIND "kind"
+#define LABEL_MODEL "model"
+#define LABEL_MODEL_DIGEST "model_digest"
+#define LABEL_CPUS "cpus"
+#define LABEL_MEMORY "memory_mib"
 
 typedef enum {
     OP_NONE,
@@ -39,9 +45,15 @@ typedef struct {
     gchar *workload_id;
     EinsoraStatusCode code;
     gint64 attempt;
+    EinsoraWorkloadKind kind;
     gint64 devices;
+    /* An endpoint's model and what it gets to run it. */
+    gchar *model;
+    gchar *model_digest;
+    gint64 cpus;
+    gint64 memory_mib;
     /* Set while a server runs: its socket and token, in memory only. */
-    EinsoraNotebookServer *server;
+    EinsoraSandboxServer *server;
     GCancellable *ready_cancellable;
     GSource *ready_timer;
     GFileMonitor *run_monitor; /* its run directory, while starting */
@@ -60,6 +72,8 @@ struct _EinsoraNativeDriver {
     gchar *run_dir;
     gchar *bwrap_path;
     gchar *jupyter_path;
+    gchar *llama_server_path;
+    gchar *models_dir;
     gchar *pasta_path; /* NULL unless outbound networking is on */
     gchar *device_root;
     guint ready_timeout_ms;
@@ -104,6 +118,8 @@ workload_free(NativeWorkload *workload)
     workload_stop_probing(workload);
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
+    g_free(workload->model);
+    g_free(workload->model_digest);
     g_free(workload);
 }
 
@@ -113,7 +129,8 @@ log_workload(const NativeWorkload *workload, GLogLevelFlags level, const char *m
     g_autofree gchar *attempt = g_strdup_printf("%" G_GINT64_FORMAT, workload->attempt);
 
     g_log_structured(G_LOG_DOMAIN, level, "WORKLOAD_ID", workload->workload_id, "ATTEMPT", attempt,
-                     "MESSAGE", "notebook %s: %s", workload->workload_id, message);
+                     "MESSAGE", "%s %s: %s", einsora_workload_kind_to_string(workload->kind),
+                     workload->workload_id, message);
 }
 
 static NativeWorkload *
@@ -128,11 +145,13 @@ workload_ensure(EinsoraNativeDriver *self, const char *workload_id)
     workload->workload_id = g_strdup(workload_id);
     workload->code = EINSORA_STATUS_CODE_UNKNOWN;
     workload->attempt = EINSORA_AGENT_DRIVER_NO_ATTEMPT;
+    workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
     g_hash_table_insert(self->workloads, workload->workload_id, workload);
     return workload;
 }
 
-/* Paths: data <data_dir>/<id>, run <run_dir>/<id>/notebook.sock. */
+/* Paths: data <data_dir>/<id>, run <run_dir>/<id>/notebook.sock (an
+ * endpoint: endpoint.sock, and no data). */
 
 static gchar *
 workload_data_dir(EinsoraNativeDriver *self, const char *workload_id)
@@ -146,21 +165,74 @@ workload_run_dir(EinsoraNativeDriver *self, const char *workload_id)
     return g_build_filename(self->run_dir, workload_id, NULL);
 }
 
-static gchar *
-workload_socket(EinsoraNativeDriver *self, const char *workload_id)
+static const char *
+socket_name(EinsoraWorkloadKind kind)
 {
-    return g_build_filename(self->run_dir, workload_id, EINSORA_NATIVE_SOCKET_NAME, NULL);
+    return kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? EINSORA_NATIVE_ENDPOINT_SOCKET_NAME
+                                                  : EINSORA_NATIVE_SOCKET_NAME;
+}
+
+static gchar *
+workload_socket(EinsoraNativeDriver *self, const NativeWorkload *workload)
+{
+    return g_build_filename(self->run_dir, workload->workload_id, socket_name(workload->kind),
+                            NULL);
+}
+
+/* The model store's file for a digest: blobs/sha256-<hex>. */
+static gchar *
+model_file(EinsoraNativeDriver *self, const char *digest)
+{
+    g_autofree gchar *name = NULL;
+
+    if (!einsora_desired_workload_digest_is_valid(digest) || self->models_dir == NULL)
+        return NULL;
+    name = g_strdup_printf("sha256-%s", digest + strlen("sha256:"));
+    return g_build_filename(self->models_dir, "blobs", name, NULL);
 }
 
 /* The sandbox: its policy is einsora-native-sandbox.c's, given here
  * one workload's paths. */
 
 static EinsoraBwrapArgs *
-build_sandbox(EinsoraNativeDriver *self, const char *workload_id, gint64 devices, GError **error)
+build_endpoint_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload, GError **error)
 {
-    g_autofree gchar *data_dir = workload_data_dir(self, workload_id);
-    g_autofree gchar *run_dir = workload_run_dir(self, workload_id);
-    g_autofree gchar *socket_path = workload_socket(self, workload_id);
+    g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
+    g_autofree gchar *socket_path = workload_socket(self, workload);
+    g_autofree gchar *model_path = model_file(self, workload->model_digest);
+    EinsoraEndpointSandbox sandbox = {
+        .bwrap_path = self->bwrap_path,
+        .llama_server_path = self->llama_server_path,
+        .model_path = model_path,
+        .model_name = workload->model,
+        .run_dir = run_dir,
+        .socket_path = socket_path,
+        .cpus = workload->cpus,
+        .memory_mib = workload->memory_mib,
+    };
+
+    if (model_path == NULL || workload->model == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "an endpoint needs its model's name and digest");
+        return NULL;
+    }
+    return einsora_native_sandbox_build_endpoint(&sandbox, error);
+}
+
+static EinsoraBwrapArgs *
+build_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload, GError **error)
+{
+    const char *workload_id = workload->workload_id;
+    gint64 devices = workload->devices;
+    g_autofree gchar *data_dir = NULL;
+    g_autofree gchar *run_dir = NULL;
+    g_autofree gchar *socket_path = NULL;
+
+    if (workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT)
+        return build_endpoint_sandbox(self, workload, error);
+    data_dir = workload_data_dir(self, workload_id);
+    run_dir = workload_run_dir(self, workload_id);
+    socket_path = workload_socket(self, workload);
     const EinsoraNativeSandbox sandbox = {
         .bwrap_path = self->bwrap_path,
         .jupyter_path = self->jupyter_path,
@@ -187,8 +259,10 @@ wipe_strv(gchar **strv)
  * its own environment, which only this user can read: that is where a
  * restarted daemon finds it again, so the token is never written down. */
 static gchar *
-token_from_environment(GPid pid)
+token_from_environment(GPid pid, EinsoraWorkloadKind kind)
 {
+    const char *variable =
+        kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? "LLAMA_API_KEY=" : "JUPYTER_TOKEN=";
     g_autofree gchar *path = g_strdup_printf("/proc/%d/environ", (int)pid);
     g_autofree gchar *contents = NULL;
     gsize length = 0;
@@ -197,8 +271,8 @@ token_from_environment(GPid pid)
     if (!g_file_get_contents(path, &contents, &length, NULL))
         return NULL;
     for (gsize at = 0; at < length; at += strlen(contents + at) + 1) {
-        if (g_str_has_prefix(contents + at, "JUPYTER_TOKEN=")) {
-            token = g_strdup(contents + at + strlen("JUPYTER_TOKEN="));
+        if (g_str_has_prefix(contents + at, variable)) {
+            token = g_strdup(contents + at + strlen(variable));
             break;
         }
     }
@@ -228,7 +302,7 @@ on_background_stop(GObject *source, GAsyncResult *result, gpointer user_data)
 
     if (!einsora_process_supervisor_stop_finish(supervisor, result, &error) ||
         !einsora_process_supervisor_clear_state(supervisor, workload_id, &error))
-        g_message("notebook %s: %s", workload_id, error->message);
+        g_message("workload %s: %s", workload_id, error->message);
 }
 
 static void
@@ -258,7 +332,7 @@ socket_exists(NativeWorkload *workload)
     struct stat st;
 
     return workload->server != NULL &&
-           lstat(einsora_notebook_server_get_socket_path(workload->server), &st) == 0;
+           lstat(einsora_sandbox_server_get_socket_path(workload->server), &st) == 0;
 }
 
 static void
@@ -267,7 +341,7 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
     NativeWorkload *workload = user_data;
     g_autoptr(GError) error = NULL;
     gboolean ready =
-        einsora_notebook_server_check_ready_finish(EINSORA_NOTEBOOK_SERVER(source), result, &error);
+        einsora_sandbox_server_check_ready_finish(EINSORA_SANDBOX_SERVER(source), result, &error);
 
     if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         return; /* stopped, or the driver is going away: workload may be freed */
@@ -314,9 +388,9 @@ check_ready_now(NativeWorkload *workload)
         return;
     workload->driver->ready_checks++;
     workload->ready_cancellable = g_cancellable_new();
-    einsora_notebook_server_check_ready_async(workload->server, READY_CHECK_TIMEOUT_MS,
-                                              workload->ready_cancellable, on_ready_checked,
-                                              workload);
+    einsora_sandbox_server_check_ready_async(workload->server, READY_CHECK_TIMEOUT_MS,
+                                             workload->ready_cancellable, on_ready_checked,
+                                             workload);
 }
 
 static gboolean
@@ -347,7 +421,7 @@ on_run_dir_changed(GFileMonitor *monitor, GFile *file, GFile *other, GFileMonito
     g_autofree gchar *name = g_file_get_basename(file);
 
     if ((event == G_FILE_MONITOR_EVENT_CREATED || event == G_FILE_MONITOR_EVENT_MOVED_IN) &&
-        g_strcmp0(name, EINSORA_NATIVE_SOCKET_NAME) == 0)
+        g_strcmp0(name, socket_name(workload->kind)) == 0)
         check_ready_now(workload);
 }
 
@@ -355,14 +429,14 @@ static void
 begin_probing(NativeWorkload *workload, const char *token)
 {
     EinsoraNativeDriver *self = workload->driver;
-    g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+    g_autofree gchar *socket_path = workload_socket(self, workload);
     g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
     g_autoptr(GFile) dir = g_file_new_for_path(run_dir);
     g_autoptr(GError) error = NULL;
 
     workload_stop_probing(workload);
     g_clear_object(&workload->server);
-    workload->server = einsora_notebook_server_new(socket_path, token);
+    workload->server = einsora_sandbox_server_new(workload->kind, socket_path, token);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     workload->ready_deadline_us =
         g_get_monotonic_time() + (gint64)self->ready_timeout_ms * G_TIME_SPAN_MILLISECOND;
@@ -444,11 +518,18 @@ launch(NativeWorkload *workload, GError **error)
     const char *id = workload->workload_id;
     g_autofree gchar *data_dir = workload_data_dir(self, id);
     g_autofree gchar *run_dir = workload_run_dir(self, id);
-    g_autofree gchar *socket_path = workload_socket(self, id);
+    g_autofree gchar *socket_path = workload_socket(self, workload);
     g_autofree gchar *token = NULL;
     g_autofree gchar *fingerprint = NULL;
     g_autofree gchar *attempt_label = NULL;
     g_autofree gchar *devices_label = NULL;
+    g_autofree gchar *kind_label = NULL;
+    g_autofree gchar *model_label = NULL;
+    g_autofree gchar *digest_label = NULL;
+    g_autofree gchar *cpus_label = NULL;
+    g_autofree gchar *memory_label = NULL;
+    g_autofree gchar *model_path = NULL;
+    gboolean endpoint = workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT;
     g_autoptr(EinsoraBwrapArgs) args = NULL;
     g_auto(GStrv) argv = NULL;
     gchar **envp = NULL;
@@ -458,15 +539,32 @@ launch(NativeWorkload *workload, GError **error)
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "bwrap isn't installed");
         return EINSORA_STATUS_CODE_DRIVER_MISSING;
     }
-    if (self->jupyter_path == NULL) {
+    if (!endpoint && self->jupyter_path == NULL) {
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
                             "jupyter-notebook isn't installed");
         return EINSORA_STATUS_CODE_IMAGE_MISSING;
     }
-    args = build_sandbox(self, id, workload->devices, error);
+    if (endpoint && self->llama_server_path == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                            "llama-server isn't installed (put it on PATH or set "
+                            "EINSORA_LLAMA_SERVER)");
+        return EINSORA_STATUS_CODE_IMAGE_MISSING;
+    }
+    if (endpoint) {
+        model_path = model_file(self, workload->model_digest);
+        if (model_path == NULL || !g_file_test(model_path, G_FILE_TEST_IS_REGULAR)) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                        "model %s (%s) isn't in this machine's model store",
+                        workload->model != NULL ? workload->model : "(none)",
+                        workload->model_digest != NULL ? workload->model_digest : "no digest");
+            return EINSORA_STATUS_CODE_IMAGE_MISSING;
+        }
+    }
+    args = build_sandbox(self, workload, error);
     if (args == NULL)
         return EINSORA_STATUS_CODE_DRIVER_MISSING;
-    if (!make_private_dir(data_dir, error) || !make_private_dir(run_dir, error))
+    /* An endpoint keeps nothing: it has a run directory only. */
+    if ((!endpoint && !make_private_dir(data_dir, error)) || !make_private_dir(run_dir, error))
         return EINSORA_STATUS_CODE_FAILED_TO_START;
     /* A socket left by an earlier run would answer for nobody. */
     if (g_unlink(socket_path) != 0 && errno != ENOENT) {
@@ -474,19 +572,28 @@ launch(NativeWorkload *workload, GError **error)
                     socket_path, g_strerror(errno));
         return EINSORA_STATUS_CODE_FAILED_TO_START;
     }
-    token = einsora_notebook_server_new_token(error);
+    token = einsora_sandbox_server_new_token(error);
     if (token == NULL)
         return EINSORA_STATUS_CODE_FAILED_TO_START;
     argv = einsora_bwrap_args_to_strv(args);
     fingerprint = einsora_bwrap_args_fingerprint(args);
-    envp = einsora_native_sandbox_environment(data_dir, token);
+    envp = endpoint ? einsora_native_sandbox_endpoint_environment(token)
+                    : einsora_native_sandbox_environment(data_dir, token);
     attempt_label = g_strdup_printf(LABEL_ATTEMPT "=%" G_GINT64_FORMAT, workload->attempt);
     devices_label = g_strdup_printf(LABEL_DEVICES "=%" G_GINT64_FORMAT, workload->devices);
+    kind_label = g_strdup_printf(LABEL_KIND "=%s", einsora_workload_kind_to_string(workload->kind));
+    if (endpoint) {
+        model_label = g_strdup_printf(LABEL_MODEL "=%s", workload->model);
+        digest_label = g_strdup_printf(LABEL_MODEL_DIGEST "=%s", workload->model_digest);
+        cpus_label = g_strdup_printf(LABEL_CPUS "=%" G_GINT64_FORMAT, workload->cpus);
+        memory_label = g_strdup_printf(LABEL_MEMORY "=%" G_GINT64_FORMAT, workload->memory_mib);
+    }
     {
-        const char *const labels[] = {attempt_label, devices_label, NULL};
-        started = einsora_process_supervisor_start(self->supervisor, id, (const char *const *)argv,
-                                                   (const char *const *)envp, data_dir, fingerprint,
-                                                   labels, error);
+        const char *const labels[] = {attempt_label, devices_label, kind_label,   model_label,
+                                      digest_label,  cpus_label,    memory_label, NULL};
+        started = einsora_process_supervisor_start(
+            self->supervisor, id, (const char *const *)argv, (const char *const *)envp,
+            endpoint ? run_dir : data_dir, fingerprint, labels, error);
     }
     wipe_strv(envp);
     if (!started) {
@@ -544,9 +651,10 @@ native_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
 
     g_task_set_source_tag(task, native_start_async);
     if (!einsora_uuid_is_valid(desired->workload_id) ||
-        desired->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK) {
+        (desired->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK &&
+         desired->kind != EINSORA_WORKLOAD_KIND_ENDPOINT)) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                                "the native driver runs notebooks only");
+                                "the native driver runs notebooks and endpoints only");
         return;
     }
     workload = workload_ensure(self, desired->workload_id);
@@ -561,7 +669,14 @@ native_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
         return;
     }
     workload->attempt = desired->attempt;
+    workload->kind = desired->kind;
     workload->devices = desired->devices;
+    workload->cpus = desired->cpus;
+    workload->memory_mib = desired->memory_mib;
+    g_free(workload->model);
+    workload->model = g_strdup(desired->model);
+    g_free(workload->model_digest);
+    workload->model_digest = g_strdup(desired->model_digest);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     g_task_set_task_data(task, workload, NULL);
     if (einsora_process_supervisor_get_pid(self->supervisor, workload->workload_id) != 0) {
@@ -646,7 +761,7 @@ on_server_stopped(GObject *source, GAsyncResult *result, gpointer user_data)
     NativeWorkload *workload = user_data;
     EinsoraNativeDriver *self = workload->driver;
     g_autoptr(GError) error = NULL;
-    g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+    g_autofree gchar *socket_path = workload_socket(self, workload);
 
     if (!einsora_process_supervisor_stop_finish(EINSORA_PROCESS_SUPERVISOR(source), result,
                                                 &error)) {
@@ -806,8 +921,8 @@ native_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *a
         return FALSE;
     if (attempt != NULL)
         *attempt = workload->attempt;
-    *socket_path = g_strdup(einsora_notebook_server_get_socket_path(workload->server));
-    *token = g_strdup(einsora_notebook_server_get_token(workload->server));
+    *socket_path = g_strdup(einsora_sandbox_server_get_socket_path(workload->server));
+    *token = g_strdup(einsora_sandbox_server_get_token(workload->server));
     return TRUE;
 }
 
@@ -855,6 +970,8 @@ einsora_native_driver_finalize(GObject *object)
     g_free(self->run_dir);
     g_free(self->bwrap_path);
     g_free(self->jupyter_path);
+    g_free(self->llama_server_path);
+    g_free(self->models_dir);
     g_free(self->pasta_path);
     g_free(self->device_root);
     g_clear_pointer(&self->context, g_main_context_unref);
@@ -902,6 +1019,8 @@ adopt_recorded(EinsoraNativeDriver *self)
         const char *id = names[i];
         gint64 attempt = label_number(self->supervisor, id, LABEL_ATTEMPT);
         gint64 devices = label_number(self->supervisor, id, LABEL_DEVICES);
+        g_autofree gchar *kind =
+            einsora_process_supervisor_read_label(self->supervisor, id, LABEL_KIND);
         g_autoptr(EinsoraBwrapArgs) args = NULL;
         g_autofree gchar *fingerprint = NULL;
         NativeWorkload *workload;
@@ -909,17 +1028,30 @@ adopt_recorded(EinsoraNativeDriver *self)
 
         if (!einsora_uuid_is_valid(id) || attempt < 0)
             continue;
-        args = build_sandbox(self, id, MAX(devices, 0), NULL);
-        /* A sandbox that can't be built now has changed too. */
-        fingerprint = args != NULL ? einsora_bwrap_args_fingerprint(args) : g_strdup("");
-        adoption = einsora_process_supervisor_adopt(self->supervisor, id, fingerprint);
         workload = workload_ensure(self, id);
         workload->attempt = attempt;
         workload->devices = MAX(devices, 0);
+        /* Recorded before endpoints ran here: a notebook. */
+        if (kind == NULL || !einsora_workload_kind_from_string(kind, &workload->kind))
+            workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
+        if (workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
+            g_free(workload->model);
+            workload->model =
+                einsora_process_supervisor_read_label(self->supervisor, id, LABEL_MODEL);
+            g_free(workload->model_digest);
+            workload->model_digest =
+                einsora_process_supervisor_read_label(self->supervisor, id, LABEL_MODEL_DIGEST);
+            workload->cpus = MAX(label_number(self->supervisor, id, LABEL_CPUS), 0);
+            workload->memory_mib = MAX(label_number(self->supervisor, id, LABEL_MEMORY), 0);
+        }
+        args = build_sandbox(self, workload, NULL);
+        /* A sandbox that can't be built now has changed too. */
+        fingerprint = args != NULL ? einsora_bwrap_args_fingerprint(args) : g_strdup("");
+        adoption = einsora_process_supervisor_adopt(self->supervisor, id, fingerprint);
         switch (adoption) {
         case EINSORA_PROCESS_ADOPTED: {
             GPid pid = einsora_process_supervisor_get_pid(self->supervisor, id);
-            g_autofree gchar *token = token_from_environment(pid);
+            g_autofree gchar *token = token_from_environment(pid, workload->kind);
 
             if (token == NULL) {
                 log_workload(workload, G_LOG_LEVEL_MESSAGE,
@@ -979,6 +1111,9 @@ einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **erro
     self->bwrap_path = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
     self->jupyter_path =
         einsora_native_probe_find_program(config->jupyter_path, "jupyter-notebook");
+    self->llama_server_path =
+        einsora_native_probe_find_program(config->llama_server_path, "llama-server");
+    self->models_dir = g_strdup(config->models_dir);
     if (config->outbound_network) {
         self->pasta_path = einsora_native_probe_find_program(config->pasta_path, "pasta");
         if (self->pasta_path == NULL)

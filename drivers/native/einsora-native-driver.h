@@ -1,4 +1,5 @@
-/* The native driver on Linux: Debian's Jupyter as this user inside
+/* The native driver on Linux: Debian's Jupyter (notebooks) or llama.cpp's
+ * llama-server (endpoints, one model each, no network) as this user inside
  * bubblewrap. Its own network namespace (nothing it listens on is
  * reachable; outbound networking only through pasta when asked), its own
  * PID namespace, a private /tmp, the system read-only, and only the
@@ -18,6 +19,7 @@ G_BEGIN_DECLS
 
 #define EINSORA_NATIVE_DRIVER_NAME "linux-native"
 #define EINSORA_NATIVE_SOCKET_NAME "notebook.sock"
+#define EINSORA_NATIVE_ENDPOINT_SOCKET_NAME "endpoint.sock"
 #define EINSORA_NATIVE_READY_TIMEOUT_MS_DEFAULT 60000
 
 typedef struct {
@@ -25,10 +27,14 @@ typedef struct {
     const char *data_dir;
     /* EINSORA_AGENT_RUN_DIR: sockets, state files and logs. */
     const char *run_dir;
-    /* NULL: found in PATH (bwrap, jupyter-notebook, pasta). */
+    /* NULL: found in PATH (bwrap, jupyter-notebook, llama-server, pasta). */
     const char *bwrap_path;
     const char *jupyter_path;
+    const char *llama_server_path;
     const char *pasta_path;
+    /* The model store (<dir>/blobs/sha256-<hex>) endpoints load from;
+     * NULL: this machine serves no endpoints. */
+    const char *models_dir;
     /* Outbound networking through pasta; FALSE: none at all. */
     gboolean outbound_network;
     /* "/" normally: where /dev/nvidia* are looked for. */
@@ -55,5 +61,12 @@ void einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, 
                                        GCancellable *cancellable, GAsyncReadyCallback callback,
                                        gpointer user_data);
 gboolean einsora_native_driver_probe_finish(GAsyncResult *result, GError **error);
+
+/* Whether this machine can serve endpoints: llama-server's --version in
+ * an endpoint's kind of sandbox. Its version, or NULL and why not. */
+void einsora_native_driver_probe_endpoints_async(const EinsoraNativeDriverConfig *config,
+                                                 guint timeout_ms, GCancellable *cancellable,
+                                                 GAsyncReadyCallback callback, gpointer user_data);
+gchar *einsora_native_driver_probe_endpoints_finish(GAsyncResult *result, GError **error);
 
 G_END_DECLS

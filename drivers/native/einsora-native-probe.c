@@ -4,6 +4,7 @@
 
 #include <gio/gio.h>
 #include <signal.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ typedef struct {
     GCancellable *cancellable; /* the wait, cut short at the time limit */
     gboolean timed_out;
     gboolean through_pasta;
+    gboolean endpoint; /* llama-server's, rather than Jupyter's */
 } Probe;
 
 static void
@@ -83,6 +85,22 @@ on_probe_done(GObject *source, GAsyncResult *result, gpointer user_data)
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
+    if (probe->endpoint) {
+        if (probe->timed_out)
+            g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                                    "llama-server in bubblewrap didn't answer in time");
+        else if (!g_subprocess_get_successful(G_SUBPROCESS(source)) || output == NULL ||
+                 strstr(output, "version: ") == NULL)
+            g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
+                                    "llama-server in bubblewrap didn't run (is it built for "
+                                    "this machine, with its libraries where it finds them?)");
+        else {
+            const char *version = strstr(output, "version: ") + strlen("version: ");
+            g_task_return_pointer(task, g_strstrip(g_strndup(version, strcspn(version, "\n"))),
+                                  g_free);
+        }
+        return;
+    }
     if (probe->timed_out) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
                                 probe->through_pasta
@@ -103,43 +121,22 @@ on_probe_done(GObject *source, GAsyncResult *result, gpointer user_data)
     g_task_return_boolean(task, TRUE);
 }
 
-void
-einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint timeout_ms,
-                                  GCancellable *cancellable, GAsyncReadyCallback callback,
-                                  gpointer user_data)
+/* Runs @args with a time limit, as @task's probe. */
+static void
+run_probe(GTask *task, const EinsoraBwrapArgs *args, Probe *probe, guint timeout_ms,
+          GCancellable *cancellable)
 {
-    g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
-    g_autofree gchar *bwrap = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
-    g_autofree gchar *jupyter =
-        einsora_native_probe_find_program(config->jupyter_path, "jupyter-notebook");
-    g_autofree gchar *pasta = config->outbound_network
-                                  ? einsora_native_probe_find_program(config->pasta_path, "pasta")
-                                  : NULL;
-    g_autoptr(EinsoraBwrapArgs) args = NULL;
     g_autoptr(GSubprocessLauncher) launcher = NULL;
-    g_auto(GStrv) argv = NULL;
+    g_auto(GStrv) argv = einsora_bwrap_args_to_strv(args);
     g_autoptr(GError) error = NULL;
     const char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", NULL};
-    Probe *probe;
 
-    g_task_set_source_tag(task, einsora_native_driver_probe_async);
-    if (bwrap == NULL || jupyter == NULL) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s isn't installed",
-                                bwrap == NULL ? "bubblewrap (bwrap)" : "jupyter-notebook");
-        return;
-    }
-    args = einsora_native_sandbox_build_probe(bwrap, jupyter, pasta, &error);
-    if (args == NULL) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    argv = einsora_bwrap_args_to_strv(args);
-    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    /* llama-server says its version on stderr. */
+    launcher = g_subprocess_launcher_new(
+        G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+        (probe->endpoint ? G_SUBPROCESS_FLAGS_STDERR_MERGE : G_SUBPROCESS_FLAGS_STDERR_SILENCE));
     g_subprocess_launcher_set_environ(launcher, (gchar **)env);
     g_subprocess_launcher_set_child_setup(launcher, probe_child_setup, NULL, NULL);
-    probe = g_new0(Probe, 1);
-    probe->through_pasta = pasta != NULL;
     probe->cancellable = g_cancellable_new();
     if (cancellable != NULL)
         g_signal_connect_object(cancellable, "cancelled", G_CALLBACK(g_cancellable_cancel),
@@ -154,7 +151,75 @@ einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint
     g_source_set_callback(probe->timeout, on_probe_timeout, probe, NULL);
     g_source_attach(probe->timeout, g_main_context_get_thread_default());
     g_subprocess_communicate_utf8_async(probe->process, NULL, probe->cancellable, on_probe_done,
-                                        g_steal_pointer(&task));
+                                        g_object_ref(task));
+}
+
+void
+einsora_native_driver_probe_endpoints_async(const EinsoraNativeDriverConfig *config,
+                                            guint timeout_ms, GCancellable *cancellable,
+                                            GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
+    g_autofree gchar *bwrap = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
+    g_autofree gchar *llama =
+        einsora_native_probe_find_program(config->llama_server_path, "llama-server");
+    g_autoptr(EinsoraBwrapArgs) args = NULL;
+    g_autoptr(GError) error = NULL;
+    Probe *probe;
+
+    g_task_set_source_tag(task, einsora_native_driver_probe_endpoints_async);
+    if (bwrap == NULL || llama == NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s isn't installed",
+                                bwrap == NULL ? "bubblewrap (bwrap)"
+                                              : "llama-server (on PATH, or EINSORA_LLAMA_SERVER)");
+        return;
+    }
+    args = einsora_native_sandbox_build_endpoint_probe(bwrap, llama, &error);
+    if (args == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    probe = g_new0(Probe, 1);
+    probe->endpoint = TRUE;
+    run_probe(task, args, probe, timeout_ms, cancellable);
+}
+
+gchar *
+einsora_native_driver_probe_endpoints_finish(GAsyncResult *result, GError **error)
+{
+    return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+void
+einsora_native_driver_probe_async(const EinsoraNativeDriverConfig *config, guint timeout_ms,
+                                  GCancellable *cancellable, GAsyncReadyCallback callback,
+                                  gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(NULL, cancellable, callback, user_data);
+    g_autofree gchar *bwrap = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
+    g_autofree gchar *jupyter =
+        einsora_native_probe_find_program(config->jupyter_path, "jupyter-notebook");
+    g_autofree gchar *pasta = config->outbound_network
+                                  ? einsora_native_probe_find_program(config->pasta_path, "pasta")
+                                  : NULL;
+    g_autoptr(EinsoraBwrapArgs) args = NULL;
+    g_autoptr(GError) error = NULL;
+    Probe *probe;
+
+    g_task_set_source_tag(task, einsora_native_driver_probe_async);
+    if (bwrap == NULL || jupyter == NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s isn't installed",
+                                bwrap == NULL ? "bubblewrap (bwrap)" : "jupyter-notebook");
+        return;
+    }
+    args = einsora_native_sandbox_build_probe(bwrap, jupyter, pasta, &error);
+    if (args == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    probe = g_new0(Probe, 1);
+    probe->through_pasta = pasta != NULL;
+    run_probe(task, args, probe, timeout_ms, cancellable);
 }
 
 gboolean

@@ -130,6 +130,118 @@ einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error
     return g_steal_pointer(&args);
 }
 
+/* A llama-server outside the system's directories (the one
+ * packaging/dev/llama-server.sh builds into a cache, a release build in
+ * a home) is lent as its own directory, read-only. */
+static void
+add_program_dir(EinsoraBwrapArgs *args, const char *program)
+{
+    g_autofree gchar *dir = g_path_get_dirname(program);
+
+    for (guint i = 0; i < G_N_ELEMENTS(system_dirs); i++) {
+        g_autofree gchar *prefix = g_strconcat(system_dirs[i], "/", NULL);
+        if (g_str_has_prefix(dir, prefix) || g_str_equal(dir, system_dirs[i]))
+            return;
+    }
+    einsora_bwrap_args_bind(args, dir, FALSE);
+}
+
+static gchar **
+endpoint_command(const EinsoraEndpointSandbox *sandbox)
+{
+    g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
+    gint64 threads = MAX(sandbox->cpus, 1);
+
+    g_strv_builder_add(argv, sandbox->llama_server_path);
+    g_strv_builder_add(argv, "--model");
+    g_strv_builder_add(argv, EINSORA_NATIVE_MODEL_IN_SANDBOX);
+    g_strv_builder_add(argv, "--alias");
+    g_strv_builder_add(argv, sandbox->model_name);
+    /* A host ending in .sock is a Unix socket to llama-server. */
+    g_strv_builder_add(argv, "--host");
+    g_strv_builder_add(argv, sandbox->socket_path);
+    /* One thread per class CPU, for generating and for prompts alike. */
+    add_owned(argv, g_strdup_printf("--threads=%" G_GINT64_FORMAT, threads));
+    add_owned(argv, g_strdup_printf("--threads-batch=%" G_GINT64_FORMAT, threads));
+    add_owned(argv, g_strdup_printf("--ctx-size=%d", EINSORA_NATIVE_ENDPOINT_CONTEXT));
+    g_strv_builder_add(argv, "--parallel=1");
+    /* Its prompt cache would take 8 GiB by default: a quarter of the
+     * class's memory at most. */
+    add_owned(argv,
+              g_strdup_printf("--cache-ram=%" G_GINT64_FORMAT, MAX(sandbox->memory_mib / 4, 0)));
+    /* Only the inference routes are served through the proxy; the rest
+     * of llama-server's own is off. */
+    g_strv_builder_add(argv, "--no-webui");
+    g_strv_builder_add(argv, "--no-slots");
+    g_strv_builder_add(argv, "--offline");
+    g_strv_builder_add(argv, "--log-colors=off");
+    return g_strv_builder_end(argv);
+}
+
+EinsoraBwrapArgs *
+einsora_native_sandbox_build_endpoint(const EinsoraEndpointSandbox *sandbox, GError **error)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(sandbox->bwrap_path);
+    g_auto(GStrv) command = endpoint_command(sandbox);
+
+    add_system(args);
+    add_program_dir(args, sandbox->llama_server_path);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/run");
+    einsora_bwrap_args_add_pair(args, "--ro-bind", sandbox->model_path,
+                                EINSORA_NATIVE_MODEL_IN_SANDBOX);
+    einsora_bwrap_args_bind(args, sandbox->run_dir, TRUE);
+    einsora_bwrap_args_add_path(args, "--remount-ro", "/");
+    /* One fixed model in an offline process: no network, not even
+     * through pasta. */
+    einsora_bwrap_args_add_flag(args, "--unshare-net");
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    einsora_bwrap_args_add_flag(args, "--unshare-ipc");
+    einsora_bwrap_args_add_flag(args, "--unshare-uts");
+    einsora_bwrap_args_add_flag(args, "--unshare-cgroup-try");
+    einsora_bwrap_args_add_path(args, "--chdir", "/tmp");
+    einsora_bwrap_args_set_command(args, (const char *const *)command);
+    if (!einsora_bwrap_args_check(args, error))
+        return NULL;
+    return g_steal_pointer(&args);
+}
+
+gchar **
+einsora_native_sandbox_endpoint_environment(const char *api_key)
+{
+    g_autoptr(GStrvBuilder) env = g_strv_builder_new();
+
+    g_strv_builder_add(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    g_strv_builder_add(env, "HOME=/tmp");
+    g_strv_builder_add(env, "LANG=C.UTF-8");
+    add_owned(env, g_strdup_printf("LLAMA_API_KEY=%s", api_key));
+    return g_strv_builder_end(env);
+}
+
+EinsoraBwrapArgs *
+einsora_native_sandbox_build_endpoint_probe(const char *bwrap_path, const char *llama_server_path,
+                                            GError **error)
+{
+    g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(bwrap_path);
+
+    add_system(args);
+    add_program_dir(args, llama_server_path);
+    einsora_bwrap_args_add_path(args, "--proc", "/proc");
+    einsora_bwrap_args_add_path(args, "--dev", "/dev");
+    einsora_bwrap_args_add_path(args, "--tmpfs", "/tmp");
+    einsora_bwrap_args_add_flag(args, "--unshare-net");
+    einsora_bwrap_args_add_flag(args, "--unshare-pid");
+    {
+        const char *const command[] = {llama_server_path, "--version", NULL};
+        einsora_bwrap_args_set_command(args, command);
+    }
+    if (!einsora_bwrap_args_check(args, error))
+        return NULL;
+    return g_steal_pointer(&args);
+}
+
 gchar **
 einsora_native_sandbox_environment(const char *data_dir, const char *token)
 {

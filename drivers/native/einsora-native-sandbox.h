@@ -28,10 +28,35 @@ typedef struct {
     gint64 devices;
 } EinsoraNativeSandbox;
 
+/* What one endpoint's sandbox is made from: llama.cpp's llama-server
+ * serving one model file, read-only, with no network at all. */
+typedef struct {
+    const char *bwrap_path;
+    const char *llama_server_path;
+    /* The model store's file, bound read-only at
+     * EINSORA_NATIVE_MODEL_IN_SANDBOX; @model_name is what /v1/models
+     * calls it. */
+    const char *model_path;
+    const char *model_name;
+    /* Its run directory, writable, with its server's socket. */
+    const char *run_dir;
+    const char *socket_path;
+    gint64 cpus;
+    gint64 memory_mib;
+} EinsoraEndpointSandbox;
+
+#define EINSORA_NATIVE_MODEL_IN_SANDBOX "/run/einsora/model.gguf"
+/* The context an endpoint serves, in tokens: Ollama's default too. */
+#define EINSORA_NATIVE_ENDPOINT_CONTEXT 4096
+
 /* The whole sandbox of one workload. Deterministic: the same workload
  * on the same configuration gives the same fingerprint, which is how a
  * restarted daemon knows the sandbox of a server it adopts. */
 EinsoraBwrapArgs *einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error);
+
+/* The whole sandbox of one endpoint, deterministic as a notebook's. */
+EinsoraBwrapArgs *einsora_native_sandbox_build_endpoint(const EinsoraEndpointSandbox *sandbox,
+                                                        GError **error);
 
 /* The host probe's sandbox: the same system, /proc, /dev, /tmp and
  * network as a notebook's and its own PID namespace, running
@@ -43,5 +68,13 @@ EinsoraBwrapArgs *einsora_native_sandbox_build_probe(const char *bwrap_path,
 /* The server's environment, an allowlist: nothing of the daemon's
  * passes. It holds @token: wipe it (explicit_bzero) before freeing. */
 gchar **einsora_native_sandbox_environment(const char *data_dir, const char *token);
+/* An endpoint's: its API key (LLAMA_API_KEY) and nothing of the
+ * daemon's; wipe it the same way. */
+gchar **einsora_native_sandbox_endpoint_environment(const char *api_key);
+
+/* `llama-server --version` in an endpoint's kind of sandbox. */
+EinsoraBwrapArgs *einsora_native_sandbox_build_endpoint_probe(const char *bwrap_path,
+                                                              const char *llama_server_path,
+                                                              GError **error);
 
 G_END_DECLS

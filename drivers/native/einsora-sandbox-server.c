@@ -1,6 +1,6 @@
 #define G_LOG_DOMAIN "einsora-native"
 
-#include "einsora-notebook-server.h"
+#include "einsora-sandbox-server.h"
 
 #include <errno.h>
 #include <gio/gunixsocketaddress.h>
@@ -12,50 +12,52 @@
 
 #define TOKEN_BYTES 32
 
-struct _EinsoraNotebookServer {
+struct _EinsoraSandboxServer {
     GObject parent_instance;
 
+    EinsoraWorkloadKind kind;
     gchar *socket_path;
     gchar *token;
 };
 
-G_DEFINE_FINAL_TYPE(EinsoraNotebookServer, einsora_notebook_server, G_TYPE_OBJECT)
+G_DEFINE_FINAL_TYPE(EinsoraSandboxServer, einsora_sandbox_server, G_TYPE_OBJECT)
 
 static void
-einsora_notebook_server_finalize(GObject *object)
+einsora_sandbox_server_finalize(GObject *object)
 {
-    EinsoraNotebookServer *self = EINSORA_NOTEBOOK_SERVER(object);
+    EinsoraSandboxServer *self = EINSORA_SANDBOX_SERVER(object);
 
     g_free(self->socket_path);
     if (self->token != NULL)
         explicit_bzero(self->token, strlen(self->token));
     g_free(self->token);
-    G_OBJECT_CLASS(einsora_notebook_server_parent_class)->finalize(object);
+    G_OBJECT_CLASS(einsora_sandbox_server_parent_class)->finalize(object);
 }
 
 static void
-einsora_notebook_server_class_init(EinsoraNotebookServerClass *klass)
+einsora_sandbox_server_class_init(EinsoraSandboxServerClass *klass)
 {
-    G_OBJECT_CLASS(klass)->finalize = einsora_notebook_server_finalize;
+    G_OBJECT_CLASS(klass)->finalize = einsora_sandbox_server_finalize;
 }
 
 static void
-einsora_notebook_server_init(EinsoraNotebookServer *self)
+einsora_sandbox_server_init(EinsoraSandboxServer *self)
 {
 }
 
-EinsoraNotebookServer *
-einsora_notebook_server_new(const char *socket_path, const char *token)
+EinsoraSandboxServer *
+einsora_sandbox_server_new(EinsoraWorkloadKind kind, const char *socket_path, const char *token)
 {
-    EinsoraNotebookServer *self = g_object_new(EINSORA_TYPE_NOTEBOOK_SERVER, NULL);
+    EinsoraSandboxServer *self = g_object_new(EINSORA_TYPE_SANDBOX_SERVER, NULL);
 
+    self->kind = kind;
     self->socket_path = g_strdup(socket_path);
     self->token = g_strdup(token);
     return self;
 }
 
 gchar *
-einsora_notebook_server_new_token(GError **error)
+einsora_sandbox_server_new_token(GError **error)
 {
     guchar bytes[TOKEN_BYTES];
     gchar *token = g_malloc(TOKEN_BYTES * 2 + 1);
@@ -81,19 +83,19 @@ einsora_notebook_server_new_token(GError **error)
 }
 
 const char *
-einsora_notebook_server_get_socket_path(EinsoraNotebookServer *self)
+einsora_sandbox_server_get_socket_path(EinsoraSandboxServer *self)
 {
     return self->socket_path;
 }
 
 const char *
-einsora_notebook_server_get_token(EinsoraNotebookServer *self)
+einsora_sandbox_server_get_token(EinsoraSandboxServer *self)
 {
     return self->token;
 }
 
 GSocketAddress *
-einsora_notebook_server_open_address(EinsoraNotebookServer *self, int *fd, GError **error)
+einsora_sandbox_server_open_address(EinsoraSandboxServer *self, int *fd, GError **error)
 {
     g_autofree gchar *path = einsora_unix_socket_open_own(self->socket_path, fd, error);
 
@@ -123,6 +125,7 @@ on_status_read(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     g_autoptr(GTask) task = user_data;
     StatusCheck *check = g_task_get_task_data(task);
+    EinsoraSandboxServer *self = g_task_get_source_object(task);
     g_autoptr(GError) error = NULL;
     g_autoptr(GBytes) body =
         soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
@@ -135,16 +138,17 @@ on_status_read(GObject *source, GAsyncResult *result, gpointer user_data)
     status = soup_message_get_status(check->message);
     if (status != SOUP_STATUS_OK) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
-                                "the notebook server answered %u to its status", status);
+                                "the %s server answered %u to its status",
+                                einsora_workload_kind_to_string(self->kind), status);
         return;
     }
     g_task_return_boolean(task, TRUE);
 }
 
 void
-einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint timeout_ms,
-                                          GCancellable *cancellable, GAsyncReadyCallback callback,
-                                          gpointer user_data)
+einsora_sandbox_server_check_ready_async(EinsoraSandboxServer *self, guint timeout_ms,
+                                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                                         gpointer user_data)
 {
     g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
     g_autoptr(GSocketAddress) address = NULL;
@@ -152,16 +156,23 @@ einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint tim
     StatusCheck *check = g_new0(StatusCheck, 1);
     g_autofree gchar *authorization = NULL;
 
-    g_task_set_source_tag(task, einsora_notebook_server_check_ready_async);
+    g_task_set_source_tag(task, einsora_sandbox_server_check_ready_async);
     g_task_set_task_data(task, check, (GDestroyNotify)status_check_free);
-    address = einsora_notebook_server_open_address(self, &check->fd, &error);
+    address = einsora_sandbox_server_open_address(self, &check->fd, &error);
     if (address == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
-    authorization = g_strdup_printf("token %s", self->token);
+    /* Jupyter's status once its server is up; llama-server's health,
+     * which is 503 while it loads the model and 200 once it serves. */
+    if (self->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
+        authorization = g_strdup_printf("Bearer %s", self->token);
+        check->message = soup_message_new("GET", "http://localhost/health");
+    } else {
+        authorization = g_strdup_printf("token %s", self->token);
+        check->message = soup_message_new("GET", "http://localhost/api/status");
+    }
     /* A new session each time: nothing is reused across server runs. */
-    check->message = soup_message_new("GET", "http://localhost/api/status");
     check->session =
         soup_session_new_with_options("remote-connectable", address, "timeout",
                                       MAX(1u, (timeout_ms + 999) / 1000), "idle-timeout", 1u, NULL);
@@ -173,8 +184,8 @@ einsora_notebook_server_check_ready_async(EinsoraNotebookServer *self, guint tim
 }
 
 gboolean
-einsora_notebook_server_check_ready_finish(EinsoraNotebookServer *self, GAsyncResult *result,
-                                           GError **error)
+einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, GAsyncResult *result,
+                                          GError **error)
 {
     g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
     return g_task_propagate_boolean(G_TASK(result), error);
