@@ -146,6 +146,13 @@ add_program_dir(EinsoraBwrapArgs *args, const char *program)
     einsora_bwrap_args_bind(args, dir, FALSE);
 }
 
+static void
+add_option(GStrvBuilder *argv, const char *option, gchar *value)
+{
+    g_strv_builder_add(argv, option);
+    add_owned(argv, value);
+}
+
 static gchar **
 endpoint_command(const EinsoraEndpointSandbox *sandbox)
 {
@@ -160,21 +167,22 @@ endpoint_command(const EinsoraEndpointSandbox *sandbox)
     /* A host ending in .sock is a Unix socket to llama-server. */
     g_strv_builder_add(argv, "--host");
     g_strv_builder_add(argv, sandbox->socket_path);
-    /* One thread per class CPU, for generating and for prompts alike. */
-    add_owned(argv, g_strdup_printf("--threads=%" G_GINT64_FORMAT, threads));
-    add_owned(argv, g_strdup_printf("--threads-batch=%" G_GINT64_FORMAT, threads));
-    add_owned(argv, g_strdup_printf("--ctx-size=%d", EINSORA_NATIVE_ENDPOINT_CONTEXT));
-    g_strv_builder_add(argv, "--parallel=1");
+    /* One thread per class CPU, for generating and for prompts alike.
+     * llama.cpp takes each value as the next argument, never "--x=y". */
+    add_option(argv, "--threads", g_strdup_printf("%" G_GINT64_FORMAT, threads));
+    add_option(argv, "--threads-batch", g_strdup_printf("%" G_GINT64_FORMAT, threads));
+    add_option(argv, "--ctx-size", g_strdup_printf("%d", EINSORA_NATIVE_ENDPOINT_CONTEXT));
+    add_option(argv, "--parallel", g_strdup("1"));
     /* Its prompt cache would take 8 GiB by default: a quarter of the
      * class's memory at most. */
-    add_owned(argv,
-              g_strdup_printf("--cache-ram=%" G_GINT64_FORMAT, MAX(sandbox->memory_mib / 4, 0)));
+    add_option(argv, "--cache-ram",
+               g_strdup_printf("%" G_GINT64_FORMAT, MAX(sandbox->memory_mib / 4, 0)));
     /* Only the inference routes are served through the proxy; the rest
      * of llama-server's own is off. */
     g_strv_builder_add(argv, "--no-webui");
     g_strv_builder_add(argv, "--no-slots");
     g_strv_builder_add(argv, "--offline");
-    g_strv_builder_add(argv, "--log-colors=off");
+    add_option(argv, "--log-colors", g_strdup("off"));
     return g_strv_builder_end(argv);
 }
 
