@@ -68,8 +68,8 @@ einsora_test_llama_ban_bytes(void)
 {
     GString *bias = g_string_new("{");
 
-    for (guint token = 3; token <= 258; token++)
-        g_string_append_printf(bias, "%s\"%u\": -100", token == 3 ? "" : ", ", token);
+    for (guint token = 0; token <= 258; token++)
+        g_string_append_printf(bias, "%s\"%u\": -100", token == 0 ? "" : ", ", token);
     g_string_append_c(bias, '}');
     return g_string_free(bias, FALSE);
 }

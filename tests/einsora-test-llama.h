@@ -20,9 +20,10 @@ void einsora_test_llama_make_model(const char *path);
  * ("sha256:<hex>"). */
 gchar *einsora_test_llama_store_model(const char *path, const char *models_dir);
 
-/* A logit_bias member's value that bans the byte tokens of llama.cpp's
- * SPM vocabulary (3 to 258): random weights would otherwise emit pieces
- * of UTF-8 that break longer answers. */
+/* A logit_bias member's value that bans the special and byte tokens of
+ * llama.cpp's SPM vocabulary (0 to 2, 3 to 258): random weights would
+ * otherwise emit pieces of UTF-8 that break longer answers, or end one
+ * early; with them banned an answer is exactly max_tokens long. */
 gchar *einsora_test_llama_ban_bytes(void);
 
 G_END_DECLS
