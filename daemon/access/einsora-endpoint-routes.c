@@ -125,8 +125,7 @@ einsora_endpoint_body_check(const char *data, gsize length, gchar **model, GErro
     }
     member = json_object_get_member(json_node_get_object(root), "model");
     if (model != NULL && member != NULL && JSON_NODE_HOLDS_VALUE(member) &&
-        json_node_get_value_type(member) == G_TYPE_STRING &&
-        *json_node_get_string(member) != '\0')
+        json_node_get_value_type(member) == G_TYPE_STRING && *json_node_get_string(member) != '\0')
         *model = g_strdup(json_node_get_string(member));
     return TRUE;
 }

@@ -38,8 +38,7 @@ gchar *einsora_endpoint_error_json(const char *message, const char *type, const 
 /* A request body: a JSON object. @model (may be NULL): its "model"
  * member when that is a non-empty string, else NULL. FALSE with @error
  * (G_IO_ERROR_INVALID_DATA, a message fit for the client) otherwise. */
-gboolean einsora_endpoint_body_check(const char *data, gsize length, gchar **model,
-                                     GError **error);
+gboolean einsora_endpoint_body_check(const char *data, gsize length, gchar **model, GError **error);
 
 /* GET /v1/models on the tenant-wide base URL: @names (with @created_unix
  * for each, seconds) in OpenAI's list shape. */
