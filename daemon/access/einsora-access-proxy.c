@@ -1510,7 +1510,7 @@ endpoint_early(EinsoraAccessProxy *self, SoupServerMessage *msg, EinsoraEndpoint
         g_autofree gchar *type = NULL;
         const char *content_type = soup_message_headers_get_content_type(headers, NULL);
 
-        if (encoding != SOUP_ENCODING_CONTENT_LENGTH) {
+        if (encoding != SOUP_ENCODING_CONTENT_LENGTH && encoding != SOUP_ENCODING_NONE) {
             refuse_endpoint(msg, SOUP_STATUS_LENGTH_REQUIRED,
                             "a request body needs a Content-Length of at most 4 MiB",
                             "invalid_request_error", "length_required");

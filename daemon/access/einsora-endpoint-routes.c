@@ -42,11 +42,12 @@ einsora_endpoint_route_parse(const char *method, const char *path)
     if (g_str_has_prefix(path, EINSORA_ENDPOINT_PATH_PREFIX)) {
         const char *id = path + strlen(EINSORA_ENDPOINT_PATH_PREFIX);
         const char *slash = strchr(id, '/');
-        g_autofree gchar *text = slash != NULL ? g_strndup(id, (gsize)(slash - id)) : NULL;
+        /* Case-insensitive, as hosts are for notebooks. */
+        g_autofree gchar *text = slash != NULL ? g_ascii_strdown(id, (gssize)(slash - id)) : NULL;
 
         if (text == NULL || !einsora_uuid_is_valid(text))
             return NULL;
-        route->workload_id = g_ascii_strdown(text, -1);
+        route->workload_id = g_steal_pointer(&text);
         rest = slash;
     }
     /* "/v1", or "/v1/" and more; not "/v1x". */
