@@ -986,6 +986,35 @@ test_hang_up_closes_upstream(Fixture *f, gconstpointer data)
     g_assert_cmpuint(f->chunks_sent, <, SSE_CHUNKS);
 }
 
+/* The access grant's check: a running endpoint of the actor's tenant
+ * (the API answers its base URLs), CONFLICT for what isn't, NOT_FOUND
+ * for another tenant's. */
+static void
+test_endpoint_access(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) served =
+        einsora_service_endpoint_access(f->service, f->alice, f->endpoint, &error);
+    const char *const conflicts[] = {f->notebook, f->stopped};
+
+    g_assert_no_error(error);
+    g_assert_cmpstr(served->id, ==, f->endpoint);
+    g_assert_cmpstr(served->name, ==, "tiny");
+    for (guint i = 0; i < G_N_ELEMENTS(conflicts); i++) {
+        g_autoptr(EinsoraWorkload) refused =
+            einsora_service_endpoint_access(f->service, f->alice, conflicts[i], &error);
+        g_assert_null(refused);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+        g_clear_error(&error);
+    }
+    {
+        g_autoptr(EinsoraWorkload) theirs =
+            einsora_service_endpoint_access(f->service, f->alice, f->theirs, &error);
+        g_assert_null(theirs);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    }
+}
+
 /* The pure parts. */
 
 static void
@@ -1100,6 +1129,7 @@ main(int argc, char **argv)
     ADD("/endpoint/refused/not-found-is-one-answer", test_not_found_is_one_answer);
     ADD("/endpoint/refused/bad-input", test_bad_input_refused);
     ADD("/endpoint/tenant-wide", test_tenant_wide);
+    ADD("/endpoint/access-grant", test_endpoint_access);
     ADD("/endpoint/stream/relayed-as-it-comes", test_stream_relayed_as_it_comes);
     ADD("/endpoint/stream/hang-up-closes-upstream", test_hang_up_closes_upstream);
 #undef ADD
