@@ -1325,7 +1325,8 @@ endpoint_request_free(EndpointRequest *request)
     g_free(request);
 }
 
-/* Only this machine's own names: the routes are for local clients. */
+/* Only this machine's own names, with the proxy's port (every client
+ * sends it, as it is never 80): the routes are for local clients. */
 static gboolean
 is_loopback_host(const char *host, guint own_port)
 {
@@ -1338,10 +1339,10 @@ is_loopback_host(const char *host, guint own_port)
     colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
     if (colon != NULL && host[0] == '[')
         colon++;
-    name = colon != NULL ? g_strndup(host, (gsize)(colon - host)) : g_strdup(host);
-    if (colon != NULL &&
-        (!g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL) || port != own_port))
+    if (colon == NULL || !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL) ||
+        port != own_port)
         return FALSE;
+    name = g_strndup(host, (gsize)(colon - host));
     return g_ascii_strcasecmp(name, "127.0.0.1") == 0 ||
            g_ascii_strcasecmp(name, "localhost") == 0 || g_strcmp0(name, "[::1]") == 0;
 }
