@@ -186,6 +186,7 @@ run(const char *dir, const char *socket_path)
     g_autofree gchar *db = g_build_filename(dir, "einsora.db", NULL);
     g_autoptr(EinsoraCatalog) catalog = NULL;
     g_autoptr(EinsoraSqliteStore) store = NULL;
+    g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraService) service = NULL;
     g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(TENANT, "bench", FALSE, CREATED_AT);
     g_autoptr(EinsoraMachine) machine = einsora_machine_new();
@@ -242,7 +243,9 @@ run(const char *dir, const char *socket_path)
         targets->token[48] = '\0';
     }
 
-    proxy = einsora_access_proxy_new(service, EINSORA_WORKLOAD_ACCESS(targets), real_now, NULL);
+    auth = einsora_auth_new(EINSORA_STORE(store), real_now, NULL);
+    proxy =
+        einsora_access_proxy_new(service, auth, EINSORA_WORKLOAD_ACCESS(targets), real_now, NULL);
     if (!einsora_access_proxy_listen(proxy, "127.0.0.1:0", &error))
         goto out;
     port = einsora_access_proxy_get_port(proxy);

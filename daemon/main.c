@@ -828,7 +828,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     /* Before either listener counts what it may hold. */
     einsora_http_raise_open_file_limit();
     /* The access proxy, beside the hub whose agent hands it the way in. */
-    access = einsora_access_proxy_new(service, EINSORA_WORKLOAD_ACCESS(machine.hub),
+    access = einsora_access_proxy_new(service, auth, EINSORA_WORKLOAD_ACCESS(machine.hub),
                                       einsora_now_real, NULL);
     if (!einsora_access_proxy_listen(access, settings->access_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);

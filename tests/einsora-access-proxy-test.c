@@ -105,6 +105,7 @@ typedef struct {
     EinsoraCatalog *catalog;
     EinsoraSqliteStore *store;
     EinsoraService *service;
+    EinsoraAuth *auth;
     EinsoraActor *alice;
     TestTargets *targets;
     EinsoraAccessProxy *proxy;
@@ -353,8 +354,9 @@ fixture_set_up(Fixture *f, gconstpointer data)
     g_assert_true(soup_server_listen_socket(f->upstream, socket, 0, &error));
     g_assert_no_error(error);
 
-    f->proxy = einsora_access_proxy_new(f->service, EINSORA_WORKLOAD_ACCESS(f->targets), clock_now,
-                                        &f->clock);
+    f->auth = einsora_auth_new(EINSORA_STORE(f->store), clock_now, &f->clock);
+    f->proxy = einsora_access_proxy_new(f->service, f->auth, EINSORA_WORKLOAD_ACCESS(f->targets),
+                                        clock_now, &f->clock);
     g_assert_true(einsora_access_proxy_listen(f->proxy, "127.0.0.1:0", &error));
     g_assert_no_error(error);
     /* The browser: names under .localhost are loopback to it. */
@@ -375,6 +377,7 @@ fixture_tear_down(Fixture *f, gconstpointer data)
     soup_server_disconnect(f->upstream);
     g_clear_object(&f->upstream);
     g_clear_object(&f->targets);
+    g_clear_object(&f->auth);
     g_clear_object(&f->service);
     g_clear_object(&f->store);
     g_clear_object(&f->catalog);
@@ -1613,7 +1616,7 @@ test_listen_loopback_only(Fixture *f, gconstpointer data)
     for (guint i = 0; refused[i] != NULL; i++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(EinsoraAccessProxy) proxy = einsora_access_proxy_new(
-            f->service, EINSORA_WORKLOAD_ACCESS(f->targets), clock_now, &f->clock);
+            f->service, f->auth, EINSORA_WORKLOAD_ACCESS(f->targets), clock_now, &f->clock);
         g_assert_false(einsora_access_proxy_listen(proxy, refused[i], &error));
         g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
     }

@@ -9,10 +9,12 @@
 
 #include "einsora-access-host.h"
 #include "einsora-credential.h"
+#include "einsora-endpoint-routes.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
 #include "einsora-unix-socket.h"
 #include "einsora-upstream.h"
+#include "einsora-uuid.h"
 #include "einsora-websocket-tunnel.h"
 
 #define CHUNK_SIZE (256 * 1024)
@@ -37,6 +39,9 @@ typedef struct {
      * connects through it, as /proc/self/fd/N. -1 until first used. */
     int socket_fd;
     gchar *socket_address;
+    /* An endpoint's worker (llama-server): its key goes as a Bearer
+     * token, and the client's cookies never go at all. */
+    gboolean endpoint;
 } Target;
 
 /* A browser's session with one workload, behind its cookie (kept here as
@@ -58,6 +63,7 @@ struct _EinsoraAccessProxy {
     GObject parent_instance;
 
     EinsoraService *service;
+    EinsoraAuth *auth; /* API tokens, for endpoints */
     EinsoraWorkloadAccess *targets;
     EinsoraNowFunc now;
     gpointer now_data;
@@ -131,6 +137,39 @@ respond_page(SoupServerMessage *msg, guint status, const char *title, const char
     soup_server_message_set_status(msg, status, NULL);
     soup_server_message_set_response(msg, "text/html; charset=utf-8", SOUP_MEMORY_COPY, body,
                                      strlen(body));
+}
+
+/* An endpoint's answers, in OpenAI's error shape (docs/adr/0034): what
+ * its clients parse. */
+static void
+respond_endpoint_error(SoupServerMessage *msg, guint status, const char *message, const char *type,
+                       const char *code)
+{
+    g_autofree gchar *body = einsora_endpoint_error_json(message, type, code);
+
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
+                                 "no-store");
+    soup_server_message_set_status(msg, status, NULL);
+    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body, strlen(body));
+}
+
+/* The workload's side can't be had (or broke off before answering). */
+static void
+respond_unreachable(SoupServerMessage *msg, const Target *target, const char *what)
+{
+    g_autofree gchar *message = NULL;
+
+    if (!target->endpoint) {
+        respond_page(msg, SOUP_STATUS_BAD_GATEWAY,
+                     g_str_equal(what, "didn't answer") ? "The notebook didn't answer"
+                                                        : "The notebook isn't reachable",
+                     "It may be starting or stopping. Try again in a moment.");
+        return;
+    }
+    message =
+        g_strdup_printf("the endpoint's model server %s; it may be starting or stopping", what);
+    respond_endpoint_error(msg, SOUP_STATUS_BAD_GATEWAY, message, "server_error",
+                           "endpoint_unavailable");
 }
 
 static void
@@ -457,7 +496,7 @@ is_hop_by_hop(const char *name, const char *connection)
  * over a local socket only costs. Expect is libsoup's to answer. */
 static void
 append_request_headers(GString *head, SoupMessageHeaders *from, const Target *target,
-                       gboolean websocket)
+                       gboolean websocket, const char *request_id)
 {
     const char *connection = soup_message_headers_get_list(from, "Connection");
     SoupMessageHeadersIter iter;
@@ -472,14 +511,16 @@ append_request_headers(GString *head, SoupMessageHeaders *from, const Target *ta
             g_ascii_strcasecmp(name, "Content-Length") == 0 ||
             g_ascii_strcasecmp(name, "Expect") == 0 ||
             g_ascii_strcasecmp(name, "Accept-Encoding") == 0 ||
-            (websocket && g_ascii_strncasecmp(name, "Sec-WebSocket-", 14) == 0))
+            (websocket && g_ascii_strncasecmp(name, "Sec-WebSocket-", 14) == 0) ||
+            (request_id != NULL && g_ascii_strcasecmp(name, "X-Request-ID") == 0))
             continue;
         g_string_append(head, name);
         g_string_append(head, ": ");
         g_string_append(head, value);
         g_string_append(head, "\r\n");
     }
-    {
+    /* A worker has no use for a client's cookies: none go. */
+    if (!target->endpoint) {
         g_autofree gchar *rest = NULL;
         g_autofree gchar *ours =
             einsora_access_cookie_take(soup_message_headers_get_one(from, "Cookie"), &rest);
@@ -490,25 +531,31 @@ append_request_headers(GString *head, SoupMessageHeaders *from, const Target *ta
     }
     if (soup_message_headers_get_one(from, "Origin") != NULL)
         g_string_append(head, "Origin: http://localhost\r\n");
-    g_string_append_printf(head, "Authorization: token %s\r\n", target->token);
+    if (request_id != NULL)
+        g_string_append_printf(head, "X-Request-ID: %s\r\n", request_id);
+    g_string_append_printf(head, "Authorization: %s %s\r\n", target->endpoint ? "Bearer" : "token",
+                           target->token);
 }
 
-/* The request line, for the workload's own name for itself. */
+/* The request line, for the workload's own name for itself. @route: an
+ * endpoint's inference route, asked as it is (no query), else NULL. */
 static GString *
-request_line(SoupServerMessage *msg)
+request_line(SoupServerMessage *msg, const char *route)
 {
     GUri *uri = soup_server_message_get_uri(msg);
-    const char *query = g_uri_get_query(uri);
+    const char *query = route == NULL ? g_uri_get_query(uri) : NULL;
     GString *head = g_string_sized_new(1024);
 
     g_string_append_printf(head, "%s %s%s%s HTTP/1.1\r\nHost: localhost\r\n",
-                           soup_server_message_get_method(msg), g_uri_get_path(uri),
-                           query != NULL ? "?" : "", query != NULL ? query : "");
+                           soup_server_message_get_method(msg),
+                           route != NULL ? route : g_uri_get_path(uri), query != NULL ? "?" : "",
+                           query != NULL ? query : "");
     return head;
 }
 
 static void
-copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const char *token)
+copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const char *token,
+                      gboolean endpoint)
 {
     const char *connection = soup_message_headers_get_list(from, "Connection");
     SoupMessageHeadersIter iter;
@@ -521,7 +568,10 @@ copy_response_headers(SoupMessageHeaders *from, SoupMessageHeaders *to, const ch
         /* Date and Server are the proxy's own answer's. */
         if (is_hop_by_hop(name, connection) || g_ascii_strcasecmp(name, "Content-Length") == 0 ||
             g_ascii_strcasecmp(name, "Date") == 0 || g_ascii_strcasecmp(name, "Server") == 0 ||
-            (g_ascii_strcasecmp(name, "Set-Cookie") == 0 && einsora_access_cookie_is_ours(value)))
+            (g_ascii_strcasecmp(name, "Set-Cookie") == 0 && einsora_access_cookie_is_ours(value)) ||
+            /* The proxy says which request and where it ran. */
+            (endpoint && (g_ascii_strcasecmp(name, "X-Request-ID") == 0 ||
+                          g_ascii_strncasecmp(name, "X-Einsora-", 10) == 0)))
             continue;
         /* A redirect to ?token=... would hand the browser the token. */
         clean = g_string_new(value);
@@ -632,6 +682,14 @@ scrub_chunk(Forward *forward, GBytes *chunk)
     g_string_append_len(forward->held, data, (gssize)size);
     remove_all(forward->held, forward->target->token);
     keep = MIN(forward->held->len, token_length - 1);
+    /* A token has no line break: none can span one, so a chunk that ends
+     * a line (every SSE event does) goes on whole, not a token's length
+     * later. */
+    {
+        const char *newline = g_strrstr_len(forward->held->str, (gssize)forward->held->len, "\n");
+        if (newline != NULL)
+            keep = MIN(keep, forward->held->len - (gsize)(newline - forward->held->str) - 1);
+    }
     clean = g_bytes_new(forward->held->str, forward->held->len - keep);
     g_string_erase(forward->held, 0, (gssize)(forward->held->len - keep));
     return clean;
@@ -723,17 +781,17 @@ answer_client(Forward *forward)
         return;
     }
     if (from == NULL) {
-        g_message("access %s: the notebook server didn't answer: %s", forward->target->workload_id,
+        g_message("access %s: the %s didn't answer: %s", forward->target->workload_id,
+                  forward->target->endpoint ? "endpoint's worker" : "notebook server",
                   forward->failure != NULL ? forward->failure : "no answer");
         forward->status = SOUP_STATUS_BAD_GATEWAY;
-        respond_page(forward->msg, SOUP_STATUS_BAD_GATEWAY, "The notebook didn't answer",
-                     "It may be starting or stopping. Try again in a moment.");
+        respond_unreachable(forward->msg, forward->target, "didn't answer");
         forward_end(forward);
         return;
     }
     forward->status = forward->answer_status;
     headers = soup_server_message_get_response_headers(forward->msg);
-    copy_response_headers(from, headers, forward->target->token);
+    copy_response_headers(from, headers, forward->target->token, forward->target->endpoint);
     length = soup_message_headers_get_content_length(from);
     forward->scrub = is_text(from);
     known = soup_message_headers_get_encoding(from) == SOUP_ENCODING_CONTENT_LENGTH && length >= 0;
@@ -839,23 +897,29 @@ request_body(SoupServerMessage *msg, goffset *length)
 }
 
 /* Starts the workload's side: at once after the headers, so a body
- * streams as it arrives. The handler takes over once the body is read. */
-static void
-start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
+ * streams as it arrives. The handler takes over once the body is read.
+ * An endpoint's request comes once its body is read and checked: @whole
+ * is that body, @route and @request_id what the worker is asked and
+ * told. NULL when it couldn't start (the client has its answer). */
+static Forward *
+start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target, GBytes *whole,
+              const char *route, const char *request_id)
 {
     Forward *forward = g_new0(Forward, 1);
     g_autoptr(GError) error = NULL;
     const char *address;
     SoupMessageHeaders *request_headers = soup_server_message_get_request_headers(msg);
-    goffset length = 0;
-    EinsoraHttpBody body = request_body(msg, &length);
-    g_autoptr(GString) head = request_line(msg);
+    goffset length = whole != NULL ? (goffset)g_bytes_get_size(whole) : 0;
+    EinsoraHttpBody body = whole != NULL
+                               ? (length > 0 ? EINSORA_HTTP_BODY_LENGTH : EINSORA_HTTP_BODY_NONE)
+                               : request_body(msg, &length);
+    g_autoptr(GString) head = request_line(msg, route);
 
     forward->self = g_object_ref(self);
     forward->msg = g_object_ref(msg);
     forward->target = target;
     forward->status = SOUP_STATUS_BAD_GATEWAY;
-    append_request_headers(head, request_headers, target, FALSE);
+    append_request_headers(head, request_headers, target, FALSE, request_id);
     /* No connection is ever reused for another request. */
     g_string_append(head, "Connection: close\r\n");
     if (body == EINSORA_HTTP_BODY_LENGTH)
@@ -873,13 +937,18 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     explicit_bzero(head->str, head->len); /* it holds the token */
     if (forward->upstream == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
-        respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
-                     "It may be starting or stopping. Try again in a moment.");
+        respond_unreachable(msg, target, "isn't reachable");
         log_request(msg, target->workload_id, SOUP_STATUS_BAD_GATEWAY, "no socket");
         forward_free(forward);
-        return;
+        return NULL;
     }
-    if (body != EINSORA_HTTP_BODY_NONE) {
+    if (whole != NULL) {
+        /* All of it at once: the upstream holds what the socket doesn't
+         * take yet (a few MiB at most) and sends it as the socket drains. */
+        (void)einsora_upstream_write_body(forward->upstream, g_bytes_get_data(whole, NULL),
+                                          (gsize)length);
+        einsora_upstream_finish_body(forward->upstream);
+    } else if (body != EINSORA_HTTP_BODY_NONE) {
         soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
         forward->chunk_handler =
             g_signal_connect(msg, "got-chunk", G_CALLBACK(on_request_chunk), forward);
@@ -891,6 +960,7 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     forward->disconnected_handler =
         g_signal_connect(msg, "disconnected", G_CALLBACK(on_client_finished), forward);
     g_object_set_data(G_OBJECT(msg), "einsora-forward", forward);
+    return forward;
 }
 
 /* The body is all read: answer the browser when the workload has. */
@@ -1144,7 +1214,7 @@ static gchar *
 upgrade_request(SoupServerMessage *msg, const Target *target)
 {
     SoupMessageHeaders *from = soup_server_message_get_request_headers(msg);
-    GString *text = request_line(msg);
+    GString *text = request_line(msg, NULL);
     const char *value;
 
     g_string_append_printf(text,
@@ -1154,7 +1224,7 @@ upgrade_request(SoupServerMessage *msg, const Target *target)
     value = soup_message_headers_get_one(from, "Sec-WebSocket-Protocol");
     if (value != NULL)
         g_string_append_printf(text, "Sec-WebSocket-Protocol: %s\r\n", value);
-    append_request_headers(text, from, target, TRUE);
+    append_request_headers(text, from, target, TRUE, NULL);
     g_string_append(text, "\r\n");
     return g_string_free(text, FALSE);
 }
@@ -1230,6 +1300,325 @@ is_websocket(SoupServerMessage *msg)
            soup_message_headers_header_contains(headers, "Upgrade", "websocket");
 }
 
+/* Endpoints (docs/adr/0034): an endpoint's OpenAI-compatible base URL at
+ * /endpoints/<id>/v1, and the tenant's at /v1 where the body's "model"
+ * names the endpoint. An API token on every request, never a cookie;
+ * the workload is looked up in the token's tenant, so another tenant's
+ * endpoint, a notebook and a stopped endpoint are one 404. Bodies are
+ * read whole (they are bounded) and checked before the worker sees them;
+ * answers stream back through the same forwarding as a notebook's. */
+
+typedef struct {
+    gchar *request_id;
+    gchar *tenant_id;
+    EinsoraEndpointRoute *route;
+    Target *target; /* a per-endpoint URL's, looked up before the body */
+} EndpointRequest;
+
+static void
+endpoint_request_free(EndpointRequest *request)
+{
+    g_free(request->request_id);
+    g_free(request->tenant_id);
+    einsora_endpoint_route_free(request->route);
+    target_free(request->target);
+    g_free(request);
+}
+
+/* Only this machine's own names, with the proxy's port (every client
+ * sends it, as it is never 80): the routes are for local clients. */
+static gboolean
+is_loopback_host(const char *host, guint own_port)
+{
+    g_autofree gchar *name = NULL;
+    const char *colon;
+    guint64 port = 0;
+
+    if (host == NULL)
+        return FALSE;
+    colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
+    if (colon != NULL && host[0] == '[')
+        colon++;
+    if (colon == NULL || !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL) ||
+        port != own_port)
+        return FALSE;
+    name = g_strndup(host, (gsize)(colon - host));
+    return g_ascii_strcasecmp(name, "127.0.0.1") == 0 ||
+           g_ascii_strcasecmp(name, "localhost") == 0 || g_strcmp0(name, "[::1]") == 0;
+}
+
+/* A refusal made before the body is read: the body isn't kept, and the
+ * connection closes after the answer rather than reading it on. */
+static void
+refuse_endpoint(SoupServerMessage *msg, guint status, const char *message, const char *type,
+                const char *code)
+{
+    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+    einsora_http_message_close_after(msg);
+    respond_endpoint_error(msg, status, message, type, code);
+}
+
+/* Where the answer came from: the region, the class it was placed on,
+ * and whether that is another than the one asked for. */
+static void
+set_endpoint_headers(SoupServerMessage *msg, const EinsoraWorkload *workload)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_response_headers(msg);
+    gboolean fallback = workload->placed_class != NULL &&
+                        g_strcmp0(workload->placed_class, workload->gpu_class) != 0;
+
+    soup_message_headers_replace(headers, "X-Einsora-Region", workload->region);
+    soup_message_headers_replace(headers, "X-Einsora-Class", einsora_workload_get_class(workload));
+    soup_message_headers_replace(headers, "X-Einsora-Fallback", fallback ? "true" : "false");
+}
+
+static gboolean
+is_serving(const EinsoraWorkload *workload)
+{
+    return workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT &&
+           workload->state == EINSORA_WORKLOAD_STATE_RUNNING;
+}
+
+/* The way into @workload's worker, if it serves now. */
+static Target *
+endpoint_target(EinsoraAccessProxy *self, const EinsoraWorkload *workload)
+{
+    gint64 attempt = -1;
+    Target *target;
+
+    if (!is_serving(workload))
+        return NULL;
+    target = lookup_target(self, workload->tenant_id, workload->id, &attempt);
+    if (target != NULL)
+        target->endpoint = TRUE;
+    return target;
+}
+
+/* @tenant_id's running endpoint named @model: by the workload's name,
+ * the one created first when two share it. */
+static EinsoraWorkload *
+find_endpoint(EinsoraAccessProxy *self, const char *tenant_id, const char *model)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) workloads =
+        einsora_service_list_workloads(self->service, tenant_id, FALSE, &error);
+
+    if (workloads == NULL) {
+        g_message("access: listing endpoints: %s", error->message);
+        return NULL;
+    }
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = workloads->pdata[i];
+        if (is_serving(workload) && g_strcmp0(workload->name, model) == 0)
+            return einsora_workload_copy(workload);
+    }
+    return NULL;
+}
+
+/* GET /v1/models on the tenant's base URL: its running endpoints, by
+ * the names that route to them. */
+static void
+respond_models(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *tenant_id)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) workloads =
+        einsora_service_list_workloads(self->service, tenant_id, FALSE, &error);
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    g_autoptr(GArray) created = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autofree gchar *body = NULL;
+
+    if (workloads == NULL) {
+        g_message("access: listing endpoints: %s", error->message);
+        respond_endpoint_error(msg, SOUP_STATUS_INTERNAL_SERVER_ERROR,
+                               "the endpoints could not be listed", "server_error", NULL);
+        return;
+    }
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = workloads->pdata[i];
+        gint64 created_us = 0;
+
+        if (!is_serving(workload) || !g_hash_table_add(seen, workload->name))
+            continue;
+        (void)einsora_timestamp_parse(workload->created_at, &created_us, NULL);
+        g_ptr_array_add(names, workload->name);
+        created_us /= G_USEC_PER_SEC;
+        g_array_append_val(created, created_us);
+    }
+    body = einsora_endpoint_models_json((const char *const *)names->pdata,
+                                        (const gint64 *)(gpointer)created->data, names->len);
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
+                                 "no-store");
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response(msg, "application/json", SOUP_MEMORY_COPY, body, strlen(body));
+}
+
+/* After the headers: every check that needs no body, so a refused
+ * request's body is never read into anything. */
+static void
+endpoint_early(EinsoraAccessProxy *self, SoupServerMessage *msg, EinsoraEndpointRoute *route)
+{
+    SoupMessageHeaders *headers = soup_server_message_get_request_headers(msg);
+    SoupMessageHeaders *answer = soup_server_message_get_response_headers(msg);
+    const char *client_id = soup_message_headers_get_one(headers, "X-Request-ID");
+    const char *authorization = soup_message_headers_get_one(headers, "Authorization");
+    g_autofree gchar *request_id = einsora_endpoint_request_id_is_sane(client_id)
+                                       ? g_strdup(client_id)
+                                       : einsora_uuid_v7_new(proxy_now(self) / 1000);
+    g_autoptr(EinsoraActor) actor = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = NULL;
+    EndpointRequest *request;
+    const char *method = soup_server_message_get_method(msg);
+
+    soup_message_headers_replace(answer, "X-Request-ID", request_id);
+    /* A token, on every request; a cookie is never looked at. */
+    if (authorization == NULL || !g_str_has_prefix(authorization, "Bearer ") ||
+        authorization[7] == '\0') {
+        soup_message_headers_replace(answer, "WWW-Authenticate", "Bearer");
+        refuse_endpoint(msg, SOUP_STATUS_UNAUTHORIZED, "use Authorization: Bearer <API token>",
+                        "invalid_request_error", "missing_api_key");
+        log_request(msg, route->workload_id, SOUP_STATUS_UNAUTHORIZED, "no API token");
+        return;
+    }
+    actor = einsora_auth_authenticate_token(self->auth, authorization + 7, &error);
+    if (actor == NULL) {
+        gboolean refused = g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED);
+        if (refused)
+            soup_message_headers_replace(answer, "WWW-Authenticate", "Bearer");
+        else
+            g_message("access: checking an API token: %s", error->message);
+        refuse_endpoint(
+            msg, refused ? SOUP_STATUS_UNAUTHORIZED : SOUP_STATUS_INTERNAL_SERVER_ERROR,
+            refused ? "invalid or revoked API token" : "the API token could not be checked",
+            refused ? "invalid_request_error" : "server_error", refused ? "invalid_api_key" : NULL);
+        log_request(msg, route->workload_id, refused ? SOUP_STATUS_UNAUTHORIZED : 500,
+                    "API token refused");
+        return;
+    }
+    if (!route->allowed) {
+        g_autofree gchar *message = g_strdup_printf(
+            "no such route: %s %s; an endpoint serves GET /v1/models, POST /v1/completions, POST "
+            "/v1/chat/completions and POST /v1/embeddings",
+            method, route->route);
+        refuse_endpoint(msg, SOUP_STATUS_NOT_FOUND, message, "invalid_request_error",
+                        "unknown_url");
+        log_request(msg, route->workload_id, SOUP_STATUS_NOT_FOUND, "not an inference route");
+        return;
+    }
+    if (route->has_body) {
+        SoupEncoding encoding = soup_message_headers_get_encoding(headers);
+        g_autofree gchar *type = NULL;
+        const char *content_type = soup_message_headers_get_content_type(headers, NULL);
+
+        if (encoding != SOUP_ENCODING_CONTENT_LENGTH && encoding != SOUP_ENCODING_NONE) {
+            refuse_endpoint(msg, SOUP_STATUS_LENGTH_REQUIRED,
+                            "a request body needs a Content-Length of at most 4 MiB",
+                            "invalid_request_error", "length_required");
+            log_request(msg, route->workload_id, SOUP_STATUS_LENGTH_REQUIRED, "no length");
+            return;
+        }
+        if (soup_message_headers_get_content_length(headers) > EINSORA_ENDPOINT_MAX_BODY_BYTES) {
+            refuse_endpoint(msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+                            "the request body is larger than 4 MiB", "invalid_request_error",
+                            "request_too_large");
+            log_request(msg, route->workload_id, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+                        "body too large");
+            return;
+        }
+        if (g_strcmp0(content_type, "application/json") != 0) {
+            refuse_endpoint(msg, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE,
+                            "the request body must be Content-Type: application/json",
+                            "invalid_request_error", "unsupported_media_type");
+            log_request(msg, route->workload_id, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, "not JSON");
+            return;
+        }
+    }
+    request = g_new0(EndpointRequest, 1);
+    request->tenant_id = g_strdup(actor->tenant_id);
+    if (route->workload_id != NULL) {
+        g_autoptr(GError) local_error = NULL;
+
+        workload = einsora_service_get_workload(self->service, actor->tenant_id, route->workload_id,
+                                                FALSE, &local_error);
+        request->target = workload != NULL ? endpoint_target(self, workload) : NULL;
+        if (request->target == NULL) {
+            /* Unknown, another tenant's, a notebook, not running: one
+             * answer, so an ID can't be probed. */
+            endpoint_request_free(request);
+            refuse_endpoint(msg, SOUP_STATUS_NOT_FOUND, "no running endpoint has this ID",
+                            "invalid_request_error", "endpoint_not_found");
+            log_request(msg, route->workload_id, SOUP_STATUS_NOT_FOUND, "no such endpoint");
+            return;
+        }
+        set_endpoint_headers(msg, workload);
+    } else if (!route->has_body) {
+        /* The tenant's own list: no worker is asked. */
+        respond_models(self, msg, actor->tenant_id);
+        log_request(msg, NULL, soup_server_message_get_status(msg), NULL);
+        endpoint_request_free(request);
+        return;
+    }
+    request->request_id = g_steal_pointer(&request_id);
+    request->route = route;
+    g_object_set_data_full(G_OBJECT(msg), "einsora-endpoint", request,
+                           (GDestroyNotify)endpoint_request_free);
+}
+
+/* After the body: checked, routed by its model on the tenant's URL, and
+ * forwarded. */
+static void
+endpoint_handle(EinsoraAccessProxy *self, SoupServerMessage *msg, EndpointRequest *request)
+{
+    g_autoptr(GBytes) body = NULL;
+    g_autofree gchar *model = NULL;
+    g_autoptr(GError) error = NULL;
+    Target *target = request->target != NULL ? target_ref(request->target) : NULL;
+    Forward *forward;
+
+    if (request->route->has_body) {
+        gsize length = 0;
+        const char *data;
+
+        body = soup_message_body_flatten(soup_server_message_get_request_body(msg));
+        data = g_bytes_get_data(body, &length);
+        if (!einsora_endpoint_body_check(data, length, &model, &error)) {
+            target_free(target);
+            respond_endpoint_error(msg, SOUP_STATUS_BAD_REQUEST, error->message,
+                                   "invalid_request_error", "invalid_json");
+            log_request(msg, request->route->workload_id, SOUP_STATUS_BAD_REQUEST, "bad JSON");
+            return;
+        }
+    }
+    if (target == NULL) {
+        g_autoptr(EinsoraWorkload) workload = NULL;
+
+        if (model == NULL) {
+            respond_endpoint_error(msg, SOUP_STATUS_BAD_REQUEST,
+                                   "\"model\" must name one of your running endpoints "
+                                   "(GET /v1/models lists them)",
+                                   "invalid_request_error", "model_required");
+            log_request(msg, NULL, SOUP_STATUS_BAD_REQUEST, "no model");
+            return;
+        }
+        workload = find_endpoint(self, request->tenant_id, model);
+        target = workload != NULL ? endpoint_target(self, workload) : NULL;
+        if (target == NULL) {
+            g_autofree gchar *message =
+                g_strdup_printf("The model `%s` does not exist or is not running", model);
+            respond_endpoint_error(msg, SOUP_STATUS_NOT_FOUND, message, "invalid_request_error",
+                                   "model_not_found");
+            log_request(msg, NULL, SOUP_STATUS_NOT_FOUND, "no such model");
+            return;
+        }
+        set_endpoint_headers(msg, workload);
+    }
+    forward = start_forward(self, msg, target, body != NULL ? body : NULL, request->route->route,
+                            request->request_id);
+    if (forward != NULL)
+        continue_forward(forward);
+}
+
 /* After the headers: every check, then the workload's side starts, so a
  * refused request's body is never read into anything. */
 static void
@@ -1245,6 +1634,20 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
     gboolean opening = g_strcmp0(path, EINSORA_ACCESS_OPEN_PATH) == 0;
 
     workload_id = einsora_access_host_parse(soup_message_headers_get_one(headers, "Host"), &port);
+    /* Endpoints are served by path at the proxy's own loopback address:
+     * OpenAI clients don't all resolve *.localhost (docs/adr/0034). */
+    if (workload_id == NULL &&
+        is_loopback_host(soup_message_headers_get_one(headers, "Host"), self->port)) {
+        EinsoraEndpointRoute *route =
+            einsora_endpoint_route_parse(soup_server_message_get_method(msg), path);
+        if (route != NULL) {
+            endpoint_early(self, msg, route);
+            /* Kept by the request it starts, if it does. */
+            if (g_object_get_data(G_OBJECT(msg), "einsora-endpoint") == NULL)
+                einsora_endpoint_route_free(route);
+            return;
+        }
+    }
     /* Only notebooks' own names: a page can't reach this under another
      * (DNS rebinding), and nothing here answers for the dashboard. */
     if (workload_id == NULL || (port != 0 && port != self->port)) {
@@ -1280,7 +1683,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
                                (GDestroyNotify)target_free);
         return;
     }
-    start_forward(self, msg, target);
+    (void)start_forward(self, msg, target, NULL, NULL, NULL);
 }
 
 /* After the body: the answer, when the workload gives it. */
@@ -1289,9 +1692,14 @@ handle_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHa
                gpointer user_data)
 {
     Forward *forward = g_object_get_data(G_OBJECT(msg), "einsora-forward");
+    EndpointRequest *endpoint = g_object_get_data(G_OBJECT(msg), "einsora-endpoint");
 
     if (forward != NULL) {
         continue_forward(forward);
+        return;
+    }
+    if (endpoint != NULL) {
+        endpoint_handle(EINSORA_ACCESS_PROXY(user_data), msg, endpoint);
         return;
     }
     if (g_object_get_data(G_OBJECT(msg), "einsora-target") != NULL) {
@@ -1315,6 +1723,7 @@ einsora_access_proxy_finalize(GObject *object)
     g_clear_object(&self->server);
     g_clear_pointer(&self->sessions, g_hash_table_unref);
     g_clear_object(&self->targets);
+    g_clear_object(&self->auth);
     g_clear_object(&self->service);
     G_OBJECT_CLASS(einsora_access_proxy_parent_class)->finalize(object);
 }
@@ -1333,12 +1742,13 @@ einsora_access_proxy_init(EinsoraAccessProxy *self)
 }
 
 EinsoraAccessProxy *
-einsora_access_proxy_new(EinsoraService *service, EinsoraWorkloadAccess *targets,
+einsora_access_proxy_new(EinsoraService *service, EinsoraAuth *auth, EinsoraWorkloadAccess *targets,
                          EinsoraNowFunc now, gpointer now_data)
 {
     EinsoraAccessProxy *self = g_object_new(EINSORA_TYPE_ACCESS_PROXY, NULL);
 
     self->service = g_object_ref(service);
+    self->auth = g_object_ref(auth);
     self->events_handler =
         g_signal_connect(service, "events-added", G_CALLBACK(on_events_added), self);
     self->targets = g_object_ref(targets);

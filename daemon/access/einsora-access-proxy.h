@@ -8,11 +8,16 @@
  * stops. Requests and WebSocket upgrades are forwarded to the socket and
  * token the backend has for the running workload, with the token added,
  * Host and Origin rewritten and its own cookie removed both ways;
- * responses stream; nothing is reused between requests. */
+ * responses stream; nothing is reused between requests.
+ *
+ * On the same listener, by path at 127.0.0.1:<port>, running endpoints'
+ * OpenAI-compatible routes (docs/adr/0034): /endpoints/<id>/v1 and the
+ * tenant's /v1, to API tokens only, with the worker's own key added. */
 #pragma once
 
 #include <gio/gio.h>
 
+#include "einsora-auth.h"
 #include "einsora-service.h"
 #include "einsora-timestamp.h"
 #include "einsora-workload-access.h"
@@ -29,7 +34,8 @@ G_BEGIN_DECLS
 #define EINSORA_TYPE_ACCESS_PROXY (einsora_access_proxy_get_type())
 G_DECLARE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, EINSORA, ACCESS_PROXY, GObject)
 
-EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service,
+/* @auth checks the API tokens endpoints are called with. */
+EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service, EinsoraAuth *auth,
                                              EinsoraWorkloadAccess *targets, EinsoraNowFunc now,
                                              gpointer now_data);
 

@@ -1,5 +1,6 @@
 /* POST /v1/workloads/{id}/access: a one-time link that opens a running
- * notebook in a browser through the access proxy. The ticket's secret is
+ * notebook in a browser through the access proxy; for an endpoint, its
+ * base URLs. The ticket's secret is
  * in this answer and nowhere else: only its SHA-256 is stored, the access
  * log has the path and status only, and the route takes no
  * Idempotency-Key (a replay would have to keep the answer). The API never
@@ -9,6 +10,36 @@
 #include "einsora-api-routes.h"
 
 #include "einsora-credential.h"
+
+/* An endpoint: its base URLs, with no ticket and no expiry (docs/adr/0034):
+ * API tokens are checked on every call, so there is nothing to hand out. */
+static void
+respond_endpoint(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = einsora_service_endpoint_access(
+        einsora_api_server_get_service(server), einsora_api_request_get_actor(request),
+        einsora_api_request_get_param(request, 0), &error);
+    guint port = einsora_api_server_get_access_port(server);
+    g_autofree gchar *base_url = NULL;
+    g_autofree gchar *tenant_base_url = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *root;
+
+    if (workload == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    base_url = g_strdup_printf("http://127.0.0.1:%u/endpoints/%s/v1", port, workload->id);
+    tenant_base_url = g_strdup_printf("http://127.0.0.1:%u/v1", port);
+    root = json_object_new();
+    json_object_set_string_member(root, "base_url", base_url);
+    json_object_set_string_member(root, "tenant_base_url", tenant_base_url);
+    json_object_set_string_member(root, "model", workload->name);
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, root);
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}
 
 void
 einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *request)
@@ -21,7 +52,14 @@ einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *reques
     g_autoptr(EinsoraAccessTicket) ticket = NULL;
     g_autoptr(JsonNode) node = NULL;
     JsonObject *root;
+    g_autoptr(EinsoraWorkload) workload = einsora_service_get_workload(
+        einsora_api_server_get_service(server), einsora_api_request_get_actor(request)->tenant_id,
+        einsora_api_request_get_param(request, 0), FALSE, NULL);
 
+    if (workload != NULL && workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
+        respond_endpoint(server, request);
+        return;
+    }
     if (secret == NULL) {
         g_set_error_literal(&error, G_IO_ERROR, G_IO_ERROR_FAILED,
                             "no random bytes for an access ticket");

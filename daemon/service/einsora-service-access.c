@@ -1,6 +1,7 @@
 /* Access tickets: granting a one-time link that opens a running notebook
  * in a browser, and taking it when the link is followed. The service sees
- * only the secret's SHA-256. */
+ * only the secret's SHA-256. An endpoint needs no ticket: its base URL
+ * takes API tokens. */
 #define G_LOG_DOMAIN "einsora-service"
 
 #include "einsora-service-private.h"
@@ -122,6 +123,32 @@ einsora_service_grant_access(EinsoraService *self, const EinsoraActor *actor,
     /* Its note is in the timeline. */
     einsora_service_events_added(self, actor->tenant_id);
     return ctx.result;
+}
+
+EinsoraWorkload *
+einsora_service_endpoint_access(EinsoraService *self, const EinsoraActor *actor,
+                                const char *workload_id, GError **error)
+{
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(actor != NULL && actor->tenant_id != NULL, NULL);
+
+    workload = einsora_service_get_workload(self, actor->tenant_id, workload_id, FALSE, error);
+    if (workload == NULL)
+        return NULL;
+    if (workload->kind != EINSORA_WORKLOAD_KIND_ENDPOINT) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                    "workload %s is not an endpoint; it has no base URL", workload->id);
+        return NULL;
+    }
+    if (workload->state != EINSORA_WORKLOAD_STATE_RUNNING || workload->machine_id == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                    "endpoint %s is %s; its base URL answers once it is running", workload->id,
+                    einsora_workload_state_to_string(workload->state));
+        return NULL;
+    }
+    return g_steal_pointer(&workload);
 }
 
 EinsoraAccessTicket *

@@ -116,6 +116,12 @@ gboolean einsora_service_get_gpu_quota(EinsoraService *self, const char *tenant_
 EinsoraAccessTicket *einsora_service_grant_access(EinsoraService *self, const EinsoraActor *actor,
                                                   const char *workload_id, const char *ticket_hash,
                                                   GError **error);
+/* An endpoint's way in is its base URL on the access proxy, called with
+ * an API token: nothing is stored and nothing expires. The workload must
+ * be the actor's tenant's (else NOT_FOUND), an endpoint, running, and
+ * placed on a machine (else CONFLICT). Returns it. */
+EinsoraWorkload *einsora_service_endpoint_access(EinsoraService *self, const EinsoraActor *actor,
+                                                 const char *workload_id, GError **error);
 /* take: the ticket whose secret hashes to @ticket_hash, deleted as it is
  * returned, so it opens at most once. Unknown, expired, already taken,
  * malformed or NULL is NOT_FOUND. The caller still checks that the ticket's
