@@ -637,6 +637,18 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
         service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
     /* The host lock keeps this machine to one daemon, so its ID can hold
      * the region's lease across a crash. */
+    /* The model store is this machine's files: its owner decides what
+     * is in it. A store that can't be made leaves endpoints unlaunchable,
+     * not the daemon down. */
+    {
+        g_autoptr(GError) local_error = NULL;
+        g_autoptr(EinsoraModelStore) model_store = einsora_model_store_new(models, &local_error);
+
+        if (model_store != NULL)
+            einsora_service_set_model_store(service, model_store, registered->tenant_id);
+        else
+            g_warning("the model store at %s can't be used: %s", models, local_error->message);
+    }
     einsora_controller_set_lease_holder(machine->controller, registered->id);
     machine->agent = einsora_agent_new(EINSORA_SYNC_TRANSPORT(machine->hub), registered->id,
                                        registered->tenant_id, inventory, drivers);

@@ -13,7 +13,7 @@ declare -A allowed=(
   [daemon/catalog]="daemon/catalog daemon/domain"
   [daemon/store]="daemon/store daemon/domain"
   [daemon/auth]="daemon/auth daemon/store daemon/domain"
-  [daemon/service]="daemon/service daemon/store daemon/catalog daemon/domain"
+  [daemon/service]="daemon/service daemon/store daemon/catalog daemon/models daemon/domain"
   # api never includes controller, backend, agent or access headers.
   [daemon/http]="daemon/http"
   [daemon/api]="daemon/api daemon/http daemon/service daemon/auth daemon/domain"

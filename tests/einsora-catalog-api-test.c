@@ -364,7 +364,7 @@ test_quota_and_held(void)
     }
 
     /* Tenant A's numbers are its own: Solo's 64, and only its workloads. */
-    pair = create_workload(server_daemon->owner_token, "endpoint", "fx-gpu-pair", "fx-server",
+    pair = create_workload(server_daemon->owner_token, "notebook", "fx-gpu-pair", "fx-notebook",
                            "south");
     {
         g_autoptr(EinsoraTestResponse) response = get_catalog(server_daemon->owner_token);

@@ -14,6 +14,7 @@
 #include "einsora-error.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-models.h"
 #include "einsora-uuid.h"
 
 #define MACHINE "0190b5d2-7c4e-7abc-8def-0000000000aa"
@@ -284,8 +285,9 @@ running(Fixture *f, const EinsoraActor *owner, const char *kind, const char *nam
         const char *placed_class)
 {
     g_autoptr(GError) error = NULL;
-    EinsoraWorkloadRequest request = {
-        kind, name, "cpu-2c-4g", g_str_equal(kind, "endpoint") ? "llama-cpp" : "jupyter", NULL};
+    gboolean endpoint = g_str_equal(kind, "endpoint");
+    EinsoraWorkloadRequest request = {kind, name, "cpu-2c-4g", endpoint ? "llama-cpp" : "jupyter",
+                                      NULL, NULL, NULL,        endpoint ? "tiny" : NULL};
     g_autoptr(EinsoraWorkload) workload =
         einsora_service_create_workload(f->service, owner, &request, &error);
     EinsoraPlacement placement = {placed_class, owner == f->gus ? MACHINE_B : MACHINE, "sim"};
@@ -365,6 +367,10 @@ fixture_set_up(Fixture *f, gconstpointer data)
     g_assert_true(einsora_store_insert_machine(EINSORA_STORE(f->store), machine, &error));
     g_assert_no_error(error);
     f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, clock_now, &f->clock);
+    {
+        g_autoptr(EinsoraModelStore) models = einsora_test_model_store_new(f->dir, "tiny");
+        einsora_service_set_model_store(f->service, models, f->gus->tenant_id);
+    }
 
     f->targets = g_object_new(TEST_TYPE_TARGETS, NULL);
     f->targets->socket_path = g_build_filename(f->dir, "worker.sock", NULL);

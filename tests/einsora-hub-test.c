@@ -9,6 +9,7 @@
 #include "einsora-protocol.h"
 #include "einsora-reason.h"
 #include "einsora-sqlite-store.h"
+#include "einsora-test-models.h"
 #include "einsora-test-dir.h"
 #include "einsora-uuid.h"
 
@@ -144,6 +145,10 @@ fixture_set_up(Fixture *f, gconstpointer data)
                                           100, &error));
     g_assert_no_error(error);
     f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, manual_now, &f->clock);
+    {
+        g_autoptr(EinsoraModelStore) models = einsora_test_model_store_new(f->dir, "tiny");
+        einsora_service_set_model_store(f->service, models, TENANT_A);
+    }
     f->alice = einsora_actor_new(TENANT_A, "u-a", "alice@acme.example", "browser session");
     f->box_id = add_machine(f, "box", "local", "linux");
     f->studio_id = add_machine(f, "studio", "local", "darwin");
@@ -349,7 +354,9 @@ static gchar *
 launch(Fixture *f, const char *kind, const char *gpu_class, const char *image)
 {
     g_autoptr(GError) error = NULL;
-    EinsoraWorkloadRequest request = {kind, "w", gpu_class, image, NULL};
+    EinsoraWorkloadRequest request = {
+        kind, "w",  gpu_class, image,
+        NULL, NULL, NULL,      g_str_equal(kind, "endpoint") ? "tiny" : NULL};
     g_autoptr(EinsoraWorkload) workload =
         einsora_service_create_workload(f->service, f->alice, &request, &error);
 
@@ -745,6 +752,9 @@ test_desired_modes(Fixture *f, gconstpointer data)
     workload = find_desired(state, ids->pdata[8]);
     g_assert_cmpint(workload->kind, ==, EINSORA_WORKLOAD_KIND_ENDPOINT);
     g_assert_cmpstr(workload->runtime_reference, ==, "vllm-cuda");
+    /* An endpoint's model goes with it: by name and by its file's digest. */
+    g_assert_cmpstr(workload->model, ==, "tiny");
+    g_assert_true(einsora_desired_workload_digest_is_valid(workload->model_digest));
 
     /* What the agent receives parses back as the protocol says. */
     {

@@ -807,8 +807,8 @@ test_endpoint_sandbox(void)
     g_assert_nonnull(strstr(joined, " --unshare-net "));
     g_assert_nonnull(strstr(
         joined, " -- /opt/llama/bin/llama-server --model " EINSORA_NATIVE_MODEL_IN_SANDBOX
-                " --alias tiny:1m --host /run/e/w1/endpoint.sock --threads=2 --threads-batch=2 "));
-    g_assert_nonnull(strstr(joined, " --cache-ram=1024 "));
+                " --alias tiny:1m --host /run/e/w1/endpoint.sock --threads 2 --threads-batch 2 "));
+    g_assert_nonnull(strstr(joined, " --cache-ram 1024 "));
     g_assert_nonnull(strstr(joined, " --offline"));
     /* The server's own directory, under /opt, comes with the system's. */
     g_assert_null(strstr(joined, "--ro-bind /opt/llama/bin"));

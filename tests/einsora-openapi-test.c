@@ -176,7 +176,7 @@ test_body_routes_fuzzed(void)
     guint n_routes = 0;
     const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
     static const char *const fuzzed[] = {"POST /v1/login", "POST /v1/workloads", "POST /v1/tokens",
-                                         NULL};
+                                         "POST /v1/model-store", NULL};
 
     for (guint i = 0; i < n_routes; i++) {
         g_autofree gchar *name = g_strdup_printf("%s %s", routes[i].method, routes[i].pattern);
@@ -188,6 +188,7 @@ test_body_routes_fuzzed(void)
     g_assert_nonnull(einsora_api_session_login_fields[0].name);
     g_assert_nonnull(einsora_api_workloads_create_fields[0].name);
     g_assert_nonnull(einsora_api_tokens_create_fields[0].name);
+    g_assert_nonnull(einsora_api_models_import_fields[0].name);
 }
 
 /* Found by tests/fuzz/fuzz-api-body: json-glib 1.6 leaks all but the last

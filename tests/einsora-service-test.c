@@ -7,6 +7,7 @@
 #include "einsora-workload-json.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-test-dir.h"
+#include "einsora-test-models.h"
 #include "einsora-uuid.h"
 
 #define TENANT_A "0190b5d2-7c4e-7abc-8def-00000000000a"
@@ -104,6 +105,10 @@ fixture_set_up(Fixture *f, gconstpointer data)
         einsora_store_set_quota(EINSORA_STORE(f->store), TENANT_A, "l40s-48gb", 1000, &error));
     g_assert_no_error(error);
     f->service = einsora_service_new(EINSORA_STORE(f->store), f->catalog, manual_now, &f->clock);
+    {
+        g_autoptr(EinsoraModelStore) models = einsora_test_model_store_new(f->dir, "tiny");
+        einsora_service_set_model_store(f->service, models, TENANT_A);
+    }
     f->alice = einsora_actor_new(TENANT_A, "0190b5d2-7c4e-7abc-8def-0000000000a1",
                                  "alice@acme.example", "browser session");
     f->bob = einsora_actor_new(TENANT_B, "0190b5d2-7c4e-7abc-8def-0000000000b1",
@@ -1027,7 +1032,9 @@ static EinsoraWorkload *
 running_on_machine(Fixture *f, const char *kind, const char *gpu_class, const char *image)
 {
     g_autoptr(GError) error = NULL;
-    EinsoraWorkloadRequest request = {kind, "open me", gpu_class, image, NULL};
+    EinsoraWorkloadRequest request = {
+        kind, "open me", gpu_class, image,
+        NULL, NULL,      NULL,      g_str_equal(kind, "endpoint") ? "tiny" : NULL};
     const EinsoraPlacement placement = {gpu_class, ALICES_MACHINE, "sim"};
     g_autoptr(EinsoraWorkload) workload =
         einsora_service_create_workload(f->service, f->alice, &request, &error);

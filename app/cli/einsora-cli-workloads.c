@@ -95,21 +95,26 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     g_autofree gchar *image = NULL;
     g_autofree gchar *name = NULL;
     g_autofree gchar *region = NULL;
+    g_autofree gchar *model = NULL;
     const GOptionEntry entries[] = {
-        {"kind", 0, 0, G_OPTION_ARG_STRING, &kind, N_("What to run: notebook (required)"),
-         N_("KIND")},
+        {"kind", 0, 0, G_OPTION_ARG_STRING, &kind,
+         N_("What to run: notebook or endpoint (required)"), N_("KIND")},
         {"class", 0, 0, G_OPTION_ARG_STRING, &gpu_class,
          N_("The machine class, as in the catalog: cpu-2c-4g, l40s-48gb, … (required)"),
          N_("CLASS")},
         {"image", 0, 0, G_OPTION_ARG_STRING, &image,
-         N_("The image, as in the catalog: jupyter-notebook, … (required)"), N_("IMAGE")},
+         N_("The image, as in the catalog: jupyter-notebook, … (required for a notebook)"),
+         N_("IMAGE")},
+        {"model", 0, 0, G_OPTION_ARG_STRING, &model,
+         N_("An endpoint's model, by its name in the model store (required for an endpoint)"),
+         N_("MODEL")},
         {"name", 0, 0, G_OPTION_ARG_STRING, &name,
          N_("A name to know it by (default: made from its ID)"), N_("NAME")},
         {"region", 0, 0, G_OPTION_ARG_STRING, &region,
          N_("Where to run it (default: the server's region)"), N_("REGION")},
         {NULL},
     };
-    static const char *const required[] = {"kind", "class", "image"};
+    static const char *const required[] = {"kind", "class"};
     EinsoraClient *client;
     g_autoptr(GBytes) raw = NULL;
     g_autoptr(JsonNode) root = NULL;
@@ -125,7 +130,7 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
         !einsora_cli_expect_arguments(command, argc, argv, 0, error))
         return FALSE;
     {
-        const char *values[] = {kind, gpu_class, image};
+        const char *values[] = {kind, gpu_class};
         for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
             if (values[i] == NULL) {
                 g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE, _("missing --%s"),
@@ -140,8 +145,31 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     /* One key per invocation: if the request is sent again after it broke
      * in transit, the server creates the workload only once. */
     key = g_strconcat("einsora-cli-", uuid, NULL);
-    root = einsora_client_create_workload(client, kind, name, gpu_class, image, region, key, &raw,
-                                          error);
+    if (model == NULL && image == NULL) {
+        g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                            _("missing --image (a notebook's) or --model (an endpoint's)"));
+        return FALSE;
+    }
+    if (model == NULL) {
+        root = einsora_client_create_workload(client, kind, name, gpu_class, image, region, key,
+                                              &raw, error);
+    } else {
+        g_autoptr(JsonBuilder) builder = json_builder_new();
+        g_autoptr(JsonNode) body = NULL;
+        const char *members[][2] = {{"kind", kind},   {"name", name},     {"gpu_class", gpu_class},
+                                    {"image", image}, {"region", region}, {"model", model}};
+
+        json_builder_begin_object(builder);
+        for (guint i = 0; i < G_N_ELEMENTS(members); i++) {
+            if (members[i][1] == NULL)
+                continue;
+            json_builder_set_member_name(builder, members[i][0]);
+            json_builder_add_string_value(builder, members[i][1]);
+        }
+        json_builder_end_object(builder);
+        body = json_builder_get_root(builder);
+        root = einsora_client_request(client, "POST", "/v1/workloads", body, key, &raw, error);
+    }
     if (root == NULL)
         return FALSE;
     if (cli->options.json)
@@ -159,6 +187,9 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
         table, (const char *const[]){_("Class:"), einsora_cli_get_string(workload, "gpu_class")});
     einsora_table_append_row(
         table, (const char *const[]){_("Image:"), einsora_cli_get_string(workload, "image")});
+    if (einsora_cli_get_string(workload, "model") != NULL)
+        einsora_table_append_row(
+            table, (const char *const[]){_("Model:"), einsora_cli_get_string(workload, "model")});
     einsora_table_append_row(
         table, (const char *const[]){_("Region:"), einsora_cli_get_string(workload, "region")});
     text = einsora_table_render(table);

@@ -124,6 +124,8 @@ gboolean einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command,
                               char **argv, GError **error);
 gboolean einsora_cli_watch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                            GError **error);
+gboolean einsora_cli_models(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
+                            char **argv, GError **error);
 gboolean einsora_cli_catalog(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                              char **argv, GError **error);
 gboolean einsora_cli_me(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,

@@ -30,6 +30,12 @@ static const EinsoraApiRoute routes[] = {
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
+    {"GET", "/v1/model-store", AUTH, FALSE, FALSE, NULL, einsora_api_models_list},
+    {"POST", "/v1/model-store", AUTH, FALSE, TRUE, NULL, einsora_api_models_import},
+    {"GET", "/v1/model-store/imports/{id}", AUTH, FALSE, FALSE, NULL,
+     einsora_api_models_import_get},
+    {"GET", "/v1/model-store/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_models_get},
+    {"DELETE", "/v1/model-store/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_models_remove},
     /* A token's answer holds its secret, which must never be stored: no
      * Idempotency-Key replay for it. */
     {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},

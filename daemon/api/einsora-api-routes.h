@@ -35,6 +35,7 @@ const EinsoraApiRoute *einsora_api_route_match(const char *method, const char *p
 extern const EinsoraApiField einsora_api_session_login_fields[];
 extern const EinsoraApiField einsora_api_workloads_create_fields[];
 extern const EinsoraApiField einsora_api_tokens_create_fields[];
+extern const EinsoraApiField einsora_api_models_import_fields[];
 
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
@@ -55,6 +56,11 @@ void einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *reques
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_import(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_import_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_remove(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);

@@ -25,9 +25,13 @@ respond_workload(EinsoraApiRequest *request, guint status, const EinsoraWorkload
 }
 
 const EinsoraApiField einsora_api_workloads_create_fields[] = {
-    {"kind", G_TYPE_STRING, TRUE},      {"name", G_TYPE_STRING, FALSE},
-    {"gpu_class", G_TYPE_STRING, TRUE}, {"image", G_TYPE_STRING, TRUE},
-    {"region", G_TYPE_STRING, FALSE},   {NULL},
+    {"kind", G_TYPE_STRING, TRUE},
+    {"name", G_TYPE_STRING, FALSE},
+    {"gpu_class", G_TYPE_STRING, TRUE},
+    {"image", G_TYPE_STRING, FALSE},
+    {"region", G_TYPE_STRING, FALSE},
+    {"model", G_TYPE_STRING, FALSE},
+    {NULL},
 };
 
 void
@@ -52,6 +56,7 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
         json_object_get_string_member_with_default(body, "region", NULL),
         einsora_api_request_get_idempotency_key(request),
         einsora_api_request_get_request_sha256(request),
+        json_object_get_string_member_with_default(body, "model", NULL),
     };
     workload =
         einsora_service_create_workload(einsora_api_server_get_service(server),

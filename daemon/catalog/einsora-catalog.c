@@ -885,6 +885,23 @@ einsora_catalog_lookup_class(EinsoraCatalog *self, const char *name)
 }
 
 const EinsoraImage *
+einsora_catalog_default_image(EinsoraCatalog *self, EinsoraWorkloadKind kind,
+                              EinsoraAccelerator accelerator)
+{
+    GPtrArray *images = einsora_catalog_get_images(self);
+
+    if (kind != EINSORA_WORKLOAD_KIND_ENDPOINT)
+        return NULL;
+    for (guint i = 0; i < images->len; i++) {
+        const EinsoraImage *image = images->pdata[i];
+        if (einsora_image_supports_kind(image, kind) &&
+            einsora_image_lookup_runtime(image, accelerator) != NULL)
+            return image;
+    }
+    return NULL;
+}
+
+const EinsoraImage *
 einsora_catalog_lookup_image(EinsoraCatalog *self, const char *name)
 {
     g_return_val_if_fail(EINSORA_IS_CATALOG(self), NULL);

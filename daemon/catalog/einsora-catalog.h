@@ -95,6 +95,12 @@ gboolean einsora_catalog_class_offered_in(const EinsoraComputeClass *klass, cons
 const EinsoraImageRuntime *einsora_image_lookup_runtime(const EinsoraImage *image,
                                                         EinsoraAccelerator accelerator);
 gboolean einsora_image_supports_kind(const EinsoraImage *image, EinsoraWorkloadKind kind);
+/* The image a workload of @kind gets on @accelerator when it names none:
+ * the first the catalog lists that runs that kind there, or NULL. Only
+ * endpoints have one (their model says what they serve; a notebook's
+ * image is a real choice). */
+const EinsoraImage *einsora_catalog_default_image(EinsoraCatalog *self, EinsoraWorkloadKind kind,
+                                                  EinsoraAccelerator accelerator);
 
 /* What a workload's class and image names come to in this catalog: the
  * one reading of them along a create, an admission, a placement and the

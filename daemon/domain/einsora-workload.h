@@ -24,6 +24,10 @@ typedef struct {
     gint64 attempt;    /* one more at each admission */
     gint64 version;    /* one more at each state change: the CAS token */
     gchar *created_by; /* the user ID that created it */
+    /* An endpoint's model: its name in the model store and its file's
+     * digest ("sha256:<hex>") when it was launched; NULL for other kinds. */
+    gchar *model;
+    gchar *model_digest;
     gchar *created_at;
     gchar *updated_at;
 } EinsoraWorkload;

@@ -20,6 +20,9 @@ struct _EinsoraService {
     /* A write in the open group failed after it may have written part of
      * itself: the group can only roll back. */
     gboolean group_failed;
+    /* NULL until einsora_service_set_model_store(). */
+    EinsoraModelStore *models;
+    gchar *models_owner;
 };
 
 /* einsora-service.c */

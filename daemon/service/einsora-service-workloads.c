@@ -54,6 +54,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
     const EinsoraComputeClass *klass;
     const EinsoraImage *image;
     EinsoraCatalogResolution resolved;
+    g_autoptr(EinsoraModelManifest) model = NULL;
     g_autoptr(EinsoraWorkload) workload = NULL;
 
     if (request->kind == NULL || !einsora_workload_kind_from_string(request->kind, &kind)) {
@@ -83,7 +84,15 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                             "gpu_class is not offered in this region");
         return NULL;
     }
+    /* An endpoint's model says what it serves: the image that runs
+     * endpoints on its class is the one it gets unless it names one. */
     if (request->image == NULL) {
+        const EinsoraImage *fallback =
+            einsora_catalog_default_image(self->catalog, kind, klass->accelerator);
+        if (fallback != NULL)
+            einsora_catalog_resolve(self->catalog, request->gpu_class, fallback->name, &resolved);
+    }
+    if (request->image == NULL && resolved.image == NULL) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "image is required");
         return NULL;
@@ -107,6 +116,35 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
         return NULL;
     }
 
+    /* An endpoint serves one model of the store, fixed at launch: the
+     * digest recorded now names the file its agent loads. */
+    if (kind == EINSORA_WORKLOAD_KIND_ENDPOINT && request->model == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "an endpoint needs a model: the name of one in the model store "
+                            "(einsora models list)");
+        return NULL;
+    }
+    if (kind != EINSORA_WORKLOAD_KIND_ENDPOINT && request->model != NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "only an endpoint has a model, not a %s",
+                    einsora_workload_kind_to_string(kind));
+        return NULL;
+    }
+    if (request->model != NULL) {
+        g_autoptr(GError) local_error = NULL;
+
+        model = self->models != NULL
+                    ? einsora_model_store_lookup(self->models, request->model, &local_error)
+                    : NULL;
+        if (model == NULL) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "model %s isn't in this installation's model store; add it with "
+                        "einsora models add",
+                        einsora_model_name_is_valid(request->model) ? request->model : "(that)");
+            return NULL;
+        }
+    }
+
     workload = einsora_workload_new();
     workload->id = einsora_uuid_v7_new(now_us / 1000);
     workload->tenant_id = g_strdup(actor->tenant_id);
@@ -121,6 +159,10 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
     workload->region = g_strdup(region);
     workload->gpu_class = g_strdup(klass->name);
     workload->image = g_strdup(image->name);
+    if (model != NULL) {
+        workload->model = g_strdup(model->name);
+        workload->model_digest = g_strdup(model->digest);
+    }
     workload->gpus = klass->devices;
     workload->attempt = 0;
     workload->version = 0;

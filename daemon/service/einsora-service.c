@@ -26,6 +26,8 @@ einsora_service_finalize(GObject *object)
         einsora_service_group_rollback(self);
     g_clear_object(&self->store);
     g_clear_object(&self->catalog);
+    g_clear_object(&self->models);
+    g_free(self->models_owner);
     G_OBJECT_CLASS(einsora_service_parent_class)->finalize(object);
 }
 

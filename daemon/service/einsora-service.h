@@ -12,6 +12,7 @@
 #include "einsora-idempotency-record.h"
 #include "einsora-machine-gpu.h"
 #include "einsora-machine.h"
+#include "einsora-model-store.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
 #include "einsora-workload.h"
@@ -31,6 +32,9 @@ typedef struct {
      * second one. @request_sha256: of the request, as the API hashes it. */
     const char *idempotency_key;
     const char *request_sha256;
+    /* An endpoint's model, by its name in the model store (required for
+     * endpoints, refused for other kinds). */
+    const char *model;
 } EinsoraWorkloadRequest;
 
 /* Where the controller placed a workload; recorded with the move to
@@ -182,5 +186,26 @@ gboolean einsora_service_group_commit(EinsoraService *self, GError **error);
 void einsora_service_group_rollback(EinsoraService *self);
 /* Whether a write in the open group failed, so that it can only roll back. */
 gboolean einsora_service_group_failed(EinsoraService *self);
+
+/* The model store (einsora-service-models.c). Endpoints are launched on a
+ * model of it; only @owner_tenant_id, the tenant whose machine the daemon
+ * runs on (its files are that machine's), adds and removes models, and
+ * every tenant may list them. Without one, endpoints can't be launched. */
+void einsora_service_set_model_store(EinsoraService *self, EinsoraModelStore *models,
+                                     const char *owner_tenant_id);
+GPtrArray *einsora_service_list_models(EinsoraService *self, const EinsoraActor *actor,
+                                       GError **error);
+EinsoraModelManifest *einsora_service_get_model(EinsoraService *self, const EinsoraActor *actor,
+                                                const char *name, GError **error);
+/* FORBIDDEN for another tenant; the store's refusals otherwise. */
+EinsoraModelImport *einsora_service_import_model(EinsoraService *self, const EinsoraActor *actor,
+                                                 const char *name, const char *source,
+                                                 GError **error);
+EinsoraModelImport *einsora_service_get_model_import(EinsoraService *self,
+                                                     const EinsoraActor *actor, const char *id,
+                                                     GError **error);
+/* CONFLICT while a workload that isn't deleted serves it. */
+gboolean einsora_service_remove_model(EinsoraService *self, const EinsoraActor *actor,
+                                      const char *name, GError **error);
 
 G_END_DECLS

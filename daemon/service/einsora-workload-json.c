@@ -52,6 +52,11 @@ einsora_workload_append_json(GString *out, const EinsoraWorkload *workload)
     einsora_json_append_member_string(out, "gpu_class", workload->gpu_class, FALSE);
     einsora_json_append_member_string(out, "placed_class", workload->placed_class, FALSE);
     einsora_json_append_member_string(out, "image", workload->image, FALSE);
+    /* Only an endpoint has a model: other kinds' JSON is as it was. */
+    if (workload->model != NULL) {
+        einsora_json_append_member_string(out, "model", workload->model, FALSE);
+        einsora_json_append_member_string(out, "model_digest", workload->model_digest, FALSE);
+    }
     einsora_json_append_member_int(out, "gpus", workload->gpus, FALSE);
     einsora_json_append_member_string(out, "machine_id", workload->machine_id, FALSE);
     einsora_json_append_member_string(out, "driver", workload->driver, FALSE);

@@ -174,6 +174,8 @@ EinsoraUser *einsora_sqlite_store_get_user(EinsoraStore *store, const char *tena
 EinsoraUser *einsora_sqlite_store_find_user_by_email(EinsoraStore *store, const char *email,
                                                      GError **error);
 gboolean einsora_sqlite_store_count_users(EinsoraStore *store, gint64 *count, GError **error);
+gboolean einsora_sqlite_store_count_workloads_with_model(EinsoraStore *store, const char *model,
+                                                         gint64 *count, GError **error);
 gboolean einsora_sqlite_store_insert_api_token(EinsoraStore *store, const EinsoraApiToken *token,
                                                GError **error);
 EinsoraApiToken *einsora_sqlite_store_find_api_token(EinsoraStore *store, const char *token_sha256,

@@ -8,7 +8,8 @@
 /* The columns workload_from_row reads, in its order. */
 #define WORKLOAD_COLUMNS                                                                           \
     "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
-    "machine_id, driver, attempt, version, created_by, created_at, updated_at"
+    "machine_id, driver, attempt, version, created_by, created_at, updated_at, model, "            \
+    "model_digest"
 
 static EinsoraWorkload *
 workload_from_row(sqlite3_stmt *stmt, GError **error)
@@ -40,6 +41,8 @@ workload_from_row(sqlite3_stmt *stmt, GError **error)
     workload->created_by = column_strdup(stmt, 14);
     workload->created_at = column_strdup(stmt, 15);
     workload->updated_at = column_strdup(stmt, 16);
+    workload->model = column_strdup(stmt, 17);
+    workload->model_digest = column_strdup(stmt, 18);
     return g_steal_pointer(&workload);
 }
 
@@ -63,6 +66,23 @@ einsora_sqlite_store_workload_exists(EinsoraSqliteStore *self, const char *tenan
 }
 
 gboolean
+einsora_sqlite_store_count_workloads_with_model(EinsoraStore *store, const char *model,
+                                                gint64 *count, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(
+        self, "SELECT count(*) FROM workloads WHERE model = ?1 AND state != 'deleted'", error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, model);
+    if (sqlite3_step(stmt) != SQLITE_ROW)
+        return set_sqlite_error(self, error);
+    *count = sqlite3_column_int64(stmt, 0);
+    return TRUE;
+}
+
+gboolean
 einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload *workload,
                                      GError **error)
 {
@@ -71,7 +91,7 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
         einsora_sqlite_store_prepare_write(self,
                                            "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
                                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
                                            error);
 
     if (stmt == NULL)
@@ -93,6 +113,8 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
     bind_text(stmt, 15, workload->created_by);
     bind_text(stmt, 16, workload->created_at);
     bind_text(stmt, 17, workload->updated_at);
+    bind_text(stmt, 18, workload->model);
+    bind_text(stmt, 19, workload->model_digest);
     return einsora_sqlite_store_step_write(self, stmt, "a workload with this ID already exists",
                                            "no such tenant or machine", error);
 }

@@ -423,6 +423,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->get_user = einsora_sqlite_store_get_user;
     iface->find_user_by_email = einsora_sqlite_store_find_user_by_email;
     iface->count_users = einsora_sqlite_store_count_users;
+    iface->count_workloads_with_model = einsora_sqlite_store_count_workloads_with_model;
     iface->insert_api_token = einsora_sqlite_store_insert_api_token;
     iface->find_api_token = einsora_sqlite_store_find_api_token;
     iface->list_api_tokens = einsora_sqlite_store_list_api_tokens;

@@ -355,6 +355,16 @@ einsora_store_find_user_by_email(EinsoraStore *self, const char *email, GError *
 }
 
 gboolean
+einsora_store_count_workloads_with_model(EinsoraStore *self, const char *model, gint64 *count,
+                                         GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(model != NULL && count != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->count_workloads_with_model(self, model, count, error);
+}
+
+gboolean
 einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error)
 {
     g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);

@@ -139,6 +139,10 @@ struct _EinsoraStoreInterface {
      * normalise. */
     EinsoraUser *(*find_user_by_email)(EinsoraStore *self, const char *email, GError **error);
     gboolean (*count_users)(EinsoraStore *self, gint64 *count, GError **error);
+    /* Global: the model store is the installation's. Workloads of any
+     * tenant, not deleted, that serve the model named @model. */
+    gboolean (*count_workloads_with_model)(EinsoraStore *self, const char *model, gint64 *count,
+                                           GError **error);
 
     /* API tokens, stored by the SHA-256 of their secret. A token for a user
      * that is not in that tenant is NOT_FOUND. */
@@ -274,6 +278,8 @@ EinsoraUser *einsora_store_get_user(EinsoraStore *self, const char *tenant_id, c
 EinsoraUser *einsora_store_find_user_by_email(EinsoraStore *self, const char *email,
                                               GError **error);
 gboolean einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error);
+gboolean einsora_store_count_workloads_with_model(EinsoraStore *self, const char *model,
+                                                  gint64 *count, GError **error);
 
 gboolean einsora_store_insert_api_token(EinsoraStore *self, const EinsoraApiToken *token,
                                         GError **error);

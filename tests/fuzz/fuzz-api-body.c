@@ -1,6 +1,6 @@
 /* The /v1 request body parser (einsora_api_parse_body()) with the member
  * tables of the handlers that read a body, their own: POST /v1/workloads,
- * POST /v1/login and POST /v1/tokens. What it accepts holds only those
+ * POST /v1/login, POST /v1/tokens and POST /v1/model-store. What it accepts holds only those
  * members, each of its type, and every required one. */
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +48,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(text, size, einsora_api_workloads_create_fields);
     check(text, size, einsora_api_session_login_fields);
     check(text, size, einsora_api_tokens_create_fields);
+    check(text, size, einsora_api_models_import_fields);
     check(text, size, every_type);
     return 0;
 }

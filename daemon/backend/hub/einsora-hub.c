@@ -339,6 +339,13 @@ desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
     desired->cpus = klass != NULL ? klass->cpus : 0;
     desired->memory_mib = klass != NULL ? klass->memory_mib : 0;
     desired->devices = klass != NULL ? klass->devices : 0;
+    desired->model = g_strdup(workload->model);
+    desired->model_digest = g_strdup(workload->model_digest);
+    /* An endpoint without its model (a row from before models were
+     * recorded) has nothing to serve: parked, never sent to run. */
+    if (desired->mode == EINSORA_WORKLOAD_MODE_RUN &&
+        workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT && workload->model_digest == NULL)
+        desired->mode = EINSORA_WORKLOAD_MODE_PARK;
     /* Withdrawn from the catalog: nothing says what to run, so it stays
      * parked with its data until the operator restores the entry. */
     if (desired->mode == EINSORA_WORKLOAD_MODE_RUN && runtime == NULL)

@@ -1,0 +1,622 @@
+#define G_LOG_DOMAIN "einsora-models"
+
+#include "einsora-model-store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-error.h"
+#include "einsora-gguf.h"
+#include "einsora-timestamp.h"
+#include "einsora-uuid.h"
+
+#define TEMP_PREFIX ".tmp-"
+#define CHUNK (4 * 1024 * 1024)
+
+struct _EinsoraModelStore {
+    GObject parent_instance;
+
+    gchar *dir;
+    gchar *blobs;
+    gchar *manifests;
+    /* Guards the imports and every change to blobs/ and manifests/, so
+     * two imports (or an import and a removal) never race on a name. */
+    GMutex lock;
+    GHashTable *imports; /* ID -> EinsoraModelImport */
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraModelStore, einsora_model_store, G_TYPE_OBJECT)
+
+static void
+einsora_model_store_finalize(GObject *object)
+{
+    EinsoraModelStore *self = EINSORA_MODEL_STORE(object);
+
+    g_clear_pointer(&self->imports, g_hash_table_unref);
+    g_mutex_clear(&self->lock);
+    g_free(self->dir);
+    g_free(self->blobs);
+    g_free(self->manifests);
+    G_OBJECT_CLASS(einsora_model_store_parent_class)->finalize(object);
+}
+
+static void
+einsora_model_store_class_init(EinsoraModelStoreClass *klass)
+{
+    G_OBJECT_CLASS(klass)->finalize = einsora_model_store_finalize;
+}
+
+static void
+einsora_model_store_init(EinsoraModelStore *self)
+{
+    g_mutex_init(&self->lock);
+    self->imports = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                          (GDestroyNotify)einsora_model_import_free);
+}
+
+static gboolean
+set_errno_error(GError **error, int saved, const char *what, const char *path)
+{
+    g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "can't %s %s: %s", what, path,
+                g_strerror(saved));
+    return FALSE;
+}
+
+static gboolean
+make_private_dir(const char *path, GError **error)
+{
+    if (g_mkdir_with_parents(path, 0700) != 0)
+        return set_errno_error(error, errno, "create", path);
+    if (g_chmod(path, 0700) != 0)
+        return set_errno_error(error, errno, "make private", path);
+    return TRUE;
+}
+
+/* What a crash in the middle of an import or a write left. */
+static void
+remove_leftovers(const char *dir)
+{
+    g_autoptr(GDir) listing = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (listing != NULL && (name = g_dir_read_name(listing)) != NULL) {
+        if (g_str_has_prefix(name, TEMP_PREFIX)) {
+            g_autofree gchar *path = g_build_filename(dir, name, NULL);
+            g_message("model store: removing %s, left by an import that didn't finish", path);
+            g_unlink(path);
+        }
+    }
+}
+
+EinsoraModelStore *
+einsora_model_store_new(const char *dir, GError **error)
+{
+    g_autoptr(EinsoraModelStore) self = g_object_new(EINSORA_TYPE_MODEL_STORE, NULL);
+
+    g_return_val_if_fail(dir != NULL && g_path_is_absolute(dir), NULL);
+    self->dir = g_strdup(dir);
+    self->blobs = g_build_filename(dir, "blobs", NULL);
+    self->manifests = g_build_filename(dir, "manifests", NULL);
+    if (!make_private_dir(self->dir, error) || !make_private_dir(self->blobs, error) ||
+        !make_private_dir(self->manifests, error))
+        return NULL;
+    remove_leftovers(self->blobs);
+    remove_leftovers(self->manifests);
+    return g_steal_pointer(&self);
+}
+
+const char *
+einsora_model_store_get_dir(EinsoraModelStore *self)
+{
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
+    return self->dir;
+}
+
+gchar *
+einsora_model_store_blob_path(EinsoraModelStore *self, const char *digest)
+{
+    g_autofree gchar *name = NULL;
+
+    g_return_val_if_fail(g_str_has_prefix(digest, "sha256:"), NULL);
+    name = g_strdup_printf("sha256-%s", digest + strlen("sha256:"));
+    return g_build_filename(self->blobs, name, NULL);
+}
+
+static gchar *
+manifest_path(EinsoraModelStore *self, const char *name)
+{
+    g_autofree gchar *file = g_strconcat(name, ".json", NULL);
+
+    return g_build_filename(self->manifests, file, NULL);
+}
+
+static EinsoraModelManifest *
+read_manifest(const char *path, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+
+    if (!json_parser_load_from_mapped_file(parser, path, error))
+        return NULL;
+    return einsora_model_manifest_from_json(json_parser_get_root(parser), error);
+}
+
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+    const EinsoraModelManifest *x = *(const EinsoraModelManifest *const *)a;
+    const EinsoraModelManifest *y = *(const EinsoraModelManifest *const *)b;
+
+    return strcmp(x->name, y->name);
+}
+
+static GPtrArray *
+list_locked(EinsoraModelStore *self, GError **error)
+{
+    g_autoptr(GPtrArray) models =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_model_manifest_free);
+    g_autoptr(GDir) dir = g_dir_open(self->manifests, 0, error);
+    const char *name;
+
+    if (dir == NULL)
+        return NULL;
+    while ((name = g_dir_read_name(dir)) != NULL) {
+        g_autofree gchar *path = NULL;
+        g_autoptr(GError) local_error = NULL;
+        EinsoraModelManifest *manifest;
+
+        if (g_str_has_prefix(name, TEMP_PREFIX) || !g_str_has_suffix(name, ".json"))
+            continue;
+        path = g_build_filename(self->manifests, name, NULL);
+        manifest = read_manifest(path, &local_error);
+        if (manifest == NULL) {
+            g_warning("model store: %s can't be read, so it is left out: %s", path,
+                      local_error->message);
+            continue;
+        }
+        g_ptr_array_add(models, manifest);
+    }
+    g_ptr_array_sort(models, compare_names);
+    return g_steal_pointer(&models);
+}
+
+GPtrArray *
+einsora_model_store_list(EinsoraModelStore *self, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
+    locker = g_mutex_locker_new(&self->lock);
+    return list_locked(self, error);
+}
+
+static EinsoraModelManifest *
+lookup_locked(EinsoraModelStore *self, const char *name, GError **error)
+{
+    g_autofree gchar *path = NULL;
+    g_autoptr(GError) local_error = NULL;
+    EinsoraModelManifest *manifest;
+
+    if (!einsora_model_name_is_valid(name)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no model is named so");
+        return NULL;
+    }
+    path = manifest_path(self, name);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                    "model %s isn't in this installation's model store", name);
+        return NULL;
+    }
+    manifest = read_manifest(path, &local_error);
+    if (manifest == NULL)
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE,
+                    "model %s's manifest can't be read: %s", name, local_error->message);
+    return manifest;
+}
+
+EinsoraModelManifest *
+einsora_model_store_lookup(EinsoraModelStore *self, const char *name, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
+    locker = g_mutex_locker_new(&self->lock);
+    return lookup_locked(self, name, error);
+}
+
+/* Writing */
+
+static gboolean
+sync_dir(const char *path, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return set_errno_error(error, errno, "open", path);
+    if (fsync(fd) != 0) {
+        int saved = errno;
+        close(fd);
+        return set_errno_error(error, saved, "sync", path);
+    }
+    close(fd);
+    return TRUE;
+}
+
+/* A temporary file, fsync, rename: the manifest is there whole or not. */
+static gboolean
+write_manifest(EinsoraModelStore *self, const EinsoraModelManifest *manifest, GError **error)
+{
+    g_autoptr(JsonNode) node = einsora_model_manifest_to_json(manifest);
+    g_autofree gchar *text = json_to_string(node, TRUE);
+    g_autofree gchar *temp_name = g_strdup_printf(TEMP_PREFIX "%s.json", manifest->name);
+    g_autofree gchar *temp = g_build_filename(self->manifests, temp_name, NULL);
+    g_autofree gchar *path = manifest_path(self, manifest->name);
+    gsize length = strlen(text);
+    gsize written = 0;
+    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+    if (fd < 0)
+        return set_errno_error(error, errno, "create", temp);
+    while (written < length) {
+        ssize_t n = write(fd, text + written, length - written);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            close(fd);
+            g_unlink(temp);
+            return set_errno_error(error, saved, "write", temp);
+        }
+        written += (gsize)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int saved = errno;
+        g_unlink(temp);
+        return set_errno_error(error, saved, "sync", temp);
+    }
+    if (g_rename(temp, path) != 0) {
+        int saved = errno;
+        g_unlink(temp);
+        return set_errno_error(error, saved, "rename", temp);
+    }
+    return sync_dir(self->manifests, error);
+}
+
+static gboolean
+digest_in_use_locked(EinsoraModelStore *self, const char *digest, const char *except)
+{
+    g_autoptr(GPtrArray) models = list_locked(self, NULL);
+
+    for (guint i = 0; models != NULL && i < models->len; i++) {
+        const EinsoraModelManifest *manifest = models->pdata[i];
+        if (g_str_equal(manifest->digest, digest) && g_strcmp0(manifest->name, except) != 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+gboolean
+einsora_model_store_remove(EinsoraModelStore *self, const char *name, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = NULL;
+    g_autoptr(EinsoraModelManifest) manifest = NULL;
+    g_autofree gchar *path = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), FALSE);
+    locker = g_mutex_locker_new(&self->lock);
+    manifest = lookup_locked(self, name, error);
+    if (manifest == NULL)
+        return FALSE;
+    path = manifest_path(self, name);
+    if (g_unlink(path) != 0)
+        return set_errno_error(error, errno, "remove", path);
+    if (!digest_in_use_locked(self, manifest->digest, name)) {
+        g_autofree gchar *blob = einsora_model_store_blob_path(self, manifest->digest);
+        if (g_unlink(blob) != 0 && errno != ENOENT)
+            g_warning("model store: can't remove %s: %s", blob, g_strerror(errno));
+    }
+    g_message("model store: removed %s (%s)", name, manifest->digest);
+    return sync_dir(self->manifests, error);
+}
+
+/* Importing */
+
+typedef struct {
+    EinsoraModelStore *store; /* owned */
+    gchar *id;
+    gchar *name;
+    gchar *source;
+} ImportJob;
+
+static void
+import_job_free(ImportJob *job)
+{
+    g_clear_object(&job->store);
+    g_free(job->id);
+    g_free(job->name);
+    g_free(job->source);
+    g_free(job);
+}
+
+static void
+progress(EinsoraModelStore *self, const char *id, gint64 done, gint64 total)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    EinsoraModelImport *import = g_hash_table_lookup(self->imports, id);
+
+    if (import == NULL)
+        return;
+    import->bytes_done = done;
+    import->bytes_total = total;
+}
+
+static void
+finish(EinsoraModelStore *self, const char *id, const char *digest, const GError *error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    EinsoraModelImport *import = g_hash_table_lookup(self->imports, id);
+
+    if (import == NULL)
+        return;
+    g_free(import->finished_at);
+    import->finished_at = einsora_timestamp_format(g_get_real_time());
+    if (error != NULL) {
+        import->state = EINSORA_MODEL_IMPORT_FAILED;
+        import->error = g_strdup(error->message);
+        import->error_code =
+            error->domain == EINSORA_ERROR ? error->code : EINSORA_ERROR_INVALID_REQUEST;
+        g_message("model store: importing %s from %s failed: %s", import->name, import->source,
+                  error->message);
+        return;
+    }
+    import->state = EINSORA_MODEL_IMPORT_DONE;
+    import->digest = g_strdup(digest);
+    import->bytes_done = import->bytes_total;
+    g_message("model store: imported %s (%s) from %s", import->name, digest, import->source);
+}
+
+/* The file's bytes into @checksum, and into @out unless it is -1 (the
+ * file is already there: a link or a clone). */
+static gboolean
+read_hashing(EinsoraModelStore *self, const char *id, int in, int out, gint64 total,
+             GChecksum *checksum, GError **error)
+{
+    g_autofree guchar *buffer = g_malloc(CHUNK);
+    gint64 done = 0;
+
+    for (;;) {
+        ssize_t n = read(in, buffer, CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return set_errno_error(error, errno, "read", "the model file");
+        if (n == 0)
+            break;
+        g_checksum_update(checksum, buffer, (gsize)n);
+        for (ssize_t written = 0; out >= 0 && written < n;) {
+            ssize_t w = write(out, buffer + written, (size_t)(n - written));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return set_errno_error(error, errno, "write", "the model store's copy");
+            written += w;
+        }
+        done += n;
+        progress(self, id, done, total);
+    }
+    if (done != total) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "the model file changed while it was read (%" G_GINT64_FORMAT
+                    " bytes, not %" G_GINT64_FORMAT ")",
+                    done, total);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The file into @temp: a hard link (no copy, when the file system and
+ * the kernel allow it), a reflink (a copy-on-write clone), else a copy;
+ * hashed in every case. */
+static gchar *
+take_file(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64 total,
+          GError **error)
+{
+    g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+    int in = open(job->source, O_RDONLY | O_CLOEXEC);
+    int out = -1;
+    gboolean ok;
+
+    if (in < 0) {
+        set_errno_error(error, errno, "open", job->source);
+        return NULL;
+    }
+    if (link(job->source, temp) == 0) {
+        ok = read_hashing(self, job->id, in, -1, total, checksum, error);
+    } else {
+        out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (out < 0) {
+            set_errno_error(error, errno, "create", temp);
+            close(in);
+            return NULL;
+        }
+        if (ioctl(out, FICLONE, in) == 0) {
+            ok = read_hashing(self, job->id, in, -1, total, checksum, error);
+        } else {
+            ok = read_hashing(self, job->id, in, out, total, checksum, error);
+        }
+        if (ok && fsync(out) != 0)
+            ok = set_errno_error(error, errno, "sync", temp);
+        close(out);
+    }
+    close(in);
+    if (!ok) {
+        g_unlink(temp);
+        return NULL;
+    }
+    return g_strdup_printf("sha256:%s", g_checksum_get_string(checksum));
+}
+
+/* Under the lock: the name is free (or already this very content), the
+ * file goes to its content's name, then the manifest is written. */
+static gboolean
+publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const char *digest,
+        const EinsoraGgufInfo *info, gint64 size, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    g_autofree gchar *blob = einsora_model_store_blob_path(self, digest);
+    g_autofree gchar *existing_path = manifest_path(self, job->name);
+    g_autoptr(EinsoraModelManifest) manifest = NULL;
+
+    if (g_file_test(existing_path, G_FILE_TEST_EXISTS)) {
+        g_autoptr(EinsoraModelManifest) existing = read_manifest(existing_path, NULL);
+
+        g_unlink(temp);
+        if (existing != NULL && g_str_equal(existing->digest, digest))
+            return TRUE; /* imported before: nothing changes */
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                    "a model named %s is already in the store, with other content; remove it "
+                    "first or choose another name",
+                    job->name);
+        return FALSE;
+    }
+    if (g_file_test(blob, G_FILE_TEST_EXISTS))
+        g_unlink(temp); /* another name has this content: one file serves both */
+    else if (g_rename(temp, blob) != 0) {
+        int saved = errno;
+        g_unlink(temp);
+        return set_errno_error(error, saved, "rename", temp);
+    }
+    if (!sync_dir(self->blobs, error))
+        return FALSE;
+    manifest = einsora_model_manifest_new();
+    manifest->name = g_strdup(job->name);
+    manifest->digest = g_strdup(digest);
+    manifest->size = size;
+    manifest->format = g_strdup("gguf");
+    manifest->architecture = g_strdup(info->architecture);
+    manifest->parameter_count = (gint64)info->parameter_count;
+    manifest->source = g_strdup(job->source);
+    manifest->added_at = einsora_timestamp_format(g_get_real_time());
+    return write_manifest(self, manifest, error);
+}
+
+static void
+import_in_thread(GTask *task, gpointer source_object, gpointer task_data, GCancellable *cancellable)
+{
+    ImportJob *job = task_data;
+    EinsoraModelStore *self = job->store;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraGgufInfo) info = NULL;
+    g_autofree gchar *temp_name = g_strconcat(TEMP_PREFIX, job->id, NULL);
+    g_autofree gchar *temp = g_build_filename(self->blobs, temp_name, NULL);
+    g_autofree gchar *digest = NULL;
+    struct stat st = {0};
+
+    /* The validator reads only the header: a bad file is refused before
+     * a byte of it is copied. */
+    info = einsora_gguf_check_file(job->source, &error);
+    if (info != NULL && stat(job->source, &st) != 0)
+        set_errno_error(&error, errno, "read", job->source);
+    if (error == NULL) {
+        progress(self, job->id, 0, st.st_size);
+        digest = take_file(self, job, temp, st.st_size, &error);
+    }
+    if (digest != NULL)
+        publish(self, job, temp, digest, info, st.st_size, &error);
+    finish(self, job->id, digest, error);
+    g_task_return_boolean(task, TRUE);
+}
+
+/* Finished imports older than EINSORA_MODEL_STORE_IMPORT_KEEP_US go. */
+static void
+forget_old_imports_locked(EinsoraModelStore *self, gint64 now_us)
+{
+    GHashTableIter iter;
+    gpointer value;
+
+    g_hash_table_iter_init(&iter, self->imports);
+    while (g_hash_table_iter_next(&iter, NULL, &value)) {
+        const EinsoraModelImport *import = value;
+        gint64 finished_us = 0;
+
+        if (import->state == EINSORA_MODEL_IMPORT_IMPORTING || import->finished_at == NULL ||
+            !einsora_timestamp_parse(import->finished_at, &finished_us, NULL))
+            continue;
+        if (now_us - finished_us > EINSORA_MODEL_STORE_IMPORT_KEEP_US)
+            g_hash_table_iter_remove(&iter);
+    }
+}
+
+EinsoraModelImport *
+einsora_model_store_import(EinsoraModelStore *self, const char *name, const char *source,
+                           gint64 now_us, GError **error)
+{
+    g_autoptr(GTask) task = NULL;
+    EinsoraModelImport *import;
+    ImportJob *job;
+    struct stat st;
+
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
+    if (!einsora_model_name_is_valid(name)) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "name must be 1 to %d of a-z 0-9 . _ : - starting with a letter or digit "
+                    "(like llama3.2:1b)",
+                    EINSORA_MODEL_NAME_MAX);
+        return NULL;
+    }
+    if (source == NULL || !g_path_is_absolute(source) ||
+        strlen(source) > EINSORA_MODEL_SOURCE_MAX || !g_utf8_validate(source, -1, NULL)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "source must be the absolute path of a model file on the daemon's "
+                            "machine");
+        return NULL;
+    }
+    if (stat(source, &st) != 0 || !S_ISREG(st.st_mode) || access(source, R_OK) != 0) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "source %s isn't a file the daemon can read", source);
+        return NULL;
+    }
+    job = g_new0(ImportJob, 1);
+    job->store = g_object_ref(self);
+    job->id = einsora_uuid_v7_new(now_us / 1000);
+    job->name = g_strdup(name);
+    job->source = g_strdup(source);
+    import = einsora_model_import_new();
+    import->id = g_strdup(job->id);
+    import->name = g_strdup(name);
+    import->source = g_strdup(source);
+    import->state = EINSORA_MODEL_IMPORT_IMPORTING;
+    import->bytes_total = st.st_size;
+    import->started_at = einsora_timestamp_format(now_us);
+    {
+        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+        forget_old_imports_locked(self, now_us);
+        g_hash_table_insert(self->imports, import->id, import);
+        import = einsora_model_import_copy(import);
+    }
+    task = g_task_new(NULL, NULL, NULL, NULL);
+    g_task_set_task_data(task, job, (GDestroyNotify)import_job_free);
+    g_task_run_in_thread(task, import_in_thread);
+    return import;
+}
+
+EinsoraModelImport *
+einsora_model_store_get_import(EinsoraModelStore *self, const char *id, GError **error)
+{
+    g_autoptr(GMutexLocker) locker = NULL;
+    const EinsoraModelImport *import;
+
+    g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
+    locker = g_mutex_locker_new(&self->lock);
+    import = id != NULL ? g_hash_table_lookup(self->imports, id) : NULL;
+    if (import == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such import");
+        return NULL;
+    }
+    return einsora_model_import_copy(import);
+}
