@@ -378,9 +378,10 @@ on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
     }
     if (soup_message_get_status(chat->message) != SOUP_STATUS_OK) {
         /* An error is one small JSON body; read a bounded part of it. */
-        g_input_stream_read_bytes_async(stream, 64 * 1024, G_PRIORITY_DEFAULT,
-                                        g_task_get_cancellable(task), on_error_body,
-                                        g_steal_pointer(&task));
+        GCancellable *cancellable = g_task_get_cancellable(task);
+
+        g_input_stream_read_bytes_async(stream, 64 * 1024, G_PRIORITY_DEFAULT, cancellable,
+                                        on_error_body, g_steal_pointer(&task));
         return;
     }
     chat->lines = lines_of(stream);
