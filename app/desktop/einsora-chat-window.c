@@ -100,8 +100,10 @@ on_answered(GObject *source, GAsyncResult *result, gpointer user_data)
         add_message(self->conversation, "user", question);
         add_message(self->conversation, "assistant", self->answer->str);
     }
-    if (self->answer->len == 0)
-        gtk_label_set_text(self->answer_label, stopped ? _("(stopped)") : "");
+    if (self->answer->len == 0 && stopped)
+        gtk_label_set_text(self->answer_label, _("(stopped)"));
+    else if (self->answer->len == 0)
+        gtk_widget_set_visible(GTK_WIDGET(self->answer_label), FALSE);
     if (!answered && !stopped) {
         g_free(self->error);
         self->error = g_strdup(error->message);
