@@ -21,6 +21,7 @@ struct _EinsoraWorkloadPage {
     GtkGrid *properties_grid;
     GtkListBox *timeline_list;
     GPtrArray *property_values; /* GtkLabel, in the order of property_names */
+    GtkWidget *model_name;      /* the label naming ROW_MODEL */
     EinsoraWorkloadItem *item;
     gulong notify_handler;
     GHashTable *event_ids;
@@ -38,7 +39,6 @@ static guint signals[N_SIGNALS];
 typedef enum {
     ROW_STATE,
     ROW_KIND,
-    ROW_MODEL,
     ROW_CLASS,
     ROW_IMAGE,
     ROW_REGION,
@@ -46,12 +46,13 @@ typedef enum {
     ROW_DRIVER,
     ROW_CREATED,
     ROW_ID,
+    ROW_MODEL, /* last: only an endpoint has one, so it is hidden from the others */
     N_ROWS
 } PropertyRow;
 
 static const char *const property_names[N_ROWS] = {
-    N_("State"),  N_("Kind"),    N_("Model"),  N_("Class"),   N_("Image"),
-    N_("Region"), N_("Machine"), N_("Driver"), N_("Created"), N_("ID"),
+    N_("State"),   N_("Kind"),   N_("Class"),   N_("Image"), N_("Region"),
+    N_("Machine"), N_("Driver"), N_("Created"), N_("ID"),    N_("Model"),
 };
 
 static const char *
@@ -272,6 +273,8 @@ einsora_workload_page_init(EinsoraWorkloadPage *self)
         gtk_grid_attach(self->properties_grid, name, column, line, 1, 1);
         gtk_grid_attach(self->properties_grid, value, column + 1, line, 1, 1);
         g_ptr_array_add(self->property_values, value);
+        if (i == ROW_MODEL)
+            self->model_name = name;
     }
 }
 
@@ -337,6 +340,8 @@ show_item(EinsoraWorkloadPage *self)
     set_row(self, ROW_STATE, einsora_format_state_label(state));
     set_row(self, ROW_KIND, einsora_workload_item_get_kind(item));
     set_row(self, ROW_MODEL, einsora_workload_item_get_model(item));
+    gtk_widget_set_visible(self->model_name, endpoint);
+    gtk_widget_set_visible(g_ptr_array_index(self->property_values, ROW_MODEL), endpoint);
     set_row(self, ROW_CLASS, einsora_workload_item_get_class(item));
     set_row(self, ROW_IMAGE, einsora_workload_item_get_image(item));
     set_row(self, ROW_REGION, einsora_workload_item_get_region(item));
