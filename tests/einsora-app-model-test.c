@@ -228,6 +228,36 @@ test_item_update(void)
     g_assert_finalize_object(g_steal_pointer(&item));
 }
 
+/* An endpoint carries its model; a notebook has none, and a workload
+ * from a daemon that doesn't say "model" yet reads as having none. */
+static void
+test_item_endpoint_model(void)
+{
+    g_autoptr(JsonObject) notebook = workload("n", "running", 1, "2026-11-29T10:00:00.000000Z");
+    g_autoptr(JsonObject) endpoint = workload("e", "queued", 1, "2026-11-29T10:00:00.000000Z");
+    g_autoptr(JsonObject) renamed = NULL;
+    g_autoptr(EinsoraWorkloadItem) plain = einsora_workload_item_new(notebook);
+    g_autoptr(EinsoraWorkloadItem) item = NULL;
+    g_autoptr(GPtrArray) seen = g_ptr_array_new_with_free_func(g_free);
+
+    g_assert_false(einsora_workload_item_is_endpoint(plain));
+    g_assert_null(einsora_workload_item_get_model(plain));
+
+    json_object_set_string_member(endpoint, "kind", "endpoint");
+    item = einsora_workload_item_new(endpoint);
+    g_assert_true(einsora_workload_item_is_endpoint(item));
+    g_assert_null(einsora_workload_item_get_model(item));
+    g_signal_connect(item, "notify", G_CALLBACK(on_notify), seen);
+    renamed = workload("e", "queued", 2, "2026-11-29T10:00:00.000000Z");
+    json_object_set_string_member(renamed, "kind", "endpoint");
+    json_object_set_string_member(renamed, "model", "tiny");
+    g_assert_true(einsora_workload_item_update(item, renamed));
+    g_assert_cmpstr(einsora_workload_item_get_model(item), ==, "tiny");
+    g_assert_cmpuint(seen->len, ==, 1);
+    g_assert_cmpstr(g_ptr_array_index(seen, 0), ==, "model");
+    g_assert_finalize_object(g_steal_pointer(&item));
+}
+
 typedef struct {
     guint position, removed, added;
     guint calls;
@@ -329,6 +359,7 @@ main(int argc, char **argv)
     g_test_add_func("/app/format/reason", test_reason);
     g_test_add_func("/app/format/capacity", test_capacity);
     g_test_add_func("/app/workload-item/update", test_item_update);
+    g_test_add_func("/app/workload-item/endpoint-model", test_item_endpoint_model);
     g_test_add_func("/app/workload-list/in-step", test_list);
     return g_test_run();
 }

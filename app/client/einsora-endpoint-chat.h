@@ -1,11 +1,14 @@
 /* One chat completion from an endpoint's OpenAI-compatible base URL (the
  * access proxy's, which the access grant of an endpoint answers), streamed
  * as server-sent events: each piece of the answer is handed over as it
- * arrives. The API token goes in Authorization only. Blocking, for the
- * CLI; one request, nothing kept. */
+ * arrives. The API token goes in Authorization only. Blocking for the
+ * CLI, asynchronous on the caller's main context for the app (both read
+ * the stream the same way); one request, nothing kept. */
 #pragma once
 
 #include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
 
 G_BEGIN_DECLS
 
@@ -32,5 +35,22 @@ typedef struct {
 gboolean einsora_endpoint_chat(const char *base_url, const char *token, const char *model,
                                const char *prompt, EinsoraChatPieceFunc on_piece,
                                gpointer user_data, EinsoraChatUsage *usage, GError **error);
+
+/* The same request with a whole conversation: @messages holds OpenAI's
+ * {"role", "content"} objects, oldest first (the endpoint keeps nothing
+ * between requests, so the caller sends what was said before). Reads the
+ * stream with the main context of the caller's thread; @on_piece is
+ * called there for each piece as it arrives, never after @cancellable is
+ * cancelled. @session: (nullable): one of the caller's, else one of its
+ * own. @model: (nullable). */
+void einsora_endpoint_chat_async(SoupSession *session, const char *base_url, const char *token,
+                                 const char *model, JsonArray *messages,
+                                 EinsoraChatPieceFunc on_piece, gpointer piece_data,
+                                 GCancellable *cancellable, GAsyncReadyCallback callback,
+                                 gpointer user_data);
+/* @usage: (optional). G_IO_ERROR_CANCELLED once cancelled; else errors
+ * as einsora_endpoint_chat()'s. */
+gboolean einsora_endpoint_chat_finish(GAsyncResult *result, EinsoraChatUsage *usage,
+                                      GError **error);
 
 G_END_DECLS

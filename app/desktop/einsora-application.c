@@ -4,6 +4,7 @@
 
 #include <glib/gi18n.h>
 
+#include "einsora-chat-window.h"
 #include "einsora-connection.h"
 #include "einsora-event-feed.h"
 #include "einsora-format.h"
@@ -658,6 +659,119 @@ on_open_in_browser(GSimpleAction *action, GVariant *parameter, gpointer user_dat
     open_workload(EINSORA_APPLICATION(user_data), g_variant_get_string(parameter, NULL), TRUE);
 }
 
+/* ---- endpoints: their base URL and the chat ------------------------ */
+
+typedef void (*BaseUrlFunc)(EinsoraApplication *self, const char *workload_id,
+                            const char *base_url);
+
+typedef struct {
+    EinsoraApplication *self;
+    gchar *workload_id;
+    BaseUrlFunc then;
+} Granting;
+
+static void
+granting_free(Granting *granting)
+{
+    g_object_unref(granting->self);
+    g_free(granting->workload_id);
+    g_free(granting);
+}
+
+/* An endpoint's access grant is its base URL: no ticket, nothing secret,
+ * so it is shown and copied as it is; the token stays apart. */
+static void
+on_endpoint_granted(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Granting *granting = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    const char *base_url =
+        answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
+            ? einsora_json_member_string(json_node_get_object(answer), "base_url")
+            : NULL;
+
+    if (base_url != NULL)
+        granting->then(granting->self, granting->workload_id, base_url);
+    else if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        toast(granting->self,
+              error != NULL ? error->message : _("The daemon gave no base URL for the endpoint."));
+    granting_free(granting);
+}
+
+static void
+grant_endpoint(EinsoraApplication *self, const char *workload_id, BaseUrlFunc then)
+{
+    Granting *granting;
+
+    if (self->client == NULL)
+        return;
+    granting = g_new0(Granting, 1);
+    granting->self = g_object_ref(self);
+    granting->workload_id = g_strdup(workload_id);
+    granting->then = then;
+    einsora_client_open_workload_async(self->client, workload_id, self->cancellable,
+                                       on_endpoint_granted, granting);
+}
+
+static void
+show_base_url(EinsoraApplication *self, const char *workload_id, const char *base_url)
+{
+    EinsoraWindow *window = main_window(self);
+
+    if (window != NULL)
+        einsora_workload_page_set_base_url(einsora_window_get_workload_page(window), workload_id,
+                                           base_url);
+}
+
+/* The workload page shows a running endpoint: its base URL. */
+static void
+on_endpoint_base_url(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    grant_endpoint(EINSORA_APPLICATION(user_data), g_variant_get_string(parameter, NULL),
+                   show_base_url);
+}
+
+static GtkWindow *
+chat_window(EinsoraApplication *self, const char *workload_id)
+{
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
+        if (EINSORA_IS_CHAT_WINDOW(l->data) &&
+            g_strcmp0(einsora_chat_window_get_workload_id(l->data), workload_id) == 0)
+            return l->data;
+    return NULL;
+}
+
+static void
+open_chat(EinsoraApplication *self, const char *workload_id, const char *base_url)
+{
+    EinsoraWorkloadItem *item = einsora_workload_list_lookup(self->workloads, workload_id);
+    EinsoraChatWindow *window;
+
+    if (self->connection == NULL || chat_window(self, workload_id) != NULL)
+        return;
+    window =
+        einsora_chat_window_new(GTK_APPLICATION(self), workload_id,
+                                item != NULL ? einsora_workload_item_get_name(item) : workload_id,
+                                base_url, einsora_connection_get_token(self->connection));
+    gtk_window_present(GTK_WINDOW(window));
+}
+
+/* Chat with an endpoint: its window, with the app's own API token. */
+static void
+on_chat_endpoint(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    const char *workload_id = g_variant_get_string(parameter, NULL);
+    GtkWindow *window = chat_window(self, workload_id);
+
+    if (window != NULL)
+        gtk_window_present(window);
+    else
+        grant_endpoint(self, workload_id, open_chat);
+}
+
 static void
 on_quit(GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
@@ -703,6 +817,8 @@ static const GActionEntry app_actions[] = {
     {"show-workload", on_show_workload, "s", NULL, NULL, {0}},
     {"open-workload", on_open_workload, "s", NULL, NULL, {0}},
     {"open-in-browser", on_open_in_browser, "s", NULL, NULL, {0}},
+    {"endpoint-base-url", on_endpoint_base_url, "s", NULL, NULL, {0}},
+    {"chat-endpoint", on_chat_endpoint, "s", NULL, NULL, {0}},
     {"stop-workload", on_stop_workload, "s", NULL, NULL, {0}},
     {"start-workload", on_start_workload, "s", NULL, NULL, {0}},
     {"delete-workload", on_delete_workload, "s", NULL, NULL, {0}},

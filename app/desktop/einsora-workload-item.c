@@ -9,6 +9,7 @@ struct _EinsoraWorkloadItem {
     gchar *id;
     gchar *name;
     gchar *kind;
+    gchar *model;
     gchar *state;
     gchar *gpu_class;
     gchar *placed_class;
@@ -28,6 +29,7 @@ enum {
     PROP_ID,
     PROP_NAME,
     PROP_KIND,
+    PROP_MODEL,
     PROP_STATE,
     PROP_CLASS,
     PROP_IMAGE,
@@ -49,6 +51,7 @@ einsora_workload_item_finalize(GObject *object)
     g_free(self->id);
     g_free(self->name);
     g_free(self->kind);
+    g_free(self->model);
     g_free(self->state);
     g_free(self->gpu_class);
     g_free(self->placed_class);
@@ -75,6 +78,9 @@ einsora_workload_item_get_property(GObject *object, guint prop_id, GValue *value
         break;
     case PROP_KIND:
         g_value_set_string(value, self->kind);
+        break;
+    case PROP_MODEL:
+        g_value_set_string(value, self->model);
         break;
     case PROP_STATE:
         g_value_set_string(value, self->state);
@@ -116,6 +122,8 @@ einsora_workload_item_class_init(EinsoraWorkloadItemClass *klass)
     props[PROP_ID] = g_param_spec_string("id", NULL, NULL, NULL, flags);
     props[PROP_NAME] = g_param_spec_string("name", NULL, NULL, NULL, flags);
     props[PROP_KIND] = g_param_spec_string("kind", NULL, NULL, NULL, flags);
+    /* An endpoint's model (absent for other kinds). */
+    props[PROP_MODEL] = g_param_spec_string("model", NULL, NULL, NULL, flags);
     props[PROP_STATE] = g_param_spec_string("state", NULL, NULL, NULL, flags);
     props[PROP_CLASS] = g_param_spec_string("class", NULL, NULL, NULL, flags);
     props[PROP_IMAGE] = g_param_spec_string("image", NULL, NULL, NULL, flags);
@@ -155,6 +163,7 @@ take_fields(EinsoraWorkloadItem *self, JsonObject *workload, gboolean notify)
     } fields[] = {
         {&self->name, "name", PROP_NAME},
         {&self->kind, "kind", PROP_KIND},
+        {&self->model, "model", PROP_MODEL},
         {&self->state, "state", PROP_STATE},
         {&self->gpu_class, "gpu_class", 0},
         {&self->placed_class, "placed_class", 0},
@@ -220,6 +229,18 @@ const char *
 einsora_workload_item_get_kind(EinsoraWorkloadItem *self)
 {
     return self->kind;
+}
+
+const char *
+einsora_workload_item_get_model(EinsoraWorkloadItem *self)
+{
+    return self->model;
+}
+
+gboolean
+einsora_workload_item_is_endpoint(EinsoraWorkloadItem *self)
+{
+    return g_strcmp0(self->kind, "endpoint") == 0;
 }
 
 const char *

@@ -21,6 +21,10 @@ gboolean einsora_workload_item_update(EinsoraWorkloadItem *self, JsonObject *wor
 const char *einsora_workload_item_get_id(EinsoraWorkloadItem *self);
 const char *einsora_workload_item_get_name(EinsoraWorkloadItem *self);
 const char *einsora_workload_item_get_kind(EinsoraWorkloadItem *self);
+/* An endpoint's model name; NULL for other kinds, and where the daemon
+ * said none. */
+const char *einsora_workload_item_get_model(EinsoraWorkloadItem *self);
+gboolean einsora_workload_item_is_endpoint(EinsoraWorkloadItem *self);
 const char *einsora_workload_item_get_state(EinsoraWorkloadItem *self);
 /* The class it runs with (placed) or else the one asked for. */
 const char *einsora_workload_item_get_class(EinsoraWorkloadItem *self);

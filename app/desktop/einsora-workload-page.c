@@ -12,13 +12,23 @@
 struct _EinsoraWorkloadPage {
     GtkWidget parent_instance;
     GtkWidget *box;
+    AdwToastOverlay *toasts;
     AdwWindowTitle *title;
+    GtkWidget *open_button;
+    GtkWidget *chat_button;
+    GtkWidget *endpoint_group;
+    GtkLabel *base_url_label;
     GtkGrid *properties_grid;
     GtkListBox *timeline_list;
     GPtrArray *property_values; /* GtkLabel, in the order of property_names */
+    GtkWidget *model_name;      /* the label naming ROW_MODEL */
     EinsoraWorkloadItem *item;
     gulong notify_handler;
     GHashTable *event_ids;
+    /* A running endpoint's base URL, once the app had it granted; asked
+     * once each time the endpoint is seen running. */
+    gchar *base_url;
+    gboolean base_url_asked;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraWorkloadPage, einsora_workload_page, GTK_TYPE_WIDGET)
@@ -36,12 +46,13 @@ typedef enum {
     ROW_DRIVER,
     ROW_CREATED,
     ROW_ID,
+    ROW_MODEL, /* last: only an endpoint has one, so it is hidden from the others */
     N_ROWS
 } PropertyRow;
 
 static const char *const property_names[N_ROWS] = {
     N_("State"),   N_("Kind"),   N_("Class"),   N_("Image"), N_("Region"),
-    N_("Machine"), N_("Driver"), N_("Created"), N_("ID"),
+    N_("Machine"), N_("Driver"), N_("Created"), N_("ID"),    N_("Model"),
 };
 
 static const char *
@@ -85,6 +96,23 @@ static void
 on_start(GtkWidget *widget, const char *action, GVariant *parameter)
 {
     activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.start-workload");
+}
+
+static void
+on_chat(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    activate_app_action(EINSORA_WORKLOAD_PAGE(widget), "app.chat-endpoint");
+}
+
+static void
+on_copy_base_url(GtkWidget *widget, const char *action, GVariant *parameter)
+{
+    EinsoraWorkloadPage *self = EINSORA_WORKLOAD_PAGE(widget);
+
+    if (self->base_url == NULL)
+        return;
+    gdk_clipboard_set_text(gtk_widget_get_clipboard(widget), self->base_url);
+    adw_toast_overlay_add_toast(self->toasts, adw_toast_new(_("Base URL copied")));
 }
 
 /* The answer of a dialog may come after the page shows another workload,
@@ -179,6 +207,7 @@ einsora_workload_page_dispose(GObject *object)
     einsora_workload_page_set_item(self, NULL);
     g_clear_pointer(&self->property_values, g_ptr_array_unref);
     g_clear_pointer(&self->event_ids, g_hash_table_unref);
+    g_clear_pointer(&self->base_url, g_free);
     gtk_widget_dispose_template(GTK_WIDGET(self), EINSORA_TYPE_WORKLOAD_PAGE);
     G_OBJECT_CLASS(einsora_workload_page_parent_class)->dispose(object);
 }
@@ -193,7 +222,12 @@ einsora_workload_page_class_init(EinsoraWorkloadPageClass *klass)
     gtk_widget_class_set_template_from_resource(widget_class,
                                                 "/dev/einsora/Einsora/einsora-workload-page.ui");
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, box);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, toasts);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, title);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, open_button);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, chat_button);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, endpoint_group);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, base_url_label);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, properties_grid);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, timeline_list);
     gtk_widget_class_install_action(widget_class, "page.back", NULL, on_back);
@@ -203,6 +237,8 @@ einsora_workload_page_class_init(EinsoraWorkloadPageClass *klass)
     gtk_widget_class_install_action(widget_class, "page.start", NULL, on_start);
     gtk_widget_class_install_action(widget_class, "page.delete", NULL, on_delete);
     gtk_widget_class_install_action(widget_class, "page.export", NULL, on_export);
+    gtk_widget_class_install_action(widget_class, "page.chat", NULL, on_chat);
+    gtk_widget_class_install_action(widget_class, "page.copy-base-url", NULL, on_copy_base_url);
     gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Escape, 0, "page.back", NULL);
     gtk_widget_class_add_binding_action(widget_class, GDK_KEY_Left, GDK_ALT_MASK, "page.back",
                                         NULL);
@@ -237,6 +273,8 @@ einsora_workload_page_init(EinsoraWorkloadPage *self)
         gtk_grid_attach(self->properties_grid, name, column, line, 1, 1);
         gtk_grid_attach(self->properties_grid, value, column + 1, line, 1, 1);
         g_ptr_array_add(self->property_values, value);
+        if (i == ROW_MODEL)
+            self->model_name = name;
     }
 }
 
@@ -259,6 +297,30 @@ state_in(const char *state, const char *const *states)
     return state != NULL && g_strv_contains(states, state);
 }
 
+/* An endpoint's API: its base URL while it runs (the app asks the
+ * access grant for it, app.endpoint-base-url, and hands it back with
+ * einsora_workload_page_set_base_url()), and Chat. */
+static void
+show_endpoint(EinsoraWorkloadPage *self, gboolean endpoint, gboolean running)
+{
+    gtk_widget_set_visible(self->endpoint_group, endpoint);
+    gtk_widget_set_visible(self->chat_button, endpoint);
+    if (!endpoint || !running) {
+        /* A stopped endpoint's URL answers nothing: it is asked again
+         * when it runs again. */
+        g_clear_pointer(&self->base_url, g_free);
+        self->base_url_asked = FALSE;
+    } else if (self->base_url == NULL && !self->base_url_asked) {
+        self->base_url_asked = gtk_widget_activate_action(GTK_WIDGET(self), "app.endpoint-base-url",
+                                                          "s", item_id(self));
+    }
+    gtk_label_set_text(self->base_url_label, self->base_url != NULL ? self->base_url
+                                             : running              ? _("Asking…")
+                                                                    : _("Once it is running"));
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.copy-base-url", self->base_url != NULL);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.chat", endpoint && running);
+}
+
 static void
 show_item(EinsoraWorkloadPage *self)
 {
@@ -266,6 +328,8 @@ show_item(EinsoraWorkloadPage *self)
     const char *state = item != NULL ? einsora_workload_item_get_state(item) : NULL;
     gboolean notebook =
         item != NULL && g_strcmp0(einsora_workload_item_get_kind(item), "notebook") == 0;
+    gboolean endpoint = item != NULL && einsora_workload_item_is_endpoint(item);
+    gboolean running = g_strcmp0(state, "running") == 0;
     g_autoptr(GDateTime) created = NULL;
     g_autofree gchar *created_text = NULL;
 
@@ -275,6 +339,9 @@ show_item(EinsoraWorkloadPage *self)
     adw_window_title_set_subtitle(self->title, einsora_format_state_label(state));
     set_row(self, ROW_STATE, einsora_format_state_label(state));
     set_row(self, ROW_KIND, einsora_workload_item_get_kind(item));
+    set_row(self, ROW_MODEL, einsora_workload_item_get_model(item));
+    gtk_widget_set_visible(self->model_name, endpoint);
+    gtk_widget_set_visible(g_ptr_array_index(self->property_values, ROW_MODEL), endpoint);
     set_row(self, ROW_CLASS, einsora_workload_item_get_class(item));
     set_row(self, ROW_IMAGE, einsora_workload_item_get_image(item));
     set_row(self, ROW_REGION, einsora_workload_item_get_region(item));
@@ -291,10 +358,10 @@ show_item(EinsoraWorkloadPage *self)
     set_row(self, ROW_CREATED, created_text);
     set_row(self, ROW_ID, einsora_workload_item_get_id(item));
 
-    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open",
-                                  notebook && g_strcmp0(state, "running") == 0);
-    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open-in-browser",
-                                  notebook && g_strcmp0(state, "running") == 0);
+    show_endpoint(self, endpoint, running);
+    gtk_widget_set_visible(self->open_button, !endpoint);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open", notebook && running);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open-in-browser", notebook && running);
     gtk_widget_action_set_enabled(
         GTK_WIDGET(self), "page.stop",
         state_in(state,
@@ -325,6 +392,8 @@ einsora_workload_page_set_item(EinsoraWorkloadPage *self, EinsoraWorkloadItem *i
         g_clear_object(&self->item);
     }
     g_hash_table_remove_all(self->event_ids);
+    g_clear_pointer(&self->base_url, g_free);
+    self->base_url_asked = FALSE;
     while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->timeline_list))) != NULL)
         gtk_list_box_remove(self->timeline_list, child);
     if (item == NULL)
@@ -391,4 +460,27 @@ guint
 einsora_workload_page_get_n_events(EinsoraWorkloadPage *self)
 {
     return g_hash_table_size(self->event_ids);
+}
+
+void
+einsora_workload_page_set_base_url(EinsoraWorkloadPage *self, const char *workload_id,
+                                   const char *base_url)
+{
+    g_return_if_fail(EINSORA_IS_WORKLOAD_PAGE(self));
+
+    /* An answer for a page that moved on, or an endpoint that stopped
+     * since, is dropped. */
+    if (self->item == NULL || g_strcmp0(workload_id, item_id(self)) != 0 ||
+        !einsora_workload_item_is_endpoint(self->item) ||
+        g_strcmp0(einsora_workload_item_get_state(self->item), "running") != 0)
+        return;
+    g_free(self->base_url);
+    self->base_url = g_strdup(base_url);
+    show_item(self);
+}
+
+const char *
+einsora_workload_page_get_base_url(EinsoraWorkloadPage *self)
+{
+    return self->base_url;
 }

@@ -1,7 +1,8 @@
 /* A workload's page: its properties and its whole timeline (every event
  * with its time, state change and reason), both following the daemon as
  * it changes; and what can be done with it now: open, stop, start,
- * delete (after a confirmation), export. The actions are the app's
+ * delete (after a confirmation), export; for an endpoint, its base URL
+ * (with Copy) and Chat instead of Open. The actions are the app's
  * (app.open-workload and so on), so the page holds no client. */
 #pragma once
 
@@ -24,5 +25,12 @@ EinsoraWorkloadItem *einsora_workload_page_get_item(EinsoraWorkloadPage *self);
 void einsora_workload_page_add_events(EinsoraWorkloadPage *self, JsonArray *events);
 void einsora_workload_page_add_event(EinsoraWorkloadPage *self, JsonObject *event);
 guint einsora_workload_page_get_n_events(EinsoraWorkloadPage *self);
+/* The base URL the access grant gave for the running endpoint
+ * @workload_id (the app's answer to app.endpoint-base-url); ignored when
+ * the page shows another workload or it no longer runs. */
+void einsora_workload_page_set_base_url(EinsoraWorkloadPage *self, const char *workload_id,
+                                        const char *base_url);
+/* (nullable) */
+const char *einsora_workload_page_get_base_url(EinsoraWorkloadPage *self);
 
 G_END_DECLS

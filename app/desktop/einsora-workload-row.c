@@ -65,24 +65,26 @@ show_item(EinsoraWorkloadRow *self)
     const char *state = item != NULL ? einsora_workload_item_get_state(item) : NULL;
     const char *style = einsora_format_state_style(state);
     g_autoptr(GString) details = g_string_new(NULL);
-    const char *parts[4];
+    const char *parts[5];
 
     if (item == NULL)
         return;
     gtk_label_set_text(self->name_label, einsora_workload_item_get_name(item));
+    /* An endpoint is known by its model: "endpoint · tiny · …". */
     parts[0] = einsora_workload_item_get_kind(item);
-    parts[1] = einsora_workload_item_get_class(item);
-    parts[2] = einsora_workload_item_get_machine_name(item) != NULL
+    parts[1] = einsora_workload_item_get_model(item);
+    parts[2] = einsora_workload_item_get_class(item);
+    parts[3] = einsora_workload_item_get_machine_name(item) != NULL
                    ? einsora_workload_item_get_machine_name(item)
                    : einsora_workload_item_get_machine_id(item);
-    parts[3] = einsora_workload_item_get_driver(item);
+    parts[4] = einsora_workload_item_get_driver(item);
     for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
         if (parts[i] == NULL || *parts[i] == '\0')
             continue;
         if (details->len > 0)
             g_string_append(details, " · ");
         /* A machine not (yet) known by name: the start of its ID. */
-        if (i == 2 && einsora_workload_item_get_machine_name(item) == NULL)
+        if (i == 3 && einsora_workload_item_get_machine_name(item) == NULL)
             g_string_append_len(details, parts[i], MIN(strlen(parts[i]), 8));
         else
             g_string_append(details, parts[i]);
