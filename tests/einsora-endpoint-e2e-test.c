@@ -153,7 +153,7 @@ worker_key(Fixture *f, const char *id)
 }
 
 static void
-run_client(Fixture *f, const char *base_url, const char *model, const char *cookie,
+run_client(Fixture *f, const char *base_url, const char *name, const char *cookie,
            const char *transcript)
 {
     g_autofree gchar *script =
@@ -164,8 +164,9 @@ run_client(Fixture *f, const char *base_url, const char *model, const char *cook
     g_autofree gchar *err = NULL;
     g_autoptr(GError) error = NULL;
     gint status = 0;
-    const char *argv[] = {"/usr/bin/python3",     script,         base_url, tenant_url, model,
-                          f->daemon->owner_token, f->other_token, cookie,   transcript, NULL};
+    const char *argv[] = {
+        "/usr/bin/python3",     script,         base_url, tenant_url, name, "tiny",
+        f->daemon->owner_token, f->other_token, cookie,   transcript, NULL};
 
     g_assert_true(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
                                &status, &error));

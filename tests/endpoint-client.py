@@ -7,17 +7,18 @@ http.client, no OpenAI library. Exits non-zero at the first check that
 fails; every answer's status, headers and body go to TRANSCRIPT, so the
 test can look for secrets in them.
 
-    endpoint-client.py BASE_URL TENANT_URL MODEL TOKEN OTHER_TOKEN COOKIE TRANSCRIPT
+    endpoint-client.py BASE_URL TENANT_URL NAME MODEL TOKEN OTHER_TOKEN COOKIE TRANSCRIPT
 
 BASE_URL is the endpoint's own (the access grant's), TENANT_URL the
-tenant-wide one where "model" picks the endpoint, MODEL the endpoint's
-name, COOKIE a browser session cookie ("name=value") of the daemon's."""
+tenant-wide one where "model" picks the endpoint, NAME the endpoint's
+name and MODEL the model it serves (either picks it there), COOKIE a browser session cookie ("name=value") of the daemon's."""
 import http.client
 import json
 import sys
 import urllib.parse
 
-base_url, tenant_url, model, token, other_token, cookie, transcript_path = sys.argv[1:8]
+base_url, tenant_url, model, served_model, token, other_token, cookie, transcript_path = \
+    sys.argv[1:9]
 transcript = open(transcript_path, "w", encoding="utf-8")
 # llama.cpp's SPM vocabulary: 0-2 are unk, bos and eos, 3-258 bytes. With
 # all banned, random weights answer exactly max_tokens of whole words.
@@ -176,6 +177,12 @@ response, parsed = call(tenant_url, "POST", "/chat/completions",
 check(response.status == 200, "tenant chat: %d %r" % (response.status, parsed))
 check_endpoint_headers(response, "tenant chat")
 stream_chat(tenant_url, model)
+# Or by the model it serves, as in Ollama.
+response, parsed = call(tenant_url, "POST", "/chat/completions",
+                        {"model": served_model, "messages": [{"role": "user", "content": "Hi"}],
+                         "max_tokens": 4, "logit_bias": BAN})
+check(response.status == 200, "tenant chat by the model's name: %d %r" % (response.status, parsed))
+check_endpoint_headers(response, "tenant chat by the model's name")
 response, parsed = call(tenant_url, "POST", "/chat/completions",
                         {"model": "no-such-model", "messages": [{"role": "user", "content": "x"}]})
 check_openai_error(response, parsed, 404, "tenant chat, unknown model")

@@ -1412,6 +1412,13 @@ find_endpoint(EinsoraAccessProxy *self, const char *tenant_id, const char *model
         if (is_serving(workload) && g_strcmp0(workload->name, model) == 0)
             return einsora_workload_copy(workload);
     }
+    /* Then by the model it serves, as Ollama users name one ("tiny"):
+     * the oldest running endpoint of that model. */
+    for (guint i = 0; i < workloads->len; i++) {
+        EinsoraWorkload *workload = workloads->pdata[i];
+        if (is_serving(workload) && g_strcmp0(workload->model, model) == 0)
+            return einsora_workload_copy(workload);
+    }
     return NULL;
 }
 
