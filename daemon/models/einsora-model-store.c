@@ -419,40 +419,36 @@ read_hashing(EinsoraModelStore *self, const char *id, int in, int out, gint64 to
     return TRUE;
 }
 
-/* The file into @temp: a hard link (no copy, when the file system and
- * the kernel allow it), a reflink (a copy-on-write clone), else a copy;
- * hashed in every case. */
+/* The file into @temp: a reflink (a copy-on-write clone, no bytes
+ * copied) where the file system allows, else a copy; hashed in either
+ * case. Never a hard link: the source's owner could rewrite it in place,
+ * and then its digest would no longer name it (docs/adr/0033). */
 static gchar *
 take_file(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64 total,
           GError **error)
 {
     g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
     int in = open(job->source, O_RDONLY | O_CLOEXEC);
-    int out = -1;
+    int out;
     gboolean ok;
 
     if (in < 0) {
         set_errno_error(error, errno, "open", job->source);
         return NULL;
     }
-    if (link(job->source, temp) == 0) {
-        ok = read_hashing(self, job->id, in, -1, total, checksum, error);
-    } else {
-        out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (out < 0) {
-            set_errno_error(error, errno, "create", temp);
-            close(in);
-            return NULL;
-        }
-        if (ioctl(out, FICLONE, in) == 0) {
-            ok = read_hashing(self, job->id, in, -1, total, checksum, error);
-        } else {
-            ok = read_hashing(self, job->id, in, out, total, checksum, error);
-        }
-        if (ok && fsync(out) != 0)
-            ok = set_errno_error(error, errno, "sync", temp);
-        close(out);
+    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0) {
+        set_errno_error(error, errno, "create", temp);
+        close(in);
+        return NULL;
     }
+    if (ioctl(out, FICLONE, in) == 0)
+        ok = read_hashing(self, job->id, in, -1, total, checksum, error);
+    else
+        ok = read_hashing(self, job->id, in, out, total, checksum, error);
+    if (ok && fsync(out) != 0)
+        ok = set_errno_error(error, errno, "sync", temp);
+    close(out);
     close(in);
     if (!ok) {
         g_unlink(temp);
