@@ -210,6 +210,29 @@ with tempfile.TemporaryDirectory() as root:
                     ttft, rate = stream(UnixConnection(socket_path), "/v1/chat/completions", key)
                     direct_ttft.append(ttft)
                     direct_rate.append(rate)
+        # Where the first token's extra time goes: one small request each way,
+        # and one the proxy answers itself (a route it doesn't serve: the
+        # token checked and the path read, no worker).
+        def small(connection, path, key):
+            t0 = time.perf_counter()
+            connection.request("GET", path, headers={"Authorization": "Bearer " + key})
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+            return time.perf_counter() - t0, response.status
+        models_proxy, models_direct, refused = [], [], []
+        for i in range(ROUNDS * 4):
+            t, status = small(http.client.HTTPConnection(url.hostname, url.port),
+                              url.path + "/models", token)
+            assert status == 200, status
+            models_proxy.append(t)
+            t, status = small(UnixConnection(socket_path), "/v1/models", key)
+            assert status == 200, status
+            models_direct.append(t)
+            t, status = small(http.client.HTTPConnection(url.hostname, url.port),
+                              url.path + "/props", token)
+            assert status == 404, status
+            refused.append(t)
     finally:
         proc.terminate()
         proc.wait()
@@ -224,6 +247,11 @@ with tempfile.TemporaryDirectory() as root:
     print(f"| time to first token (median) | {m(proxy_ttft) * 1000:.2f} ms | "
           f"{m(direct_ttft) * 1000:.2f} ms | +{(m(proxy_ttft) - m(direct_ttft)) * 1000:.2f} ms |"
           f" <= 2 ms |")
+    print(f"| GET /v1/models, a new connection each (median) | {m(models_proxy) * 1000:.2f} ms | "
+          f"{m(models_direct) * 1000:.2f} ms | +{(m(models_proxy) - m(models_direct)) * 1000:.2f} ms"
+          f" | |")
+    print(f"| a route the proxy refuses itself (token checked, 404) | "
+          f"{m(refused) * 1000:.2f} ms | | | |")
     print()
     print(f"| launch -> ready, {LAUNCHES} each | median | min | max |")
     print("| --- | ---: | ---: | ---: |")
