@@ -96,9 +96,12 @@ models_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **a
     client = einsora_cli_get_client(cli, error);
     if (client == NULL)
         return FALSE;
-    /* The path is the daemon's to read: made absolute here, as a user
-     * means it. */
-    source = g_canonicalize_filename(argv[2], NULL);
+    /* A path is the daemon's to read: made absolute here, as a user means
+     * it. Another tool's model goes as it is named. */
+    if (g_str_has_prefix(argv[2], "ollama:") || g_str_has_prefix(argv[2], "lmstudio:"))
+        source = g_strdup(argv[2]);
+    else
+        source = g_canonicalize_filename(argv[2], NULL);
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "name");
     json_builder_add_string_value(builder, argv[1]);
@@ -145,6 +148,51 @@ models_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **a
 }
 
 static gboolean
+models_found(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+             GError **error)
+{
+    EinsoraClient *client;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(EinsoraTable) table = NULL;
+    g_autofree gchar *text = NULL;
+    JsonArray *models;
+
+    if (!einsora_cli_parse(cli, command, NULL, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 0, error))
+        return FALSE;
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL)
+        return FALSE;
+    root = einsora_client_request(client, "GET", "/v1/local-models", NULL, NULL, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    models = einsora_cli_get_array(root, "models", error);
+    if (models == NULL)
+        return FALSE;
+    if (json_array_get_length(models) == 0)
+        return einsora_cli_write_text(_("No Ollama or LM Studio models on the daemon's "
+                                        "machine.\n"),
+                                      error);
+    table = einsora_table_new(2, (const char *const[]){_("SOURCE"), _("SIZE")});
+    for (guint i = 0; i < json_array_get_length(models); i++) {
+        JsonObject *model = json_array_get_object_element(models, i);
+        g_autofree gchar *source = NULL;
+        g_autofree gchar *size = NULL;
+
+        if (model == NULL)
+            continue;
+        source = einsora_cli_shown(model, "source");
+        size = format_size(model, "size");
+        einsora_table_append_row(table, (const char *const[]){source, size});
+    }
+    text = einsora_table_render(table);
+    return einsora_cli_write_text(text, error);
+}
+
+static gboolean
 models_remove(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
               GError **error)
 {
@@ -173,9 +221,12 @@ models_remove(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
 
 static const EinsoraCliCommand model_commands[] = {
     {"list", NULL, N_("List the models in the daemon's model store"), models_list},
-    {"add", N_("NAME PATH"),
-     N_("Add the GGUF file at PATH on the daemon's machine as NAME, checked and hashed"),
+    {"add", N_("NAME SOURCE"),
+     N_("Add a GGUF file on the daemon's machine as NAME, checked and hashed: a path, or "
+        "ollama:NAME[:TAG] or lmstudio:PUBLISHER/REPO/FILE.gguf"),
      models_add},
+    {"found", NULL, N_("List the Ollama and LM Studio models on the daemon's machine"),
+     models_found},
     {"remove", N_("NAME"), N_("Remove a model no endpoint uses"), models_remove},
     {NULL},
 };

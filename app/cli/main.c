@@ -25,7 +25,7 @@ static const EinsoraCliCommand commands[] = {
     {"export", N_("ID"), N_("Print a workload's complete record and timeline, as the API gives it"),
      einsora_cli_export},
     {"machines", NULL, N_("List your machines"), einsora_cli_machines},
-    {"models", N_("[list | add NAME PATH | remove NAME]"),
+    {"models", N_("[list | add NAME SOURCE | found | remove NAME]"),
      N_("List, add and remove the models endpoints serve"), einsora_cli_models},
     {"catalog", NULL, N_("List the classes, with your GPU quota, and the images you can launch"),
      einsora_cli_catalog},

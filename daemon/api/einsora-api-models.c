@@ -53,6 +53,42 @@ einsora_api_models_get(EinsoraApiServer *server, EinsoraApiRequest *request)
     einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
 }
 
+/* GET /v1/local-models: what Ollama and LM Studio keep on the daemon's
+ * machine, by the source POST /v1/model-store imports. */
+void
+einsora_api_models_found(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) found = einsora_service_find_local_models(
+        einsora_api_server_get_service(server), einsora_api_request_get_actor(request), &error);
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) node = NULL;
+
+    if (found == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "models");
+    json_builder_begin_array(builder);
+    for (guint i = 0; i < found->len; i++) {
+        const EinsoraFoundModel *model = found->pdata[i];
+
+        json_builder_begin_object(builder);
+        json_builder_set_member_name(builder, "source");
+        json_builder_add_string_value(builder, model->source);
+        json_builder_set_member_name(builder, "path");
+        json_builder_add_string_value(builder, model->path);
+        json_builder_set_member_name(builder, "size");
+        json_builder_add_int_value(builder, model->size);
+        json_builder_end_object(builder);
+    }
+    json_builder_end_array(builder);
+    json_builder_end_object(builder);
+    node = json_builder_get_root(builder);
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}
+
 const EinsoraApiField einsora_api_models_import_fields[] = {
     {"name", G_TYPE_STRING, TRUE},
     {"source", G_TYPE_STRING, TRUE},

@@ -36,6 +36,7 @@ static const EinsoraApiRoute routes[] = {
      einsora_api_models_import_get},
     {"GET", "/v1/model-store/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_models_get},
     {"DELETE", "/v1/model-store/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_models_remove},
+    {"GET", "/v1/local-models", AUTH, FALSE, FALSE, NULL, einsora_api_models_found},
     /* A token's answer holds its secret, which must never be stored: no
      * Idempotency-Key replay for it. */
     {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},

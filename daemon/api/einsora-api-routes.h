@@ -61,6 +61,7 @@ void einsora_api_models_get(EinsoraApiServer *server, EinsoraApiRequest *request
 void einsora_api_models_import(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_import_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_remove(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_models_found(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);

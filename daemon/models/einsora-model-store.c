@@ -13,6 +13,7 @@
 
 #include "einsora-error.h"
 #include "einsora-gguf.h"
+#include "einsora-model-finder.h"
 #include "einsora-timestamp.h"
 #include "einsora-uuid.h"
 
@@ -330,7 +331,11 @@ typedef struct {
     EinsoraModelStore *store; /* owned */
     gchar *id;
     gchar *name;
-    gchar *source;
+    gchar *source; /* as asked for, and recorded */
+    gchar *path;   /* the file it names */
+    /* Another tool's file that it never rewrites (Ollama's blobs): linked
+     * where the file system allows, not copied. */
+    gboolean immutable;
 } ImportJob;
 
 static void
@@ -340,6 +345,7 @@ import_job_free(ImportJob *job)
     g_free(job->id);
     g_free(job->name);
     g_free(job->source);
+    g_free(job->path);
     g_free(job);
 }
 
@@ -421,20 +427,30 @@ read_hashing(EinsoraModelStore *self, const char *id, int in, int out, gint64 to
 
 /* The file into @temp: a reflink (a copy-on-write clone, no bytes
  * copied) where the file system allows, else a copy; hashed in either
- * case. Never a hard link: the source's owner could rewrite it in place,
- * and then its digest would no longer name it (docs/adr/0033). */
+ * case. A hard link only for a file its tool never rewrites (Ollama's):
+ * a user's own file could be rewritten in place, and then its digest
+ * would no longer name it (docs/adr/0033). */
 static gchar *
 take_file(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64 total,
           GError **error)
 {
     g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
-    int in = open(job->source, O_RDONLY | O_CLOEXEC);
+    int in = open(job->path, O_RDONLY | O_CLOEXEC);
     int out;
     gboolean ok;
 
     if (in < 0) {
-        set_errno_error(error, errno, "open", job->source);
+        set_errno_error(error, errno, "open", job->path);
         return NULL;
+    }
+    if (job->immutable && link(job->path, temp) == 0) {
+        ok = read_hashing(self, job->id, in, -1, total, checksum, error);
+        close(in);
+        if (!ok) {
+            g_unlink(temp);
+            return NULL;
+        }
+        return g_strdup_printf("sha256:%s", g_checksum_get_string(checksum));
     }
     out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (out < 0) {
@@ -515,9 +531,9 @@ import_in_thread(GTask *task, gpointer source_object, gpointer task_data, GCance
 
     /* The validator reads only the header: a bad file is refused before
      * a byte of it is copied. */
-    info = einsora_gguf_check_file(job->source, &error);
-    if (info != NULL && stat(job->source, &st) != 0)
-        set_errno_error(&error, errno, "read", job->source);
+    info = einsora_gguf_check_file(job->path, &error);
+    if (info != NULL && stat(job->path, &st) != 0)
+        set_errno_error(&error, errno, "read", job->path);
     if (error == NULL) {
         progress(self, job->id, 0, st.st_size);
         digest = take_file(self, job, temp, st.st_size, &error);
@@ -553,8 +569,10 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
                            gint64 now_us, GError **error)
 {
     g_autoptr(GTask) task = NULL;
+    g_autoptr(EinsoraFoundModel) found = NULL;
     EinsoraModelImport *import;
     ImportJob *job;
+    const char *path = source;
     struct stat st;
 
     g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
@@ -565,14 +583,21 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
                     EINSORA_MODEL_NAME_MAX);
         return NULL;
     }
-    if (source == NULL || !g_path_is_absolute(source) ||
-        strlen(source) > EINSORA_MODEL_SOURCE_MAX || !g_utf8_validate(source, -1, NULL)) {
+    if (einsora_model_finder_is_found_source(source) &&
+        strlen(source) <= EINSORA_MODEL_SOURCE_MAX) {
+        found = einsora_model_finder_resolve(source, error);
+        if (found == NULL)
+            return NULL;
+        path = found->path;
+    } else if (source == NULL || !g_path_is_absolute(source) ||
+               strlen(source) > EINSORA_MODEL_SOURCE_MAX || !g_utf8_validate(source, -1, NULL)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "source must be the absolute path of a model file on the daemon's "
-                            "machine");
+                            "machine, or another tool's model: ollama:NAME[:TAG] or "
+                            "lmstudio:PUBLISHER/REPO/FILE.gguf");
         return NULL;
     }
-    if (stat(source, &st) != 0 || !S_ISREG(st.st_mode) || access(source, R_OK) != 0) {
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, R_OK) != 0) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                     "source %s isn't a file the daemon can read", source);
         return NULL;
@@ -582,6 +607,8 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
     job->id = einsora_uuid_v7_new(now_us / 1000);
     job->name = g_strdup(name);
     job->source = g_strdup(source);
+    job->path = g_strdup(path);
+    job->immutable = found != NULL && found->immutable;
     import = einsora_model_import_new();
     import->id = g_strdup(job->id);
     import->name = g_strdup(name);

@@ -72,6 +72,15 @@ einsora_service_import_model(EinsoraService *self, const EinsoraActor *actor, co
     return einsora_model_store_import(self->models, name, source, einsora_service_now(self), error);
 }
 
+GPtrArray *
+einsora_service_find_local_models(EinsoraService *self, const EinsoraActor *actor, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    if (!may_change(self, actor, error))
+        return NULL;
+    return einsora_model_finder_list();
+}
+
 EinsoraModelImport *
 einsora_service_get_model_import(EinsoraService *self, const EinsoraActor *actor, const char *id,
                                  GError **error)

@@ -12,6 +12,7 @@
 #include "einsora-idempotency-record.h"
 #include "einsora-machine-gpu.h"
 #include "einsora-machine.h"
+#include "einsora-model-finder.h"
 #include "einsora-model-store.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
@@ -204,6 +205,11 @@ EinsoraModelImport *einsora_service_import_model(EinsoraService *self, const Ein
 EinsoraModelImport *einsora_service_get_model_import(EinsoraService *self,
                                                      const EinsoraActor *actor, const char *id,
                                                      GError **error);
+/* Other tools' models on the daemon's machine (EinsoraFoundModel), which
+ * import takes by source; FORBIDDEN for another tenant (they are that
+ * machine's files). */
+GPtrArray *einsora_service_find_local_models(EinsoraService *self, const EinsoraActor *actor,
+                                             GError **error);
 /* CONFLICT while a workload that isn't deleted serves it. */
 gboolean einsora_service_remove_model(EinsoraService *self, const EinsoraActor *actor,
                                       const char *name, GError **error);
