@@ -5,6 +5,7 @@
 
 #include <glib/gi18n.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "einsora-cli.h"
 #include "einsora-table.h"
@@ -98,7 +99,8 @@ models_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **a
         return FALSE;
     /* A path is the daemon's to read: made absolute here, as a user means
      * it. Another tool's model goes as it is named. */
-    if (g_str_has_prefix(argv[2], "ollama:") || g_str_has_prefix(argv[2], "lmstudio:"))
+    if (g_str_has_prefix(argv[2], "ollama:") || g_str_has_prefix(argv[2], "lmstudio:") ||
+        strstr(argv[2], "://") != NULL)
         source = g_strdup(argv[2]);
     else
         source = g_canonicalize_filename(argv[2], NULL);
@@ -222,8 +224,8 @@ models_remove(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
 static const EinsoraCliCommand model_commands[] = {
     {"list", NULL, N_("List the models in the daemon's model store"), models_list},
     {"add", N_("NAME SOURCE"),
-     N_("Add a GGUF file on the daemon's machine as NAME, checked and hashed: a path, or "
-        "ollama:NAME[:TAG] or lmstudio:PUBLISHER/REPO/FILE.gguf"),
+     N_("Add a GGUF model as NAME, checked and hashed: a path on the daemon's machine, an "
+        "http(s) URL, ollama:NAME[:TAG] or lmstudio:PUBLISHER/REPO/FILE.gguf"),
      models_add},
     {"found", NULL, N_("List the Ollama and LM Studio models on the daemon's machine"),
      models_found},

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <libsoup/soup.h>
 #include <linux/fs.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -332,7 +333,8 @@ typedef struct {
     gchar *id;
     gchar *name;
     gchar *source; /* as asked for, and recorded */
-    gchar *path;   /* the file it names */
+    gchar *path;   /* the file it names; NULL for a download */
+    gchar *url;    /* a download's, with any credentials in it */
     /* Another tool's file that it never rewrites (Ollama's blobs): linked
      * where the file system allows, not copied. */
     gboolean immutable;
@@ -346,6 +348,9 @@ import_job_free(ImportJob *job)
     g_free(job->name);
     g_free(job->source);
     g_free(job->path);
+    if (job->url != NULL)
+        explicit_bzero(job->url, strlen(job->url));
+    g_free(job->url);
     g_free(job);
 }
 
@@ -517,6 +522,125 @@ publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const c
     return write_manifest(self, manifest, error);
 }
 
+/* A download into @temp, hashed as it comes, within
+ * EINSORA_MODEL_STORE_MAX_DOWNLOAD; its size in @size. The validator
+ * reads it once it is whole. */
+static gchar *
+download(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64 *size,
+         GError **error)
+{
+    g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 60, NULL);
+    g_autoptr(SoupMessage) message = soup_message_new("GET", job->url);
+    g_autoptr(GInputStream) body = NULL;
+    g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+    g_autofree guchar *buffer = g_malloc(CHUNK);
+    g_autoptr(GError) local_error = NULL;
+    gint64 total, done = 0;
+    gboolean ok = TRUE;
+    int out;
+
+    if (message == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "the source isn't an http:// or https:// URL");
+        return NULL;
+    }
+    body = soup_session_send(session, message, NULL, &local_error);
+    if (body == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "couldn't download the model: %s", local_error->message);
+        return NULL;
+    }
+    if (soup_message_get_status(message) != SOUP_STATUS_OK) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "couldn't download the model: the server answered %u %s",
+                    soup_message_get_status(message),
+                    soup_status_get_phrase(soup_message_get_status(message)));
+        return NULL;
+    }
+    total = soup_message_headers_get_content_length(soup_message_get_response_headers(message));
+    if (total > EINSORA_MODEL_STORE_MAX_DOWNLOAD) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "the model is %" G_GINT64_FORMAT " bytes, more than the %" G_GINT64_FORMAT
+                    " a download may be",
+                    total, EINSORA_MODEL_STORE_MAX_DOWNLOAD);
+        return NULL;
+    }
+    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0) {
+        set_errno_error(error, errno, "create", temp);
+        return NULL;
+    }
+    progress(self, job->id, 0, total);
+    while (ok) {
+        gssize n = g_input_stream_read(body, buffer, CHUNK, NULL, &local_error);
+
+        if (n < 0) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "the download broke off: %s", local_error->message);
+            ok = FALSE;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (done + n > EINSORA_MODEL_STORE_MAX_DOWNLOAD || (total > 0 && done + n > total)) {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                                "the download is longer than the server said, or than a "
+                                "download may be");
+            ok = FALSE;
+            break;
+        }
+        g_checksum_update(checksum, buffer, (gsize)n);
+        for (gssize written = 0; written < n;) {
+            ssize_t w = write(out, buffer + written, (size_t)(n - written));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                ok = set_errno_error(error, errno, "write", temp);
+                break;
+            }
+            written += w;
+        }
+        done += n;
+        progress(self, job->id, done, total > 0 ? total : done);
+    }
+    if (ok && total > 0 && done != total) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "the download ended after %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " bytes",
+                    done, total);
+        ok = FALSE;
+    }
+    if (ok && fsync(out) != 0)
+        ok = set_errno_error(error, errno, "sync", temp);
+    close(out);
+    if (!ok) {
+        g_unlink(temp);
+        return NULL;
+    }
+    *size = done;
+    return g_strdup_printf("sha256:%s", g_checksum_get_string(checksum));
+}
+
+static void
+import_download(ImportJob *job, const char *temp)
+{
+    EinsoraModelStore *self = job->store;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraGgufInfo) info = NULL;
+    gint64 size = 0;
+    g_autofree gchar *digest = download(self, job, temp, &size, &error);
+
+    if (digest != NULL) {
+        info = einsora_gguf_check_file(temp, &error);
+        if (info == NULL) {
+            g_unlink(temp);
+            g_clear_pointer(&digest, g_free);
+        }
+    }
+    if (digest != NULL)
+        publish(self, job, temp, digest, info, size, &error);
+    finish(self, job->id, digest, error);
+}
+
 static void
 import_in_thread(GTask *task, gpointer source_object, gpointer task_data, GCancellable *cancellable)
 {
@@ -529,6 +653,11 @@ import_in_thread(GTask *task, gpointer source_object, gpointer task_data, GCance
     g_autofree gchar *digest = NULL;
     struct stat st = {0};
 
+    if (job->url != NULL) {
+        import_download(job, temp);
+        g_task_return_boolean(task, TRUE);
+        return;
+    }
     /* The validator reads only the header: a bad file is refused before
      * a byte of it is copied. */
     info = einsora_gguf_check_file(job->path, &error);
@@ -573,7 +702,9 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
     EinsoraModelImport *import;
     ImportJob *job;
     const char *path = source;
-    struct stat st;
+    g_autofree gchar *url = NULL;
+    g_autofree gchar *shown = NULL;
+    struct stat st = {0};
 
     g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
     if (!einsora_model_name_is_valid(name)) {
@@ -583,8 +714,23 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
                     EINSORA_MODEL_NAME_MAX);
         return NULL;
     }
-    if (einsora_model_finder_is_found_source(source) &&
-        strlen(source) <= EINSORA_MODEL_SOURCE_MAX) {
+    if (source != NULL &&
+        (g_str_has_prefix(source, "http://") || g_str_has_prefix(source, "https://"))) {
+        g_autoptr(GUri) uri = g_uri_parse(source, G_URI_FLAGS_NONE, NULL);
+
+        if (uri == NULL || g_uri_get_host(uri) == NULL || *g_uri_get_host(uri) == '\0' ||
+            strlen(source) > EINSORA_MODEL_SOURCE_MAX) {
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                                "source isn't a URL this daemon can download");
+            return NULL;
+        }
+        url = g_strdup(source);
+        /* What is recorded and shown: no user, password or query, which
+         * may hold a credential. */
+        shown = g_uri_to_string_partial(uri, G_URI_HIDE_USERINFO | G_URI_HIDE_QUERY |
+                                                 G_URI_HIDE_FRAGMENT);
+    } else if (einsora_model_finder_is_found_source(source) &&
+               strlen(source) <= EINSORA_MODEL_SOURCE_MAX) {
         found = einsora_model_finder_resolve(source, error);
         if (found == NULL)
             return NULL;
@@ -593,11 +739,11 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
                strlen(source) > EINSORA_MODEL_SOURCE_MAX || !g_utf8_validate(source, -1, NULL)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "source must be the absolute path of a model file on the daemon's "
-                            "machine, or another tool's model: ollama:NAME[:TAG] or "
-                            "lmstudio:PUBLISHER/REPO/FILE.gguf");
+                            "machine, an http(s) URL, or another tool's model: "
+                            "ollama:NAME[:TAG] or lmstudio:PUBLISHER/REPO/FILE.gguf");
         return NULL;
     }
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, R_OK) != 0) {
+    if (url == NULL && (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, R_OK) != 0)) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                     "source %s isn't a file the daemon can read", source);
         return NULL;
@@ -606,13 +752,14 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
     job->store = g_object_ref(self);
     job->id = einsora_uuid_v7_new(now_us / 1000);
     job->name = g_strdup(name);
-    job->source = g_strdup(source);
-    job->path = g_strdup(path);
+    job->source = g_strdup(shown != NULL ? shown : source);
+    job->path = url == NULL ? g_strdup(path) : NULL;
+    job->url = g_steal_pointer(&url);
     job->immutable = found != NULL && found->immutable;
     import = einsora_model_import_new();
     import->id = g_strdup(job->id);
     import->name = g_strdup(name);
-    import->source = g_strdup(source);
+    import->source = g_strdup(job->source);
     import->state = EINSORA_MODEL_IMPORT_IMPORTING;
     import->bytes_total = st.st_size;
     import->started_at = einsora_timestamp_format(now_us);

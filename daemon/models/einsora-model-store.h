@@ -19,6 +19,9 @@ G_BEGIN_DECLS
 
 /* Finished imports are kept this long, for whoever watches one. */
 #define EINSORA_MODEL_STORE_IMPORT_KEEP_US (G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC)
+/* The largest download: larger than any GGUF model made so far (a 405B
+ * model at 8 bits is about 400 GiB). */
+#define EINSORA_MODEL_STORE_MAX_DOWNLOAD (G_GINT64_CONSTANT(512) * 1024 * 1024 * 1024)
 
 #define EINSORA_TYPE_MODEL_STORE (einsora_model_store_get_type())
 G_DECLARE_FINAL_TYPE(EinsoraModelStore, einsora_model_store, EINSORA, MODEL_STORE, GObject)

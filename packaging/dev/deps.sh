@@ -10,6 +10,8 @@ packages=(
   # The native driver's runtime: Jupyter in bubblewrap (passt's pasta
   # gives a notebook outbound networking when a setting asks for it).
   jupyter-notebook python3-ipykernel bubblewrap passt
+  # TLS for GIO: the model store's https downloads.
+  glib-networking
 )
 # The desktop app (-Dapp=enabled): GTK4, libadwaita and WebKitGTK 6.0;
 # libsecret for remote daemons' API tokens (the app's model library, which
