@@ -490,7 +490,7 @@ test_damaged_manifest_left_out(Fixture *f, gconstpointer data)
     g_autofree gchar *bad_digest = NULL;
     g_autoptr(GPtrArray) models = NULL;
     g_autoptr(GError) error = NULL;
-    const char *broken[] = {"not-json", "bad-digest", "upper-digest", "empty"};
+    const char *broken[] = {"not-json", "bad-digest", "upper-digest", "empty", "copy"};
 
     import_ok(f, "tiny", f->seed);
     put_file(f, "manifests", "not-json.json", "{\"name\": \"not-json\", ");
@@ -511,6 +511,14 @@ test_damaged_manifest_left_out(Fixture *f, gconstpointer data)
         put_file(f, "manifests", "upper-digest.json", text);
     }
     put_file(f, "manifests", "empty.json", "");
+    /* A good manifest under another name's file (copied by hand, say)
+     * would make a second "tiny". */
+    {
+        g_autofree gchar *path = g_build_filename(f->store_dir, "manifests", "tiny.json", NULL);
+        g_autofree gchar *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        put_file(f, "manifests", "copy.json", text);
+    }
 
     for (gsize i = 0; i < G_N_ELEMENTS(broken); i++)
         g_test_expect_message("einsora-models", G_LOG_LEVEL_WARNING, "*can't be read*");
