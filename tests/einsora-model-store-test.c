@@ -537,6 +537,24 @@ test_damaged_manifest_left_out(Fixture *f, gconstpointer data)
     }
 }
 
+/* A damaged manifest is no model, so its name is free: importing again
+ * repairs it, rather than failing as a conflict with content that no
+ * one can see (or remove: removal needs a readable manifest). */
+static void
+test_import_replaces_damaged_manifest(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *digest = file_digest(f->seed);
+    g_autoptr(EinsoraModelManifest) manifest = NULL;
+    g_autoptr(GError) error = NULL;
+
+    put_file(f, "manifests", "tiny.json", "{\"name\": \"ti");
+    import_ok(f, "tiny", f->seed);
+    manifest = einsora_model_store_lookup(f->store, "tiny", &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(manifest->digest, ==, digest);
+    g_assert_cmpuint(count_models(f), ==, 1);
+}
+
 static void
 test_unknown_import(Fixture *f, gconstpointer data)
 {
@@ -562,6 +580,7 @@ main(int argc, char **argv)
     ADD("/model-store/import/refused-at-once", test_import_refused_at_once);
     ADD("/model-store/import/same-name-same-content", test_same_name_same_content);
     ADD("/model-store/import/same-name-other-content-conflicts", test_same_name_other_content);
+    ADD("/model-store/import/replaces-damaged-manifest", test_import_replaces_damaged_manifest);
     ADD("/model-store/import/unknown-id-not-found", test_unknown_import);
     ADD("/model-store/remove/names-share-a-blob", test_names_share_a_blob);
     ADD("/model-store/open/makes-dirs-private", test_open_makes_dirs_private);

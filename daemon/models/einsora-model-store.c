@@ -483,16 +483,25 @@ publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const c
     g_autoptr(EinsoraModelManifest) manifest = NULL;
 
     if (g_file_test(existing_path, G_FILE_TEST_EXISTS)) {
-        g_autoptr(EinsoraModelManifest) existing = read_manifest(existing_path, job->name, NULL);
+        g_autoptr(GError) local_error = NULL;
+        g_autoptr(EinsoraModelManifest) existing =
+            read_manifest(existing_path, job->name, &local_error);
 
-        g_unlink(temp);
-        if (existing != NULL && g_str_equal(existing->digest, digest))
-            return TRUE; /* imported before: nothing changes */
-        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
-                    "a model named %s is already in the store, with other content; remove it "
-                    "first or choose another name",
-                    job->name);
-        return FALSE;
+        /* A manifest that can't be read is no model (list and lookup
+         * leave it out), so its name is free and this import repairs it. */
+        if (existing == NULL)
+            g_message("model store: replacing %s, which can't be read: %s", existing_path,
+                      local_error->message);
+        else {
+            g_unlink(temp);
+            if (g_str_equal(existing->digest, digest))
+                return TRUE; /* imported before: nothing changes */
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                        "a model named %s is already in the store, with other content; remove "
+                        "it first or choose another name",
+                        job->name);
+            return FALSE;
+        }
     }
     if (g_file_test(blob, G_FILE_TEST_EXISTS))
         g_unlink(temp); /* another name has this content: one file serves both */
