@@ -1053,6 +1053,77 @@ running_on_machine(Fixture *f, const char *kind, const char *gpu_class, const ch
     return g_steal_pointer(&workload);
 }
 
+/* The model store through the service */
+
+/* Only the tenant that owns the machine adds and removes models, and
+ * another tenant can't see its imports. */
+static void
+test_models_owner_only(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *seed = einsora_test_model_seed_path();
+    g_autoptr(EinsoraModelImport) refused = NULL;
+    g_autoptr(EinsoraModelImport) started = NULL;
+    g_autoptr(EinsoraModelImport) hidden = NULL;
+    g_autoptr(EinsoraModelManifest) manifest = NULL;
+
+    refused = einsora_service_import_model(f->service, f->bob, "other", seed, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN);
+    g_clear_error(&error);
+    g_assert_false(einsora_service_remove_model(f->service, f->bob, "tiny", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN);
+    g_clear_error(&error);
+    manifest = einsora_service_get_model(f->service, f->alice, "tiny", &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(manifest);
+
+    started = einsora_service_import_model(f->service, f->alice, "other", seed, &error);
+    g_assert_no_error(error);
+    hidden = einsora_service_get_model_import(f->service, f->bob, started->id, &error);
+    g_assert_null(hidden);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    {
+        g_autoptr(EinsoraModelImport) mine =
+            einsora_service_get_model_import(f->service, f->alice, started->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(mine->id, ==, started->id);
+    }
+    /* Let the import finish before the fixture removes its files. */
+    {
+        g_autoptr(EinsoraModelImport) done = NULL;
+        while (TRUE) {
+            g_autoptr(EinsoraModelImport) now =
+                einsora_service_get_model_import(f->service, f->alice, started->id, &error);
+            g_assert_no_error(error);
+            if (now->state != EINSORA_MODEL_IMPORT_IMPORTING) {
+                done = g_steal_pointer(&now);
+                break;
+            }
+            g_usleep(2000);
+        }
+        g_assert_cmpint(done->state, ==, EINSORA_MODEL_IMPORT_DONE);
+    }
+}
+
+/* A model an endpoint serves stays until the endpoint is gone. */
+static void
+test_remove_model_in_use(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) endpoint = running_on_machine(f, "endpoint", "l40s-48gb", "vllm");
+    g_autoptr(EinsoraModelManifest) still = NULL;
+
+    g_assert_cmpstr(endpoint->model, ==, "tiny");
+    g_assert_false(einsora_service_remove_model(f->service, f->alice, "tiny", &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    still = einsora_service_get_model(f->service, f->alice, "tiny", &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(still);
+}
+
 static gchar *
 ticket_hash(const char *secret)
 {
@@ -1598,6 +1669,8 @@ main(int argc, char **argv)
     ADD("/service/quota/concurrent-creates-exactly-one-wins", test_concurrent_creates);
     ADD("/service/actions/start-stop-delete", test_user_actions);
     ADD("/service/tenancy/other-tenant-is-not-found", test_other_tenant_is_not_found);
+    ADD("/service/models/only-the-owner-changes-them", test_models_owner_only);
+    ADD("/service/models/remove-refused-while-served", test_remove_model_in_use);
     ADD("/service/export/complete-with-redactions", test_export);
     ADD("/service/access/grant-stores-ticket-and-notes", test_access_grant);
     ADD("/service/access/other-tenant-is-not-found", test_access_other_tenant);

@@ -138,14 +138,26 @@ manifest_path(EinsoraModelStore *self, const char *name)
     return g_build_filename(self->manifests, file, NULL);
 }
 
+/* A manifest names its model twice, in its file name and inside; one
+ * that disagrees (a copy under another name) is damaged, else a name
+ * would be listed twice and removing one would take the other's file. */
 static EinsoraModelManifest *
-read_manifest(const char *path, GError **error)
+read_manifest(const char *path, const char *name, GError **error)
 {
     g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(EinsoraModelManifest) manifest = NULL;
 
     if (!json_parser_load_from_mapped_file(parser, path, error))
         return NULL;
-    return einsora_model_manifest_from_json(json_parser_get_root(parser), error);
+    manifest = einsora_model_manifest_from_json(json_parser_get_root(parser), error);
+    if (manifest == NULL)
+        return NULL;
+    if (!g_str_equal(manifest->name, name)) {
+        g_set_error(error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_INVALID_DATA,
+                    "it names model %s, not %s", manifest->name, name);
+        return NULL;
+    }
+    return g_steal_pointer(&manifest);
 }
 
 static gint
@@ -169,13 +181,15 @@ list_locked(EinsoraModelStore *self, GError **error)
         return NULL;
     while ((name = g_dir_read_name(dir)) != NULL) {
         g_autofree gchar *path = NULL;
+        g_autofree gchar *model = NULL;
         g_autoptr(GError) local_error = NULL;
         EinsoraModelManifest *manifest;
 
         if (g_str_has_prefix(name, TEMP_PREFIX) || !g_str_has_suffix(name, ".json"))
             continue;
         path = g_build_filename(self->manifests, name, NULL);
-        manifest = read_manifest(path, &local_error);
+        model = g_strndup(name, strlen(name) - strlen(".json"));
+        manifest = read_manifest(path, model, &local_error);
         if (manifest == NULL) {
             g_warning("model store: %s can't be read, so it is left out: %s", path,
                       local_error->message);
@@ -214,7 +228,7 @@ lookup_locked(EinsoraModelStore *self, const char *name, GError **error)
                     "model %s isn't in this installation's model store", name);
         return NULL;
     }
-    manifest = read_manifest(path, &local_error);
+    manifest = read_manifest(path, name, &local_error);
     if (manifest == NULL)
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE,
                     "model %s's manifest can't be read: %s", name, local_error->message);
@@ -490,16 +504,25 @@ publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const c
     g_autoptr(EinsoraModelManifest) manifest = NULL;
 
     if (g_file_test(existing_path, G_FILE_TEST_EXISTS)) {
-        g_autoptr(EinsoraModelManifest) existing = read_manifest(existing_path, NULL);
+        g_autoptr(GError) local_error = NULL;
+        g_autoptr(EinsoraModelManifest) existing =
+            read_manifest(existing_path, job->name, &local_error);
 
-        g_unlink(temp);
-        if (existing != NULL && g_str_equal(existing->digest, digest))
-            return TRUE; /* imported before: nothing changes */
-        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
-                    "a model named %s is already in the store, with other content; remove it "
-                    "first or choose another name",
-                    job->name);
-        return FALSE;
+        /* A manifest that can't be read is no model (list and lookup
+         * leave it out), so its name is free and this import repairs it. */
+        if (existing == NULL)
+            g_message("model store: replacing %s, which can't be read: %s", existing_path,
+                      local_error->message);
+        else {
+            g_unlink(temp);
+            if (g_str_equal(existing->digest, digest))
+                return TRUE; /* imported before: nothing changes */
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                        "a model named %s is already in the store, with other content; remove "
+                        "it first or choose another name",
+                        job->name);
+            return FALSE;
+        }
     }
     if (g_file_test(blob, G_FILE_TEST_EXISTS))
         g_unlink(temp); /* another name has this content: one file serves both */

@@ -40,10 +40,10 @@ EinsoraModelManifest *einsora_model_store_lookup(EinsoraModelStore *self, const 
 gchar *einsora_model_store_blob_path(EinsoraModelStore *self, const char *digest);
 
 /* Starts importing the file at @source (an absolute path) as @name: the
- * validator first, then a hard link or reflink where the file system
- * allows (else a copy), hashed as it is read. Refuses at once (nothing
- * started) a bad name or a source that isn't a readable regular file; the
- * rest is the import's to report. The same name with the same content is
+ * validator first, then a reflink where the file system allows (else a
+ * copy; never a hard link, docs/adr/0033), hashed as it is read. Refuses
+ * at once (nothing started) a bad name or a source that isn't a readable
+ * regular file; the rest is the import's to report. The same name with the same content is
  * done again harmlessly; with other content it fails as a conflict.
  * @now_us: wall-clock time for its timestamps. */
 EinsoraModelImport *einsora_model_store_import(EinsoraModelStore *self, const char *name,
