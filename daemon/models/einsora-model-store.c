@@ -308,7 +308,10 @@ digest_in_use_locked(EinsoraModelStore *self, const char *digest, const char *ex
 {
     g_autoptr(GPtrArray) models = list_locked(self, NULL);
 
-    for (guint i = 0; models != NULL && i < models->len; i++) {
+    /* Manifests that can't be read may name it: kept, never guessed. */
+    if (models == NULL)
+        return TRUE;
+    for (guint i = 0; i < models->len; i++) {
         const EinsoraModelManifest *manifest = models->pdata[i];
         if (g_str_equal(manifest->digest, digest) && g_strcmp0(manifest->name, except) != 0)
             return TRUE;
@@ -477,9 +480,15 @@ take_file(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint6
         close(in);
         return NULL;
     }
-    if (ioctl(out, FICLONE, in) == 0)
-        ok = read_hashing(self, job->id, in, -1, total, checksum, error);
-    else
+    if (ioctl(out, FICLONE, in) == 0) {
+        /* The clone is hashed, not the source, which could change after
+         * it was cloned. */
+        int clone = open(temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ok = clone >= 0 ? read_hashing(self, job->id, clone, -1, total, checksum, error)
+                        : set_errno_error(error, errno, "open", temp);
+        if (clone >= 0)
+            close(clone);
+    } else
         ok = read_hashing(self, job->id, in, out, total, checksum, error);
     if (ok && fsync(out) != 0)
         ok = set_errno_error(error, errno, "sync", temp);
@@ -689,6 +698,16 @@ import_in_thread(GTask *task, gpointer source_object, gpointer task_data, GCance
     if (error == NULL) {
         progress(self, job->id, 0, st.st_size);
         digest = take_file(self, job, temp, st.st_size, &error);
+    }
+    /* The check that counts is of the store's own copy: the source could
+     * have changed between the first check and the copy. */
+    if (digest != NULL) {
+        g_clear_pointer(&info, einsora_gguf_info_free);
+        info = einsora_gguf_check_file(temp, &error);
+        if (info == NULL) {
+            g_unlink(temp);
+            g_clear_pointer(&digest, g_free);
+        }
     }
     if (digest != NULL)
         publish(self, job, temp, digest, info, st.st_size, &error);
