@@ -932,6 +932,46 @@ test_error_domain_name(void)
     g_assert_null(strchr(name, ' '));
 }
 
+/* The model store: add the small valid GGUF, see it listed, launch an
+ * endpoint on it (its image the one serving CPU classes), and the model
+ * it serves can't be removed. */
+static void
+test_models(void)
+{
+    g_autofree gchar *seed = g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "tests", "fuzz",
+                                              "corpus", "gguf", "seed-00", NULL);
+    g_autoptr(CliRun) empty = run_cli("models");
+    g_autoptr(CliRun) added = run_cli("models", "add", "tiny-cli", seed);
+    g_autoptr(CliRun) bad_name = run_cli("models", "add", "Tiny", seed);
+    g_autoptr(CliRun) not_a_model = run_cli("models", "add", "nope", cli_path());
+    g_autoptr(CliRun) listed = run_cli("models", "list");
+    g_autoptr(CliRun) launched = run_cli("launch", "--kind", "endpoint", "--class", "cpu-2c-4g",
+                                         "--model", "tiny-cli", "--name", "cli-endpoint");
+    g_autoptr(CliRun) neither = run_cli("launch", "--kind", "endpoint", "--class", "cpu-2c-4g");
+    g_autoptr(CliRun) in_use = run_cli("models", "remove", "tiny-cli");
+
+    g_assert_cmpint(empty->status, ==, 0);
+    g_assert_nonnull(strstr(empty->out_text, "No models."));
+    g_assert_cmpint(added->status, ==, 0);
+    g_assert_true(g_str_has_prefix(added->out_text, "Added model tiny-cli (sha256:"));
+    g_assert_cmpint(bad_name->status, ==, 1);
+    g_assert_nonnull(strstr(bad_name->err, "name must be"));
+    /* Not a GGUF file (the CLI's own binary): the validator says why. */
+    g_assert_cmpint(not_a_model->status, ==, 1);
+    g_assert_nonnull(strstr(not_a_model->err, "not a usable GGUF model"));
+    g_assert_cmpint(listed->status, ==, 0);
+    g_assert_nonnull(strstr(listed->out_text, "tiny-cli"));
+    g_assert_nonnull(strstr(listed->out_text, "llama"));
+    g_assert_null(strstr(listed->out_text, "nope"));
+    g_assert_cmpint(launched->status, ==, 0);
+    g_assert_nonnull(strstr(launched->out_text, "llama-cpp"));
+    g_assert_nonnull(strstr(launched->out_text, "Model:"));
+    g_assert_cmpint(neither->status, ==, 2);
+    g_assert_nonnull(strstr(neither->err, "--model"));
+    g_assert_cmpint(in_use->status, ==, 1);
+    g_assert_nonnull(strstr(in_use->err, "conflict"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -989,6 +1029,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/tenancy/other-tenant-is-not-found", test_cross_tenant);
     g_test_add_func("/cli/machines/list", test_machines);
     g_test_add_func("/cli/catalog/classes-with-quota", test_catalog);
+    g_test_add_func("/cli/models/add-list-launch-remove", test_models);
     status = g_test_run();
 
     einsora_test_daemon_stop(server_daemon);
