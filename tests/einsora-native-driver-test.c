@@ -983,6 +983,56 @@ test_endpoint_real_server(Fixture *f, gconstpointer data)
     g_assert_true(g_file_test(blob, G_FILE_TEST_IS_REGULAR));
 }
 
+static void
+on_probed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    *(GAsyncResult **)user_data = g_object_ref(result);
+}
+
+static gchar *
+probe_endpoints(Fixture *f, GError **error)
+{
+    g_autoptr(GAsyncResult) result = NULL;
+
+    einsora_native_driver_probe_endpoints_async(&f->config, 30000, NULL, on_probed, &result);
+    wait_result(&result);
+    return einsora_native_driver_probe_endpoints_finish(result, error);
+}
+
+/* Whether this machine can serve endpoints: llama-server's version from
+ * inside an endpoint's kind of sandbox, or why not. */
+static void
+test_endpoint_probe(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *llama = einsora_test_llama_server();
+    g_autofree gchar *missing = g_build_filename(f->dir, "no-llama-server", NULL);
+    g_autofree gchar *version = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (llama == NULL)
+        return;
+    f->config.llama_server_path = llama;
+    version = probe_endpoints(f, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(version);
+    g_assert_true(g_ascii_isdigit(version[0]));
+    g_assert_null(strchr(version, '\n'));
+
+    f->config.llama_server_path = missing;
+    g_clear_pointer(&version, g_free);
+    version = probe_endpoints(f, &error);
+    g_assert_null(version);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(error->message, "EINSORA_LLAMA_SERVER"));
+    g_clear_error(&error);
+
+    /* Something that runs but isn't llama-server. */
+    f->config.llama_server_path = "/bin/true";
+    version = probe_endpoints(f, &error);
+    g_assert_null(version);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_FAILED);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1004,6 +1054,7 @@ main(int argc, char **argv)
     ADD("/native/stop-and-remove", test_stop_and_remove);
     ADD("/native/adoption", test_adoption);
     ADD("/native/endpoint/real-server", test_endpoint_real_server);
+    ADD("/native/endpoint/probe", test_endpoint_probe);
 #undef ADD
     return g_test_run();
 }
