@@ -2,6 +2,7 @@
 
 #include "einsora-desired-workload.h"
 
+#include "einsora-digest.h"
 #include "einsora-json-read.h"
 #include "einsora-protocol.h"
 
@@ -64,13 +65,7 @@ einsora_desired_workload_free(EinsoraDesiredWorkload *workload)
 gboolean
 einsora_desired_workload_digest_is_valid(const char *digest)
 {
-    if (digest == NULL || !g_str_has_prefix(digest, "sha256:") || strlen(digest) != 7 + 64)
-        return FALSE;
-    for (const char *p = digest + 7; *p != '\0'; p++) {
-        if (!g_ascii_isdigit(*p) && !(*p >= 'a' && *p <= 'f'))
-            return FALSE;
-    }
-    return TRUE;
+    return einsora_digest_is_valid(digest);
 }
 
 JsonNode *

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "einsora-digest.h"
 #include "einsora-json-read.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraModelManifest, einsora_model_manifest, einsora_model_manifest_copy,
@@ -61,18 +62,6 @@ einsora_model_name_is_valid(const char *name)
     return TRUE;
 }
 
-static gboolean
-digest_is_valid(const char *digest)
-{
-    if (digest == NULL || !g_str_has_prefix(digest, "sha256:") || strlen(digest) != 7 + 64)
-        return FALSE;
-    for (const char *p = digest + 7; *p != '\0'; p++) {
-        if (!g_ascii_isdigit(*p) && !(*p >= 'a' && *p <= 'f'))
-            return FALSE;
-    }
-    return TRUE;
-}
-
 JsonNode *
 einsora_model_manifest_to_json(const EinsoraModelManifest *manifest)
 {
@@ -116,7 +105,7 @@ einsora_model_manifest_from_json(JsonNode *node, GError **error)
         einsora_json_invalid(error, "\"name\" is not a model name");
         return NULL;
     }
-    if (!digest_is_valid(manifest->digest)) {
+    if (!einsora_digest_is_valid(manifest->digest)) {
         einsora_json_invalid(error, "\"digest\" must be sha256: and 64 hex digits");
         return NULL;
     }
