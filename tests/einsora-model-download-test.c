@@ -11,6 +11,7 @@
 #include "einsora-model-store.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-models.h"
+#include "einsora-test-server.h"
 
 typedef struct {
     gchar *dir;
@@ -46,7 +47,6 @@ fixture_set_up(Fixture *f, gconstpointer data)
     g_autofree gchar *seed = einsora_test_model_seed_path();
     g_autofree gchar *models = NULL;
     g_autoptr(GError) error = NULL;
-    g_autoptr(GSList) uris = NULL;
     gchar *contents = NULL;
     gsize length = 0;
 
@@ -55,11 +55,8 @@ fixture_set_up(Fixture *f, gconstpointer data)
     f->seed = g_bytes_new_take(contents, length);
     f->server = soup_server_new(NULL, NULL);
     soup_server_add_handler(f->server, NULL, on_request, f, NULL);
-    g_assert_true(soup_server_listen_local(f->server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error));
-    g_assert_no_error(error);
-    uris = soup_server_get_uris(f->server);
-    f->base = g_uri_to_string(uris->data);
-    g_slist_free_full(g_steal_pointer(&uris), (GDestroyNotify)g_uri_unref);
+    f->base =
+        g_strdup_printf("http://127.0.0.1:%u/", einsora_test_server_listen_loopback(f->server));
     models = g_build_filename(f->dir, "models", NULL);
     f->store = einsora_model_store_new(models, &error);
     g_assert_no_error(error);

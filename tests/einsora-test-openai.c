@@ -2,6 +2,8 @@
 
 #include <libsoup/soup.h>
 
+#include "einsora-test-server.h"
+
 #define ENDPOINT_PATH "/endpoints/0190c0de-0000-7000-8000-00000000e001/v1"
 
 struct _EinsoraTestOpenai {
@@ -175,18 +177,11 @@ EinsoraTestOpenai *
 einsora_test_openai_new(void)
 {
     EinsoraTestOpenai *self = g_new0(EinsoraTestOpenai, 1);
-    g_autoptr(GError) error = NULL;
-    GSList *uris;
 
     self->server = soup_server_new(NULL, NULL);
     soup_server_add_handler(self->server, ENDPOINT_PATH "/chat/completions", handle, self, NULL);
-    g_assert_true(soup_server_listen_local(self->server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error));
-    g_assert_no_error(error);
-    uris = soup_server_get_uris(self->server);
-    g_assert_nonnull(uris);
-    self->base_url =
-        g_strdup_printf("http://127.0.0.1:%d" ENDPOINT_PATH, g_uri_get_port(uris->data));
-    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    self->base_url = g_strdup_printf("http://127.0.0.1:%u" ENDPOINT_PATH,
+                                     einsora_test_server_listen_loopback(self->server));
     self->pieces = g_strdupv((gchar *[]){"Hello", NULL});
     self->pause_ms = 20;
     return self;
