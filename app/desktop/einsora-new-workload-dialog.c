@@ -28,6 +28,7 @@ struct _EinsoraNewWorkloadDialog {
     GCancellable *cancellable;
     gchar *idempotency_key; /* one per request: a retried create is one create */
     gchar *quota_text;
+    gboolean updating; /* in update_choices(), which reads the rows it sets */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraNewWorkloadDialog, einsora_new_workload_dialog, ADW_TYPE_WINDOW)
@@ -102,13 +103,34 @@ model_detail(JsonObject *model)
     return g_strdup_printf("%s · %s", size, architecture);
 }
 
-/* Replaces @row's choices, keeping the one chosen when it is still there. */
+static gboolean
+same_choices(AdwComboRow *row, GPtrArray *names)
+{
+    GListModel *model = adw_combo_row_get_model(row);
+
+    if (model == NULL || g_list_model_get_n_items(model) != names->len)
+        return FALSE;
+    for (guint i = 0; i < names->len; i++) {
+        g_autoptr(GtkStringObject) item = g_list_model_get_item(model, i);
+        if (g_strcmp0(gtk_string_object_get_string(item), g_ptr_array_index(names, i)) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Replaces @row's choices, keeping the one chosen when it is still there.
+ * The same choices are left as they are: a new model would rebuild the
+ * row's list for nothing (and drop what the person chose). */
 static void
 set_choices(AdwComboRow *row, GPtrArray *names)
 {
     g_autofree gchar *before = g_strdup(selected(row));
-    g_autoptr(GtkStringList) list = gtk_string_list_new(NULL);
+    g_autoptr(GtkStringList) list = NULL;
     guint keep = 0;
+
+    if (same_choices(row, names))
+        return;
+    list = gtk_string_list_new(NULL);
 
     for (guint i = 0; i < names->len; i++) {
         gtk_string_list_append(list, g_ptr_array_index(names, i));
@@ -223,6 +245,7 @@ update_choices(EinsoraNewWorkloadDialog *self)
     JsonObject *class;
     const char *accelerator;
 
+    self->updating = TRUE;
     for (guint i = 0; array != NULL && i < json_array_get_length(array); i++) {
         JsonNode *node = json_array_get_element(array, i);
         JsonObject *object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
@@ -246,6 +269,7 @@ update_choices(EinsoraNewWorkloadDialog *self)
             g_ptr_array_add(images, (gpointer)name);
     }
     set_choices(self->image_row, images);
+    self->updating = FALSE;
     update_class_details(self);
     /* An endpoint's image is the server's pick for the class. */
     gtk_widget_set_visible(GTK_WIDGET(self->image_row), !is_endpoint(self));
@@ -259,6 +283,8 @@ on_choice(AdwComboRow *row, GParamSpec *pspec, EinsoraNewWorkloadDialog *self)
 {
     /* The image list follows the kind and class; not the other way. The
      * model list is the store's, whatever the rest. */
+    if (self->updating)
+        return;
     if (row == self->model_row) {
         update_model_details(self);
         update_create(self);
