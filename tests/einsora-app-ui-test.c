@@ -3,7 +3,8 @@
  * the real einsora-daemon (default drivers: the native one, real Jupyter
  * in bubblewrap), and the test works the UI as a person would: the
  * new-workload dialog's rows and Create button, the list, the workload
- * page and its actions. Notifications are observed on the session bus,
+ * page and its actions; and an endpoint through the same dialog, with a
+ * model the test puts in the daemon's model store. Notifications are observed on the session bus,
  * where the test is the notification server. Screenshots of the windows
  * go to EINSORA_ARTIFACTS_DIR (else the build's tests/artifacts). */
 #include <adwaita.h>
@@ -11,6 +12,7 @@
 #include <signal.h>
 
 #include "einsora-application.h"
+#include "einsora-client.h"
 #include "einsora-connection.h"
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-window.h"
@@ -20,6 +22,7 @@
 #include "einsora-workload-page.h"
 
 #define NOTEBOOK_NAME "ui-notebook"
+#define ENDPOINT_NAME "ui-endpoint"
 
 typedef struct {
     gchar *dir;
@@ -149,16 +152,34 @@ dialog_shown(gpointer data)
 }
 
 static EinsoraWorkloadItem *
-notebook_item(void)
+item_named(const char *name)
 {
     EinsoraWorkloadList *list = einsora_application_get_workloads(fixture.app);
 
     for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(list)); i++) {
         g_autoptr(EinsoraWorkloadItem) item = g_list_model_get_item(G_LIST_MODEL(list), i);
-        if (g_strcmp0(einsora_workload_item_get_name(item), NOTEBOOK_NAME) == 0)
+        if (g_strcmp0(einsora_workload_item_get_name(item), name) == 0)
             return item;
     }
     return NULL;
+}
+
+static EinsoraWorkloadItem *
+notebook_item(void)
+{
+    return item_named(NOTEBOOK_NAME);
+}
+
+static gboolean
+listed(gpointer name)
+{
+    return item_named(name) != NULL;
+}
+
+static gboolean
+models_read(gpointer dialog)
+{
+    return einsora_new_workload_dialog_has_read_models(dialog);
 }
 
 static gboolean
@@ -295,7 +316,171 @@ save_screenshot(GtkWidget *widget, const char *name)
     g_test_message("screenshot: %s", path);
 }
 
-/* ---- the test -------------------------------------------------------- */
+/* ---- the tests ------------------------------------------------------- */
+
+/* Once for the run, whichever test comes first (-p runs one alone). */
+static void
+start_app(void)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (g_application_get_is_registered(G_APPLICATION(fixture.app)))
+        return;
+    g_assert_true(g_application_register(G_APPLICATION(fixture.app), NULL, &error));
+    g_assert_no_error(error);
+    g_application_activate(G_APPLICATION(fixture.app));
+    /* The app started the daemon itself (nothing answered) and listed. */
+    g_assert_true(wait_for(app_ready, NULL, 120));
+    g_assert_nonnull(main_window());
+}
+
+/* The API as a script would call it, with the app's own token. */
+static JsonNode *
+call(const char *method, const char *path, const char *body)
+{
+    EinsoraConnection *connection = einsora_application_get_connection(fixture.app);
+    g_autoptr(EinsoraClient) client = einsora_client_new(einsora_connection_get_server(connection),
+                                                         einsora_connection_get_token(connection));
+    g_autoptr(JsonNode) node = body != NULL ? json_from_string(body, NULL) : NULL;
+    g_autoptr(GError) error = NULL;
+    JsonNode *answer = einsora_client_request(client, method, path, node, NULL, NULL, &error);
+
+    g_assert_no_error(error);
+    return answer;
+}
+
+static GtkWidget *
+dialog_child(EinsoraNewWorkloadDialog *dialog, const char *name)
+{
+    GtkWidget *child = (GtkWidget *)gtk_widget_get_template_child(
+        GTK_WIDGET(dialog), EINSORA_TYPE_NEW_WORKLOAD_DIALOG, name);
+
+    g_assert_nonnull(child);
+    return child;
+}
+
+/* The dialog as the app opens it, kind Endpoint chosen and the model
+ * store read. */
+static EinsoraNewWorkloadDialog *
+open_endpoint_dialog(void)
+{
+    EinsoraNewWorkloadDialog *dialog;
+
+    g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
+    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "endpoint"));
+    g_assert_true(wait_for(models_read, dialog, 30));
+    /* A model instead of an image: the server picks the class's. */
+    g_assert_true(gtk_widget_get_visible(dialog_child(dialog, "model_row")));
+    g_assert_false(gtk_widget_get_visible(dialog_child(dialog, "image_row")));
+    return dialog;
+}
+
+static gboolean
+dialog_gone(gpointer data)
+{
+    return !dialog_shown(NULL);
+}
+
+/* Imports @path into the store as @name and waits for its end. */
+static void
+import_model(const char *name, const char *path)
+{
+    g_autofree gchar *body = g_strdup_printf("{\"name\": \"%s\", \"source\": \"%s\"}", name, path);
+    g_autoptr(JsonNode) imported = call("POST", "/v1/model-store", body);
+    JsonObject *object = json_node_get_object(imported);
+    g_autofree gchar *watch =
+        g_strdup_printf("/v1/model-store/imports/%s", json_object_get_string_member(object, "id"));
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    while (g_strcmp0(json_object_get_string_member(object, "state"), "importing") == 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        settle(20);
+        g_clear_pointer(&imported, json_node_unref);
+        imported = call("GET", watch, NULL);
+        object = json_node_get_object(imported);
+    }
+    g_assert_cmpstr(json_object_get_string_member(object, "state"), ==, "done");
+}
+
+static void
+test_endpoint_through_the_dialog(void)
+{
+    EinsoraNewWorkloadDialog *dialog;
+    g_autofree gchar *model = NULL;
+    g_autoptr(JsonNode) store = NULL;
+    g_autoptr(JsonNode) workload = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *size = NULL;
+    JsonArray *models;
+    JsonObject *object;
+
+    start_app();
+
+    /* No model in the store: the dialog says how to add one, and Create
+     * stays off. */
+    dialog = open_endpoint_dialog();
+    {
+        g_auto(GStrv) names = einsora_new_workload_dialog_get_choices(dialog, "model");
+        g_auto(GStrv) classes = einsora_new_workload_dialog_get_choices(dialog, "class");
+
+        g_assert_cmpuint(g_strv_length(names), ==, 0);
+        /* Only classes an endpoint image runs on: llama-cpp on CPU, none
+         * on AMD's. */
+        g_assert_true(g_strv_contains((const char *const *)classes, "cpu-2c-4g"));
+        g_assert_false(g_strv_contains((const char *const *)classes, "amd-mi300x-192gb"));
+    }
+    g_assert_cmpstr(einsora_new_workload_dialog_get_model_text(dialog), ==,
+                    "No models yet: add one with einsora models add NAME PATH");
+    g_assert_cmpstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(dialog_child(dialog, "model_row"))),
+                    ==, "No models yet: add one with einsora models add NAME PATH");
+    g_assert_false(gtk_widget_is_sensitive(dialog_child(dialog, "create_button")));
+    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-no-models.png");
+    gtk_window_close(GTK_WINDOW(dialog));
+    g_assert_true(wait_for(dialog_gone, NULL, 10));
+
+    /* A model in the store (a small valid GGUF: the dialog test needs its
+     * record, not a model that answers). */
+    model = g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "tests", "fuzz", "corpus", "gguf",
+                             "seed-00", NULL);
+    import_model("tiny", model);
+    store = call("GET", "/v1/model-store", NULL);
+    models = json_object_get_array_member(json_node_get_object(store), "models");
+    g_assert_cmpuint(json_array_get_length(models), ==, 1);
+    object = json_array_get_object_element(models, 0);
+    size = g_format_size((guint64)json_object_get_int_member(object, "size"));
+
+    /* The dialog's list is the store's, each with its size. */
+    dialog = open_endpoint_dialog();
+    {
+        g_auto(GStrv) names = einsora_new_workload_dialog_get_choices(dialog, "model");
+
+        g_assert_cmpuint(g_strv_length(names), ==, 1);
+        g_assert_cmpstr(names[0], ==, json_object_get_string_member(object, "name"));
+    }
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "model", "tiny"));
+    g_assert_false(einsora_new_workload_dialog_select(dialog, "model", "not-in-the-store"));
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "class", "cpu-2c-4g"));
+    g_assert_true(g_str_has_prefix(einsora_new_workload_dialog_get_model_text(dialog), size));
+    einsora_new_workload_dialog_set_name(dialog, ENDPOINT_NAME);
+    g_assert_true(gtk_widget_is_sensitive(dialog_child(dialog, "create_button")));
+    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-endpoint.png");
+
+    /* Create: an endpoint of that model, on the image the server chose. */
+    g_assert_true(gtk_widget_activate(dialog_child(dialog, "create_button")));
+    g_assert_true(wait_for(listed, ENDPOINT_NAME, 30));
+    g_assert_true(wait_for(dialog_gone, NULL, 10));
+    path = g_strdup_printf("/v1/workloads/%s",
+                           einsora_workload_item_get_id(item_named(ENDPOINT_NAME)));
+    workload = call("GET", path, NULL);
+    object = json_node_get_object(workload);
+    g_assert_cmpstr(json_object_get_string_member(object, "kind"), ==, "endpoint");
+    g_assert_cmpstr(json_object_get_string_member(object, "model"), ==, "tiny");
+    g_assert_cmpstr(json_object_get_string_member(object, "image"), ==, "llama-cpp");
+    g_assert_cmpstr(json_object_get_string_member(object, "gpu_class"), ==, "cpu-2c-4g");
+    g_assert_true(einsora_workload_item_is_endpoint(item_named(ENDPOINT_NAME)));
+}
 
 static void
 test_notebook_through_the_ui(void)
@@ -305,15 +490,9 @@ test_notebook_through_the_ui(void)
     GtkWidget *create_button;
     EinsoraWorkloadPage *page;
     EinsoraWorkloadItem *item;
-    g_autoptr(GError) error = NULL;
 
-    g_assert_true(g_application_register(G_APPLICATION(fixture.app), NULL, &error));
-    g_assert_no_error(error);
-    g_application_activate(G_APPLICATION(fixture.app));
-    /* The app started the daemon itself (nothing answered) and listed. */
-    g_assert_true(wait_for(app_ready, NULL, 120));
+    start_app();
     window = main_window();
-    g_assert_nonnull(window);
 
     /* The new-workload dialog, from the catalog, as a person fills it. */
     g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
@@ -489,6 +668,7 @@ main(int argc, char **argv)
     adw_init();
     fixture.app = einsora_application_new();
     g_test_add_func("/app/ui/notebook-through-the-ui", test_notebook_through_the_ui);
+    g_test_add_func("/app/ui/endpoint-through-the-dialog", test_endpoint_through_the_dialog);
     status = g_test_run();
     stop_daemon();
     g_clear_object(&fixture.app);

@@ -706,29 +706,31 @@ einsora_client_get_workload(EinsoraClient *self, const char *id, gboolean includ
     return request_object(self, "GET", path, NULL, NULL, raw, error);
 }
 
+/* A create's body: the members given, the NULL ones left out. */
+static JsonNode *
+workload_request_body_full(const char *kind, const char *name, const char *gpu_class,
+                           const char *image, const char *region, const char *model)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    const char *members[][2] = {{"kind", kind},   {"name", name},     {"gpu_class", gpu_class},
+                                {"image", image}, {"region", region}, {"model", model}};
+
+    json_builder_begin_object(builder);
+    for (guint i = 0; i < G_N_ELEMENTS(members); i++) {
+        if (members[i][1] == NULL)
+            continue;
+        json_builder_set_member_name(builder, members[i][0]);
+        json_builder_add_string_value(builder, members[i][1]);
+    }
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
 static JsonNode *
 workload_request_body(const char *kind, const char *name, const char *gpu_class, const char *image,
                       const char *region)
 {
-    g_autoptr(JsonBuilder) builder = json_builder_new();
-
-    json_builder_begin_object(builder);
-    json_builder_set_member_name(builder, "kind");
-    json_builder_add_string_value(builder, kind);
-    if (name != NULL) {
-        json_builder_set_member_name(builder, "name");
-        json_builder_add_string_value(builder, name);
-    }
-    json_builder_set_member_name(builder, "gpu_class");
-    json_builder_add_string_value(builder, gpu_class);
-    json_builder_set_member_name(builder, "image");
-    json_builder_add_string_value(builder, image);
-    if (region != NULL) {
-        json_builder_set_member_name(builder, "region");
-        json_builder_add_string_value(builder, region);
-    }
-    json_builder_end_object(builder);
-    return json_builder_get_root(builder);
+    return workload_request_body_full(kind, name, gpu_class, image, region, NULL);
 }
 
 JsonNode *
@@ -864,6 +866,21 @@ einsora_client_create_workload_async(EinsoraClient *self, const char *kind, cons
     g_return_if_fail(kind != NULL && gpu_class != NULL && image != NULL);
 
     body = workload_request_body(kind, name, gpu_class, image, region);
+    request_object_async(self, "POST", "/v1/workloads", body, idempotency_key, cancellable,
+                         callback, user_data);
+}
+
+void
+einsora_client_create_endpoint_async(EinsoraClient *self, const char *name, const char *gpu_class,
+                                     const char *model, const char *region,
+                                     const char *idempotency_key, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(JsonNode) body = NULL;
+
+    g_return_if_fail(gpu_class != NULL && model != NULL);
+
+    body = workload_request_body_full("endpoint", name, gpu_class, NULL, region, model);
     request_object_async(self, "POST", "/v1/workloads", body, idempotency_key, cancellable,
                          callback, user_data);
 }

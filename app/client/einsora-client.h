@@ -115,6 +115,14 @@ void einsora_client_create_workload_async(EinsoraClient *self, const char *kind,
                                           const char *region, const char *idempotency_key,
                                           GCancellable *cancellable, GAsyncReadyCallback callback,
                                           gpointer user_data);
+/* An endpoint serving @model (a name in the model store): no image, so
+ * the server picks the one that runs endpoints on @gpu_class.
+ * @name, @region, @idempotency_key: (nullable). */
+void einsora_client_create_endpoint_async(EinsoraClient *self, const char *name,
+                                          const char *gpu_class, const char *model,
+                                          const char *region, const char *idempotency_key,
+                                          GCancellable *cancellable, GAsyncReadyCallback callback,
+                                          gpointer user_data);
 void einsora_client_start_workload_async(EinsoraClient *self, const char *id,
                                          GCancellable *cancellable, GAsyncReadyCallback callback,
                                          gpointer user_data);

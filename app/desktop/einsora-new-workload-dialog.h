@@ -1,6 +1,7 @@
 /* The new-workload dialog: kind, class, image and region from the
  * installation's catalog (GET /v1/catalog), with the class's capacity and
- * the tenant's GPU quota shown. Create sends the request (with an
+ * the tenant's GPU quota shown; for an endpoint, a model from the model
+ * store (GET /v1/model-store) instead of an image. Create sends the request (with an
  * Idempotency-Key, so a retry can't create two) and shows the API's own
  * message if it is refused; on success it emits "created" and closes. */
 #pragma once
@@ -23,6 +24,14 @@ EinsoraNewWorkloadDialog *einsora_new_workload_dialog_new(GtkWindow *parent, Ein
  * choice isn't offered (for the current kind and class). */
 gboolean einsora_new_workload_dialog_select(EinsoraNewWorkloadDialog *self, const char *row,
                                             const char *name);
+/* The names @row offers now ("kind", "class", "image", "model",
+ * "region"). */
+gchar **einsora_new_workload_dialog_get_choices(EinsoraNewWorkloadDialog *self, const char *row);
+/* Whether the model store has answered (with its models or an error). */
+gboolean einsora_new_workload_dialog_has_read_models(EinsoraNewWorkloadDialog *self);
+/* What the Model row says under its title: the chosen model's size, or
+ * why there is none to choose. */
+const char *einsora_new_workload_dialog_get_model_text(EinsoraNewWorkloadDialog *self);
 void einsora_new_workload_dialog_set_name(EinsoraNewWorkloadDialog *self, const char *name);
 /* What the quota row says now. */
 const char *einsora_new_workload_dialog_get_quota_text(EinsoraNewWorkloadDialog *self);
