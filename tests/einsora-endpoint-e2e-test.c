@@ -228,6 +228,24 @@ test_endpoint_end_to_end(Fixture *f, gconstpointer data)
     g_assert_null(member(grant, "url"));
     g_assert_null(member(grant, "expires_at"));
 
+    /* `einsora open` prints an endpoint's base URL. */
+    {
+        g_autofree gchar *out = NULL;
+        g_autoptr(GError) error = NULL;
+        gint status = 0;
+        const char *argv[] = {
+            g_getenv("EINSORA_CLI"), "--server", f->daemon->uri, "open", id, NULL};
+        g_auto(GStrv) env =
+            g_environ_setenv(g_get_environ(), "EINSORA_TOKEN", f->daemon->owner_token, TRUE);
+        g_autofree gchar *expected = g_strconcat(base_url, "\n", NULL);
+
+        g_assert_true(g_spawn_sync(NULL, (gchar **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                   NULL, &status, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_cmpstr(out, ==, expected);
+    }
+
     /* `einsora chat` streams an answer to the terminal. */
     {
         g_autofree gchar *out = NULL;

@@ -325,6 +325,10 @@ einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, ch
     if (cli->options.json)
         return einsora_cli_write_raw(raw, TRUE, error);
     url = json_object_get_string_member_with_default(json_node_get_object(root), "url", NULL);
+    /* An endpoint's grant is its base URL, for an OpenAI client. */
+    if (url == NULL)
+        url = json_object_get_string_member_with_default(json_node_get_object(root), "base_url",
+                                                         NULL);
     if (url == NULL) {
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                             _("the server's answer has no link"));
