@@ -1,5 +1,6 @@
 /* Importing a model from an http(s) URL: a loopback server hands out the
- * small valid GGUF, a file that isn't one, a 404; the download is hashed
+ * small valid GGUF (with its length, and chunked without), a file that
+ * isn't one, a 404, one over the store's limit; the download is hashed
  * as it comes, validated once whole, and recorded without the user,
  * password and query of its URL; a failure leaves nothing behind. */
 #include <gio/gio.h>
@@ -32,6 +33,15 @@ on_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTa
         soup_server_message_set_response(msg, "application/octet-stream", SOUP_MEMORY_COPY,
                                          g_bytes_get_data(f->seed, NULL),
                                          g_bytes_get_size(f->seed));
+    } else if (g_str_equal(path, "/chunked.gguf")) {
+        /* No Content-Length: only the download's own count can stop it. */
+        SoupMessageBody *body = soup_server_message_get_response_body(msg);
+
+        soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+        soup_message_headers_set_encoding(soup_server_message_get_response_headers(msg),
+                                          SOUP_ENCODING_CHUNKED);
+        soup_message_body_append_bytes(body, f->seed);
+        soup_message_body_complete(body);
     } else if (g_str_equal(path, "/not-a-model.gguf")) {
         soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
         soup_server_message_set_response(msg, "text/html", SOUP_MEMORY_STATIC,
@@ -190,6 +200,50 @@ test_refused(Fixture *f, gconstpointer data)
     }
 }
 
+/* A download over the store's limit fails whether the server says its
+ * length first or not, and leaves nothing; one just at the limit is
+ * taken. */
+static void
+test_over_the_limit(Fixture *f, gconstpointer data)
+{
+    const gint64 size = (gint64)g_bytes_get_size(f->seed);
+    g_autofree gchar *limit = g_strdup_printf("more than the %" G_GINT64_FORMAT, size - 1);
+    const struct {
+        const char *path;
+        const char *message;
+    } table[] = {
+        {"tiny.gguf", "a download may be"},
+        {"chunked.gguf", "bytes a download may be"},
+    };
+
+    einsora_model_store_set_max_download(f->store, size - 1);
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autofree gchar *url = g_strconcat(f->base, table[i].path, NULL);
+        g_autoptr(EinsoraModelImport) failed = import_url(f, "tiny", url);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraModelManifest) none = NULL;
+
+        g_test_message("%s: %s", table[i].path, failed->error);
+        g_assert_cmpint(failed->state, ==, EINSORA_MODEL_IMPORT_FAILED);
+        g_assert_cmpint(failed->error_code, ==, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_nonnull(strstr(failed->error, limit));
+        g_assert_nonnull(strstr(failed->error, table[i].message));
+        none = einsora_model_store_lookup(f->store, "tiny", &error);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_cmpuint(count_files(f, "blobs"), ==, 0);
+        g_assert_cmpuint(count_files(f, "manifests"), ==, 0);
+    }
+    einsora_model_store_set_max_download(f->store, size);
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        g_autofree gchar *url = g_strconcat(f->base, table[i].path, NULL);
+        g_autoptr(EinsoraModelImport) done = import_url(f, "tiny", url);
+
+        g_assert_cmpint(done->state, ==, EINSORA_MODEL_IMPORT_DONE);
+        g_assert_cmpint(done->bytes_done, ==, size);
+    }
+    g_assert_cmpuint(count_files(f, "blobs"), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -197,6 +251,8 @@ main(int argc, char **argv)
     g_test_add("/model-download/downloaded", Fixture, NULL, fixture_set_up, test_downloaded,
                fixture_tear_down);
     g_test_add("/model-download/refused", Fixture, NULL, fixture_set_up, test_refused,
+               fixture_tear_down);
+    g_test_add("/model-download/over-the-limit", Fixture, NULL, fixture_set_up, test_over_the_limit,
                fixture_tear_down);
     return g_test_run();
 }

@@ -31,6 +31,7 @@ struct _EinsoraModelStore {
      * two imports (or an import and a removal) never race on a name. */
     GMutex lock;
     GHashTable *imports; /* ID -> EinsoraModelImport */
+    gint64 max_download;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraModelStore, einsora_model_store, G_TYPE_OBJECT)
@@ -58,6 +59,7 @@ static void
 einsora_model_store_init(EinsoraModelStore *self)
 {
     g_mutex_init(&self->lock);
+    self->max_download = EINSORA_MODEL_STORE_MAX_DOWNLOAD;
     self->imports = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                           (GDestroyNotify)einsora_model_import_free);
 }
@@ -118,6 +120,13 @@ einsora_model_store_get_dir(EinsoraModelStore *self)
 {
     g_return_val_if_fail(EINSORA_IS_MODEL_STORE(self), NULL);
     return self->dir;
+}
+
+void
+einsora_model_store_set_max_download(EinsoraModelStore *self, gint64 bytes)
+{
+    g_return_if_fail(EINSORA_IS_MODEL_STORE(self) && bytes > 0);
+    self->max_download = bytes;
 }
 
 gchar *
@@ -355,6 +364,9 @@ typedef struct {
     /* Another tool's file that it never rewrites (Ollama's blobs): linked
      * where the file system allows, not copied. */
     gboolean immutable;
+    /* The store's limit when the import began: the thread reads no field
+     * of the store that can change. */
+    gint64 max_download;
 } ImportJob;
 
 static void
@@ -554,8 +566,8 @@ publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const c
     return write_manifest(self, manifest, error);
 }
 
-/* A download into @temp, hashed as it comes, within
- * EINSORA_MODEL_STORE_MAX_DOWNLOAD; its size in @size. The validator
+/* A download into @temp, hashed as it comes, within the job's
+ * max_download; its size in @size. The validator
  * reads it once it is whole. */
 static gchar *
 download(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64 *size,
@@ -590,11 +602,11 @@ download(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64
         return NULL;
     }
     total = soup_message_headers_get_content_length(soup_message_get_response_headers(message));
-    if (total > EINSORA_MODEL_STORE_MAX_DOWNLOAD) {
+    if (total > job->max_download) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                     "the model is %" G_GINT64_FORMAT " bytes, more than the %" G_GINT64_FORMAT
                     " a download may be",
-                    total, EINSORA_MODEL_STORE_MAX_DOWNLOAD);
+                    total, job->max_download);
         return NULL;
     }
     out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -614,10 +626,18 @@ download(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64
         }
         if (n == 0)
             break;
-        if (done + n > EINSORA_MODEL_STORE_MAX_DOWNLOAD || (total > 0 && done + n > total)) {
+        if (total > 0 && done + n > total) {
             g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
-                                "the download is longer than the server said, or than a "
-                                "download may be");
+                                "the download is longer than the server said");
+            ok = FALSE;
+            break;
+        }
+        /* A server that doesn't say how long (chunked) is cut off here. */
+        if (done + n > job->max_download) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "the download is more than the %" G_GINT64_FORMAT
+                        " bytes a download may be",
+                        job->max_download);
             ok = FALSE;
             break;
         }
@@ -791,6 +811,7 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
         return NULL;
     }
     job = g_new0(ImportJob, 1);
+    job->max_download = self->max_download;
     job->store = g_object_ref(self);
     job->id = einsora_uuid_v7_new(now_us / 1000);
     job->name = g_strdup(name);

@@ -29,6 +29,10 @@ G_DECLARE_FINAL_TYPE(EinsoraModelStore, einsora_model_store, EINSORA, MODEL_STOR
 /* Creates @dir (0700) with its blobs/ and manifests/ when missing. */
 EinsoraModelStore *einsora_model_store_new(const char *dir, GError **error);
 const char *einsora_model_store_get_dir(EinsoraModelStore *self);
+/* The largest download an import takes from now on (by default
+ * EINSORA_MODEL_STORE_MAX_DOWNLOAD); a larger one fails, and nothing is
+ * stored. */
+void einsora_model_store_set_max_download(EinsoraModelStore *self, gint64 bytes);
 
 /* Every model, by name; a manifest that can't be read is left out (and
  * logged), never guessed at. */
