@@ -279,6 +279,8 @@ assert_workload_equal(const EinsoraWorkload *a, const EinsoraWorkload *b)
     g_assert_cmpstr(a->gpu_class, ==, b->gpu_class);
     g_assert_cmpstr(a->placed_class, ==, b->placed_class);
     g_assert_cmpstr(a->image, ==, b->image);
+    g_assert_cmpstr(a->model, ==, b->model);
+    g_assert_cmpstr(a->model_digest, ==, b->model_digest);
     g_assert_cmpint(a->gpus, ==, b->gpus);
     g_assert_cmpstr(a->machine_id, ==, b->machine_id);
     g_assert_cmpstr(a->driver, ==, b->driver);
@@ -531,6 +533,79 @@ test_machine_list_order(Fixture *f, gconstpointer data)
 
 /* Workloads */
 
+#define MODEL_DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static EinsoraWorkload *
+endpoint_serving(Fixture *f, const char *tenant_id, const char *name, const char *model,
+                 EinsoraWorkloadState state)
+{
+    EinsoraWorkload *endpoint = workload_new_for(f, tenant_id, name);
+
+    endpoint->kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    endpoint->state = state;
+    endpoint->model = g_strdup(model);
+    endpoint->model_digest = g_strdup(MODEL_DIGEST);
+    insert_workload(f, endpoint);
+    return endpoint;
+}
+
+static gint64
+count_with_model(Fixture *f, const char *model)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 count = -1;
+
+    g_assert_true(einsora_store_count_workloads_with_model(f->store, model, &count, &error));
+    g_assert_no_error(error);
+    return count;
+}
+
+/* What keeps a model in the model store: every workload not deleted that
+ * serves it, of any tenant (the store is the installation's). */
+static void
+test_workload_count_with_model(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraWorkload) notebook = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) running =
+        endpoint_serving(f, acme->id, "running", "tiny", EINSORA_WORKLOAD_STATE_RUNNING);
+    g_autoptr(EinsoraWorkload) deleting =
+        endpoint_serving(f, acme->id, "deleting", "tiny", EINSORA_WORKLOAD_STATE_DELETING);
+    g_autoptr(EinsoraWorkload) deleted =
+        endpoint_serving(f, acme->id, "deleted", "tiny", EINSORA_WORKLOAD_STATE_DELETED);
+    g_autoptr(EinsoraWorkload) theirs =
+        endpoint_serving(f, globex->id, "theirs", "tiny", EINSORA_WORKLOAD_STATE_PENDING);
+    g_autoptr(EinsoraWorkload) other =
+        endpoint_serving(f, acme->id, "other", "other", EINSORA_WORKLOAD_STATE_STOPPED);
+
+    g_assert_cmpint(count_with_model(f, "tiny"), ==, 3);
+    g_assert_cmpint(count_with_model(f, "other"), ==, 1);
+    g_assert_cmpint(count_with_model(f, "nobody"), ==, 0);
+    g_assert_null(notebook->model);
+}
+
+/* Only an endpoint names a model, and always with its file's digest. */
+static void
+test_workload_model_only_endpoints(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) notebook = workload_new_for(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) no_digest = workload_new_for(f, acme->id, "no-digest");
+    g_autoptr(GError) error = NULL;
+
+    notebook->model = g_strdup("tiny");
+    notebook->model_digest = g_strdup(MODEL_DIGEST);
+    g_assert_false(einsora_store_insert_workload(f->store, notebook, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    no_digest->kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    no_digest->model = g_strdup("tiny");
+    g_assert_false(einsora_store_insert_workload(f->store, no_digest, &error));
+    g_assert_nonnull(error);
+    g_assert_cmpint(count_with_model(f, "tiny"), ==, 0);
+}
+
 static void
 test_workload_round_trip(Fixture *f, gconstpointer data)
 {
@@ -549,11 +624,14 @@ test_workload_round_trip(Fixture *f, gconstpointer data)
     placed->gpus = 2;
     placed->attempt = 3;
     placed->version = 7;
+    placed->model = g_strdup("llama3.2:1b");
+    placed->model_digest = g_strdup(MODEL_DIGEST);
     replace_string(&placed->updated_at, tick(f));
     insert_workload(f, placed);
 
     got_plain = get_workload(f, acme->id, plain->id);
     assert_workload_equal(got_plain, plain);
+    g_assert_null(got_plain->model);
     g_assert_null(got_plain->placed_class);
     g_assert_null(got_plain->machine_id);
     g_assert_null(got_plain->driver);
@@ -2890,6 +2968,8 @@ static const struct {
     {"tenant/by-name", test_tenant_by_name},
     {"machine/hub-view", test_machine_hub_view},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
+    {"workload/count-with-model", test_workload_count_with_model},
+    {"workload/model-only-endpoints", test_workload_model_only_endpoints},
     {"workload/pages-walk-the-whole-list", test_workload_pages},
     {"workload/pages-stable-under-inserts-and-deletes", test_workload_pages_stable},
     {"cas/success-bumps-version", test_cas_success},
