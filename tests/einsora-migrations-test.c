@@ -33,6 +33,7 @@
 #define OLD ID("0000000000e5")
 #define CAROL_VM ID("0000000000e6")
 #define EVENT(n) ID("000000000f" n)
+#define MIGRATED_HEX "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 #define ANN_HASH                                                                                   \
     "$argon2id$v=19$m=65536,t=3,p=1$xTvIxAUO36t2YIlECtuNXQ$"                                       \
@@ -913,6 +914,16 @@ assert_workloads(EinsoraStore *s)
             einsora_store_get_workload(s, workloads[i].tenant_id, workloads[i].id, &error);
         g_assert_no_error(error);
         assert_workload(got, &workloads[i]);
+        /* Made before endpoints named a model (00004): none has one. */
+        g_assert_null(got->model);
+        g_assert_null(got->model_digest);
+    }
+    {
+        gint64 serving = -1;
+
+        g_assert_true(einsora_store_count_workloads_with_model(s, "tiny", &serving, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(serving, ==, 0);
     }
     list = einsora_store_list_workloads(s, ACME, TRUE, &error);
     g_assert_no_error(error);
@@ -1117,6 +1128,36 @@ assert_takes_new_rows(EinsoraStore *s, gint64 version)
     taken = einsora_store_take_access_ticket(s, ticket->hash, MIGRATED_AT, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(taken->workload_id, ==, ANALYSIS);
+
+    /* An endpoint made after the migration names its model (00004). */
+    {
+        g_autoptr(EinsoraWorkload) endpoint = einsora_workload_new();
+        g_autoptr(EinsoraWorkload) got = NULL;
+        gint64 serving = -1;
+
+        endpoint->id = g_strdup(ID("0000000000e9"));
+        endpoint->tenant_id = g_strdup(ACME);
+        endpoint->kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+        endpoint->name = g_strdup("chat");
+        endpoint->state = EINSORA_WORKLOAD_STATE_PENDING;
+        endpoint->region = g_strdup("local");
+        endpoint->gpu_class = g_strdup("cpu-2c-4g");
+        endpoint->image = g_strdup("llama-cpp");
+        endpoint->model = g_strdup("tiny");
+        endpoint->model_digest = g_strdup("sha256:" MIGRATED_HEX);
+        endpoint->created_by = g_strdup(ANN);
+        endpoint->created_at = g_strdup(MIGRATED_AT);
+        endpoint->updated_at = g_strdup(MIGRATED_AT);
+        g_assert_true(einsora_store_insert_workload(s, endpoint, &error));
+        g_assert_no_error(error);
+        got = einsora_store_get_workload(s, ACME, endpoint->id, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(got->model, ==, "tiny");
+        g_assert_cmpstr(got->model_digest, ==, endpoint->model_digest);
+        g_assert_true(einsora_store_count_workloads_with_model(s, "tiny", &serving, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(serving, ==, 1);
+    }
 }
 
 #define SEQUENCES_SQL "SELECT name, seq FROM sqlite_sequence ORDER BY name"
