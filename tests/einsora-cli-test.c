@@ -949,6 +949,10 @@ test_models(void)
                                          "--model", "tiny-cli", "--name", "cli-endpoint");
     g_autoptr(CliRun) neither = run_cli("launch", "--kind", "endpoint", "--class", "cpu-2c-4g");
     g_autoptr(CliRun) in_use = run_cli("models", "remove", "tiny-cli");
+    g_autoptr(CliRun) spare = run_cli("models", "add", "tiny-spare", seed);
+    g_autoptr(CliRun) removed = run_cli("models", "remove", "tiny-spare");
+    g_autoptr(CliRun) removed_twice = run_cli("models", "remove", "tiny-spare");
+    g_autoptr(CliRun) after = run_cli("models", "list");
 
     g_assert_cmpint(empty->status, ==, 0);
     g_assert_nonnull(strstr(empty->out_text, "No models."));
@@ -970,6 +974,16 @@ test_models(void)
     g_assert_nonnull(strstr(neither->err, "--model"));
     g_assert_cmpint(in_use->status, ==, 1);
     g_assert_nonnull(strstr(in_use->err, "conflict"));
+    /* Progress goes to stderr while the import runs, never to stdout. */
+    g_assert_nonnull(strstr(added->err, "importing:"));
+    g_assert_null(strstr(added->out_text, "importing:"));
+    g_assert_cmpint(spare->status, ==, 0);
+    g_assert_cmpint(removed->status, ==, 0);
+    g_assert_cmpint(removed_twice->status, ==, 1);
+    g_assert_nonnull(strstr(removed_twice->err, "tiny-spare"));
+    g_assert_cmpint(after->status, ==, 0);
+    g_assert_null(strstr(after->out_text, "tiny-spare"));
+    g_assert_nonnull(strstr(after->out_text, "tiny-cli"));
 }
 
 int
