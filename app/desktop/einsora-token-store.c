@@ -333,7 +333,7 @@ file_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *canc
 {
     EinsoraTokenStore *self = source;
     Op *op = task_data;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&file_lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&file_lock);
     g_autoptr(JsonObject) tokens = NULL;
     GError *error = NULL;
 

@@ -386,7 +386,7 @@ import_job_free(ImportJob *job)
 static void
 progress(EinsoraModelStore *self, const char *id, gint64 done, gint64 total)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&self->lock);
     EinsoraModelImport *import = g_hash_table_lookup(self->imports, id);
 
     if (import == NULL)
@@ -398,7 +398,7 @@ progress(EinsoraModelStore *self, const char *id, gint64 done, gint64 total)
 static void
 finish(EinsoraModelStore *self, const char *id, const char *digest, const GError *error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&self->lock);
     EinsoraModelImport *import = g_hash_table_lookup(self->imports, id);
 
     if (import == NULL)
@@ -519,7 +519,7 @@ static gboolean
 publish(EinsoraModelStore *self, const ImportJob *job, const char *temp, const char *digest,
         const EinsoraGgufInfo *info, gint64 size, GError **error)
 {
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+    g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&self->lock);
     g_autofree gchar *blob = einsora_model_store_blob_path(self, digest);
     g_autofree gchar *existing_path = manifest_path(self, job->name);
     g_autoptr(EinsoraModelManifest) manifest = NULL;
@@ -827,7 +827,7 @@ einsora_model_store_import(EinsoraModelStore *self, const char *name, const char
     import->bytes_total = st.st_size;
     import->started_at = einsora_timestamp_format(now_us);
     {
-        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&self->lock);
+        g_autoptr(GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new(&self->lock);
         forget_old_imports_locked(self, now_us);
         g_hash_table_insert(self->imports, import->id, import);
         import = einsora_model_import_copy(import);
