@@ -1515,7 +1515,6 @@ endpoint_early(EinsoraAccessProxy *self, SoupServerMessage *msg, EinsoraEndpoint
     }
     if (route->has_body) {
         SoupEncoding encoding = soup_message_headers_get_encoding(headers);
-        g_autofree gchar *type = NULL;
         const char *content_type = soup_message_headers_get_content_type(headers, NULL);
 
         if (encoding != SOUP_ENCODING_CONTENT_LENGTH && encoding != SOUP_ENCODING_NONE) {
