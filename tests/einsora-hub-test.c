@@ -1264,6 +1264,11 @@ test_observe_codes(Fixture *f, gconstpointer data)
         {EINSORA_STATUS_CODE_ISOLATION_REFUSED, EINSORA_RUNTIME_FAILED, NULL},
         {EINSORA_STATUS_CODE_MOVE_REFUSED, EINSORA_RUNTIME_FAILED, NULL},
         {EINSORA_STATUS_CODE_SANDBOX_CHANGED, EINSORA_RUNTIME_FAILED, NULL},
+        {EINSORA_STATUS_CODE_PULL_FAILED, EINSORA_RUNTIME_FAILED,
+         "couldn't pull its image: it doesn't exist or this machine can't reach the registry"},
+        /* The Engine down: nothing decided, and the reason why. */
+        {EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE, EINSORA_RUNTIME_UNKNOWN,
+         "its machine's container engine doesn't answer; waiting for it"},
         {EINSORA_STATUS_CODE_UNKNOWN, EINSORA_RUNTIME_FAILED, "its machine reported a problem"},
         /* A code from a newer or hostile agent. */
         {(EinsoraStatusCode)999, EINSORA_RUNTIME_FAILED, "its machine reported a problem"},
@@ -1287,7 +1292,8 @@ test_observe_codes(Fixture *f, gconstpointer data)
         observation = observe(f, f->hub, id);
         g_assert_cmpint(observation.status, ==, cases[i].status);
         g_assert_cmpint(observation.attempt, ==, 1);
-        if (cases[i].status == EINSORA_RUNTIME_FAILED) {
+        if (cases[i].status == EINSORA_RUNTIME_FAILED ||
+            cases[i].code == EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE) {
             g_assert_nonnull(observation.reason);
             g_assert_cmpstr(observation.reason, ==, einsora_status_code_reason(cases[i].code));
             if (cases[i].reason != NULL)

@@ -77,6 +77,10 @@ test_status_codes(void)
         {"image_missing", EINSORA_STATUS_CODE_IMAGE_MISSING, NULL},
         {"exited", EINSORA_STATUS_CODE_EXITED, "it stopped by itself"},
         {"sandbox_changed", EINSORA_STATUS_CODE_SANDBOX_CHANGED, NULL},
+        {"runtime_unreachable", EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE,
+         "its machine's container engine doesn't answer; waiting for it"},
+        {"pull_failed", EINSORA_STATUS_CODE_PULL_FAILED,
+         "couldn't pull its image: it doesn't exist or this machine can't reach the registry"},
     };
     g_autoptr(GHashTable) reasons = g_hash_table_new(g_str_hash, g_str_equal);
     gchar *cleaned = NULL;
@@ -132,14 +136,25 @@ test_active_codes(void)
         EinsoraStatusCode code;
         gboolean active;
     } table[] = {
-        {EINSORA_STATUS_CODE_UNKNOWN, FALSE},        {EINSORA_STATUS_CODE_STARTING, TRUE},
-        {EINSORA_STATUS_CODE_RUNNING, TRUE},         {EINSORA_STATUS_CODE_STOPPING, TRUE},
-        {EINSORA_STATUS_CODE_STOPPED, FALSE},        {EINSORA_STATUS_CODE_REMOVING, TRUE},
-        {EINSORA_STATUS_CODE_REMOVED, FALSE},        {EINSORA_STATUS_CODE_FAILED_TO_START, FALSE},
-        {EINSORA_STATUS_CODE_OUT_OF_MEMORY, FALSE},  {EINSORA_STATUS_CODE_GPU_BUSY, FALSE},
-        {EINSORA_STATUS_CODE_DRIVER_MISSING, FALSE}, {EINSORA_STATUS_CODE_ISOLATION_REFUSED, FALSE},
-        {EINSORA_STATUS_CODE_MOVE_REFUSED, FALSE},   {EINSORA_STATUS_CODE_IMAGE_MISSING, FALSE},
-        {EINSORA_STATUS_CODE_EXITED, FALSE},         {EINSORA_STATUS_CODE_SANDBOX_CHANGED, FALSE},
+        {EINSORA_STATUS_CODE_UNKNOWN, FALSE},
+        {EINSORA_STATUS_CODE_STARTING, TRUE},
+        {EINSORA_STATUS_CODE_RUNNING, TRUE},
+        {EINSORA_STATUS_CODE_STOPPING, TRUE},
+        {EINSORA_STATUS_CODE_STOPPED, FALSE},
+        {EINSORA_STATUS_CODE_REMOVING, TRUE},
+        {EINSORA_STATUS_CODE_REMOVED, FALSE},
+        {EINSORA_STATUS_CODE_FAILED_TO_START, FALSE},
+        {EINSORA_STATUS_CODE_OUT_OF_MEMORY, FALSE},
+        {EINSORA_STATUS_CODE_GPU_BUSY, FALSE},
+        {EINSORA_STATUS_CODE_DRIVER_MISSING, FALSE},
+        {EINSORA_STATUS_CODE_ISOLATION_REFUSED, FALSE},
+        {EINSORA_STATUS_CODE_MOVE_REFUSED, FALSE},
+        {EINSORA_STATUS_CODE_IMAGE_MISSING, FALSE},
+        {EINSORA_STATUS_CODE_EXITED, FALSE},
+        {EINSORA_STATUS_CODE_SANDBOX_CHANGED, FALSE},
+        /* It may still run: nothing else may start in its place. */
+        {EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE, TRUE},
+        {EINSORA_STATUS_CODE_PULL_FAILED, FALSE},
     };
 
     G_STATIC_ASSERT(G_N_ELEMENTS(table) == EINSORA_STATUS_CODE_COUNT);

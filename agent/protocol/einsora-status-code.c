@@ -33,6 +33,12 @@ static const StatusCodeInfo codes[] = {
     [EINSORA_STATUS_CODE_SANDBOX_CHANGED] = {"sandbox_changed",
                                              "its sandbox changed: start it again to use its "
                                              "saved data under the new one"},
+    [EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE] = {"runtime_unreachable",
+                                                 "its machine's container engine doesn't answer; "
+                                                 "waiting for it"},
+    [EINSORA_STATUS_CODE_PULL_FAILED] = {"pull_failed",
+                                         "couldn't pull its image: it doesn't exist or this "
+                                         "machine can't reach the registry"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(codes) == EINSORA_STATUS_CODE_COUNT);
@@ -71,7 +77,8 @@ einsora_status_code_reason(EinsoraStatusCode code)
 }
 
 /* Whether something is under way for the workload on its machine: it is
- * starting, running, stopping, or its data is being deleted. While it is,
+ * starting, running, stopping, its data is being deleted, or its runtime
+ * can't be asked (it may still be running). While it is,
  * its driver is busy with it (another attempt, a move or a GPU must wait
  * for it to end); every other code, GPU_BUSY included, means nothing runs
  * for it there. The agent and every driver read it from here, so they
@@ -80,5 +87,6 @@ gboolean
 einsora_status_code_is_active(EinsoraStatusCode code)
 {
     return code == EINSORA_STATUS_CODE_STARTING || code == EINSORA_STATUS_CODE_RUNNING ||
-           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING;
+           code == EINSORA_STATUS_CODE_STOPPING || code == EINSORA_STATUS_CODE_REMOVING ||
+           code == EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE;
 }

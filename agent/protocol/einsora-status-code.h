@@ -29,9 +29,15 @@ typedef enum {
     /* It was running and stopped by itself. */
     EINSORA_STATUS_CODE_EXITED,
     EINSORA_STATUS_CODE_SANDBOX_CHANGED,
+    /* Its runtime (the Docker Engine) doesn't answer: what runs is
+     * unknown, and nothing is decided until it answers again. */
+    EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE,
+    /* Its image couldn't be pulled: it doesn't exist, or no registry can
+     * be reached. */
+    EINSORA_STATUS_CODE_PULL_FAILED,
 } EinsoraStatusCode;
 
-#define EINSORA_STATUS_CODE_COUNT 16
+#define EINSORA_STATUS_CODE_COUNT 18
 
 EinsoraStatusCode einsora_status_code_from_string(const char *str);
 const char *einsora_status_code_to_string(EinsoraStatusCode code);

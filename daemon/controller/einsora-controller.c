@@ -428,8 +428,11 @@ observe_now(EinsoraController *self, EinsoraWorkload *workload, EinsoraObservati
         observation->status != EINSORA_RUNTIME_ABSENT && observation->attempt != workload->attempt)
         observation->status = EINSORA_RUNTIME_PROGRESSING;
     if (observation->status == EINSORA_RUNTIME_UNKNOWN) {
-        /* Unknown decides nothing, not even the provisioning timeout. */
-        note_once(self, workload, einsora_reason_machine_offline());
+        /* Unknown decides nothing, not even the provisioning timeout. It
+         * has a reason when the machine answers but its runtime doesn't. */
+        note_once(self, workload,
+                  observation->reason != NULL ? observation->reason
+                                              : einsora_reason_machine_offline());
         return FALSE;
     }
     return TRUE;

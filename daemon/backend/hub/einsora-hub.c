@@ -788,6 +788,11 @@ observe_code(EinsoraStatusCode code, EinsoraObservation *observation)
     case EINSORA_STATUS_CODE_REMOVED:
         observation->status = EINSORA_RUNTIME_REMOVED;
         return;
+    case EINSORA_STATUS_CODE_RUNTIME_UNREACHABLE:
+        /* Decides nothing; the controller notes why it waits. */
+        observation->status = EINSORA_RUNTIME_UNKNOWN;
+        observation->reason = einsora_status_code_reason(code);
+        return;
     case EINSORA_STATUS_CODE_EXITED:
         observation->status = EINSORA_RUNTIME_EXITED;
         return;
@@ -798,6 +803,7 @@ observe_code(EinsoraStatusCode code, EinsoraObservation *observation)
     case EINSORA_STATUS_CODE_ISOLATION_REFUSED:
     case EINSORA_STATUS_CODE_MOVE_REFUSED:
     case EINSORA_STATUS_CODE_SANDBOX_CHANGED:
+    case EINSORA_STATUS_CODE_PULL_FAILED:
     case EINSORA_STATUS_CODE_UNKNOWN:
     default:
         observation->status = EINSORA_RUNTIME_FAILED;
