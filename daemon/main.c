@@ -18,6 +18,8 @@
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
+#include "einsora-docker-driver.h"
+#include "einsora-docker-engine.h"
 #include "einsora-docker-probe.h"
 #include "einsora-host-lock.h"
 #include "einsora-http-edge.h"
@@ -50,13 +52,16 @@ typedef struct {
     gchar *agent_run_dir;
     gchar *notebook_network;
     gchar *llama_server;
+    gchar *docker_host;
+    gchar *docker_socket; /* from docker_host */
     gint64 controller_interval_us;
     gboolean wakes_controller;
 } EinsoraDaemonSettings;
 
 /* The drivers EINSORA_DRIVERS may name; without it, the daemon uses the
  * real ones that work here (sim only ever when asked). */
-static const char *const known_drivers[] = {"sim", EINSORA_NATIVE_DRIVER_NAME, NULL};
+static const char *const known_drivers[] = {"sim", EINSORA_NATIVE_DRIVER_NAME,
+                                            EINSORA_DOCKER_DRIVER_NAME, NULL};
 #define PROBE_TIMEOUT_MS 30000
 
 static void
@@ -75,6 +80,8 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->agent_run_dir, g_free);
     g_clear_pointer(&settings->notebook_network, g_free);
     g_clear_pointer(&settings->llama_server, g_free);
+    g_clear_pointer(&settings->docker_host, g_free);
+    g_clear_pointer(&settings->docker_socket, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -197,8 +204,20 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->notebook_network, "EINSORA_NOTEBOOK_NETWORK",
                          "--notebook-network", "none", error) ||
         !resolve_setting(&settings->llama_server, "EINSORA_LLAMA_SERVER", "--llama-server", NULL,
-                         error))
+                         error) ||
+        !resolve_setting(&settings->docker_host, "EINSORA_DOCKER_HOST", "--docker-host",
+                         "unix://" EINSORA_DOCKER_DEFAULT_SOCKET, error))
         return FALSE;
+    {
+        g_autoptr(GError) local_error = NULL;
+        settings->docker_socket =
+            einsora_docker_engine_socket_from_host(settings->docker_host, &local_error);
+        if (settings->docker_socket == NULL) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "EINSORA_DOCKER_HOST (--docker-host): %s", local_error->message);
+            return FALSE;
+        }
+    }
     if (settings->llama_server != NULL && !g_path_is_absolute(settings->llama_server)) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "EINSORA_LLAMA_SERVER (--llama-server): \"%s\" is not an absolute path",
@@ -230,8 +249,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                 !g_strv_contains((const char *const *)known_drivers, names[i])) {
                 g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                             "EINSORA_DRIVERS (--drivers): \"%s\" is not a driver this "
-                            "einsora-daemon has (sim, %s)",
-                            names[i], EINSORA_NATIVE_DRIVER_NAME);
+                            "einsora-daemon has (sim, %s, %s)",
+                            names[i], EINSORA_NATIVE_DRIVER_NAME, EINSORA_DOCKER_DRIVER_NAME);
                 return FALSE;
             }
         }
@@ -325,6 +344,9 @@ typedef struct {
     GMainLoop *loop;
     GError *fatal;
     GCancellable *probing;
+    /* Made when asked for, or when its socket is there; offered once
+     * the Engine answers. */
+    gboolean docker_made;
 } LocalMachine;
 
 static void
@@ -462,19 +484,90 @@ on_endpoints_probed(GObject *source, GAsyncResult *result, gpointer user_data)
         g_message("endpoints can't run here: %s", error->message);
 }
 
-/* Docker answering is worth saying, and no more: this daemon has no
- * docker driver yet, so nothing claims to run on it. */
+/* The docker driver is made at start (it adopts the containers still
+ * running) and offered once the Engine answers its ping. */
+typedef struct {
+    LocalMachine *machine;
+    gboolean asked_for;
+    gchar *socket_path;
+} DockerProbe;
+
 static void
 on_docker_probed(GObject *source, GAsyncResult *result, gpointer user_data)
 {
+    DockerProbe *probe = user_data;
+    LocalMachine *machine = probe->machine;
     g_autoptr(GError) error = NULL;
+    gboolean answers = einsora_docker_probe_finish(result, &error);
+    g_autofree gchar *socket_path = probe->socket_path;
+    gboolean asked_for = probe->asked_for;
 
-    if (einsora_docker_probe_finish(result, &error))
-        g_message("Docker answers on %s, but this einsora-daemon has no docker driver yet: it "
-                  "isn't offered",
-                  EINSORA_DOCKER_SOCKET);
-    else
-        g_debug("no Docker here: %s", error->message);
+    g_free(probe);
+    if (answers) {
+        g_message("the %s driver works here (the Docker Engine answers on %s): it is offered for "
+                  "placement now",
+                  EINSORA_DOCKER_DRIVER_NAME, socket_path);
+        offer_driver(machine, EINSORA_DOCKER_DRIVER_NAME);
+        return;
+    }
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return; /* stopping: @machine may be gone */
+    if (asked_for) {
+        g_set_error(&machine->fatal, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                    "EINSORA_DRIVERS (--drivers): %s doesn't work here: %s",
+                    EINSORA_DOCKER_DRIVER_NAME, error->message);
+        g_main_loop_quit(machine->loop);
+        return;
+    }
+    g_message("the %s driver isn't offered: %s (restart the daemon once Docker runs)",
+              EINSORA_DOCKER_DRIVER_NAME, error->message);
+}
+
+/* The docker driver, when EINSORA_DRIVERS names it or (by default) the
+ * Engine's socket is there; NULL otherwise. */
+static gboolean
+make_docker_driver(const EinsoraDaemonSettings *settings, const char *machine_id,
+                   GPtrArray *drivers, gboolean *made, GError **error)
+{
+    g_autoptr(GError) local_error = NULL;
+    g_autofree gchar *data_dir = NULL;
+    g_autofree gchar *run_dir = NULL;
+    EinsoraDockerDriver *docker;
+
+    *made = FALSE;
+    if (!wants_driver(settings, EINSORA_DOCKER_DRIVER_NAME))
+        return TRUE;
+    if (settings->drivers == NULL && !g_file_test(settings->docker_socket, G_FILE_TEST_EXISTS)) {
+        g_debug("no Docker here: %s doesn't exist", settings->docker_socket);
+        return TRUE;
+    }
+    data_dir = g_build_filename(settings->agent_state_dir, "docker", NULL);
+    run_dir = g_build_filename(settings->agent_run_dir, "docker", NULL);
+    docker = einsora_docker_driver_new(
+        &(EinsoraDockerDriverConfig){
+            .socket_path = settings->docker_socket,
+            .data_dir = data_dir,
+            .run_dir = run_dir,
+            .machine_id = machine_id,
+        },
+        &local_error);
+    if (docker == NULL) {
+        if (settings->drivers != NULL) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+                        "EINSORA_DRIVERS (--drivers): %s doesn't work here: %s",
+                        EINSORA_DOCKER_DRIVER_NAME, local_error->message);
+            return FALSE;
+        }
+        g_message("the %s driver doesn't work here: %s", EINSORA_DOCKER_DRIVER_NAME,
+                  local_error->message);
+        return TRUE;
+    }
+    g_ptr_array_add(drivers, docker);
+    *made = TRUE;
+    g_message("the %s driver is being checked (the Docker Engine on %s); notebooks run in its "
+              "containers, serving on sockets in %s, once it answers",
+              EINSORA_DOCKER_DRIVER_NAME, settings->docker_socket, run_dir);
+    return TRUE;
 }
 
 /* The drivers this machine's agent uses: those EINSORA_DRIVERS names
@@ -483,8 +576,9 @@ on_docker_probed(GObject *source, GAsyncResult *result, gpointer user_data)
  * (@native_config) passes. */
 static gboolean
 make_drivers(const EinsoraDaemonSettings *settings, const EinsoraNativeDriverConfig *native_config,
-             GPtrArray *drivers, GStrvBuilder *names, EinsoraHostLock **run_lock,
-             EinsoraNativeDriver **native, GError **error)
+             const char *machine_id, GPtrArray *drivers, GStrvBuilder *names,
+             EinsoraHostLock **run_lock, EinsoraNativeDriver **native, gboolean *docker_made,
+             GError **error)
 {
     g_autoptr(GError) local_error = NULL;
 
@@ -528,7 +622,8 @@ make_drivers(const EinsoraDaemonSettings *settings, const EinsoraNativeDriverCon
                       local_error->message);
         }
     }
-    einsora_docker_probe_async(NULL, 2000, NULL, on_docker_probed, NULL);
+    if (!make_docker_driver(settings, machine_id, drivers, docker_made, error))
+        return FALSE;
     if (drivers->len == 0)
         g_message("this machine has no driver that works: workloads placed here wait until it "
                   "has one");
@@ -574,13 +669,21 @@ start_probes(const EinsoraDaemonSettings *settings, LocalMachine *machine)
     EinsoraNativeDriverConfig config = native_config(settings, &notebooks, &models);
     NativeProbe *probe;
 
+    machine->probing = g_cancellable_new();
+    if (machine->docker_made) {
+        DockerProbe *docker = g_new0(DockerProbe, 1);
+        docker->machine = machine;
+        docker->asked_for = settings->drivers != NULL;
+        docker->socket_path = g_strdup(settings->docker_socket);
+        einsora_docker_probe_async(settings->docker_socket, 5000, machine->probing,
+                                   on_docker_probed, docker);
+    }
     if (machine->run_lock == NULL)
         return; /* no native driver was made */
     probe = g_new0(NativeProbe, 1);
     probe->machine = machine;
     probe->asked_for = settings->drivers != NULL || config.outbound_network;
     probe->outbound = config.outbound_network;
-    machine->probing = g_cancellable_new();
     einsora_native_driver_probe_async(&config, PROBE_TIMEOUT_MS, machine->probing, on_native_probed,
                                       probe);
     einsora_native_driver_probe_endpoints_async(&config, PROBE_TIMEOUT_MS, machine->probing,
@@ -615,7 +718,8 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     if (machine_id == NULL)
         return FALSE;
     config = native_config(settings, &notebooks, &models);
-    if (!make_drivers(settings, &config, drivers, names, &machine->run_lock, &native, error))
+    if (!make_drivers(settings, &config, machine_id, drivers, names, &machine->run_lock, &native,
+                      &machine->docker_made, error))
         return FALSE;
     driver_names = g_strv_builder_end(names);
     inventory = einsora_linux_inventory_read(&source, error);
@@ -928,6 +1032,10 @@ main(int argc, char **argv)
          "none, or outbound: notebooks reach out through pasta (EINSORA_NOTEBOOK_NETWORK, "
          "default none)",
          "MODE"},
+        {"docker-host", 0, 0, G_OPTION_ARG_STRING, &settings.docker_host,
+         "the Docker Engine docker notebooks run on, as unix:///PATH (EINSORA_DOCKER_HOST, "
+         "default unix:///var/run/docker.sock)",
+         "URL"},
         {"llama-server", 0, 0, G_OPTION_ARG_FILENAME, &settings.llama_server,
          "the llama-server endpoints run (EINSORA_LLAMA_SERVER, default: llama-server on PATH)",
          "PATH"},

@@ -36,6 +36,7 @@ declare -A allowed=(
   [drivers/process]="drivers/process"
   [drivers/inventory]="drivers/inventory agent/protocol daemon/domain"
   [drivers/native]="drivers/native drivers/process drivers/inventory agent agent/protocol daemon/domain"
+  [drivers/docker]="drivers/docker drivers/native drivers/process drivers/inventory agent agent/protocol daemon/domain"
 )
 
 # Where each project header lives, by file name.

@@ -1,0 +1,248 @@
+#define G_LOG_DOMAIN "einsora-docker"
+
+#include "einsora-docker-recipe.h"
+
+#include <gio/gio.h>
+#include <string.h>
+
+#define MIB G_GINT64_CONSTANT(1048576)
+/* The private /tmp counts against the memory limit: a quarter of it, at
+ * most 1 GiB. */
+#define TMP_MAX_MIB 1024
+
+gchar *
+einsora_docker_recipe_container_name(const char *workload_id)
+{
+    return g_strdup_printf("einsora-%s", workload_id);
+}
+
+static void
+add_strings(JsonBuilder *builder, const char *member, const char *const *values)
+{
+    json_builder_set_member_name(builder, member);
+    json_builder_begin_array(builder);
+    for (guint i = 0; values[i] != NULL; i++)
+        json_builder_add_string_value(builder, values[i]);
+    json_builder_end_array(builder);
+}
+
+static void
+add_bind(JsonBuilder *builder, const char *source, const char *target)
+{
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "Type");
+    json_builder_add_string_value(builder, "bind");
+    json_builder_set_member_name(builder, "Source");
+    json_builder_add_string_value(builder, source);
+    json_builder_set_member_name(builder, "Target");
+    json_builder_add_string_value(builder, target);
+    json_builder_set_member_name(builder, "ReadOnly");
+    json_builder_add_boolean_value(builder, FALSE);
+    json_builder_set_member_name(builder, "BindOptions");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "Propagation");
+    json_builder_add_string_value(builder, "rprivate");
+    json_builder_end_object(builder);
+    json_builder_end_object(builder);
+}
+
+static void
+add_host_config(JsonBuilder *builder, const EinsoraDockerRecipe *recipe)
+{
+    gint64 tmp_mib = CLAMP(recipe->memory_mib / 4, 16, TMP_MAX_MIB);
+    g_autofree gchar *tmp_options =
+        g_strdup_printf("rw,nosuid,nodev,size=%" G_GINT64_FORMAT "m", tmp_mib);
+    const char *const cap_drop[] = {"ALL", NULL};
+    const char *const security[] = {"no-new-privileges", NULL};
+
+    json_builder_set_member_name(builder, "HostConfig");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "NetworkMode");
+    json_builder_add_string_value(builder, "none");
+    json_builder_set_member_name(builder, "Mounts");
+    json_builder_begin_array(builder);
+    add_bind(builder, recipe->data_dir, EINSORA_DOCKER_HOME);
+    add_bind(builder, recipe->run_dir, EINSORA_DOCKER_RUN_DIR);
+    json_builder_end_array(builder);
+    json_builder_set_member_name(builder, "Tmpfs");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "/tmp");
+    json_builder_add_string_value(builder, tmp_options);
+    json_builder_end_object(builder);
+    json_builder_set_member_name(builder, "ReadonlyRootfs");
+    json_builder_add_boolean_value(builder, TRUE);
+    json_builder_set_member_name(builder, "Memory");
+    json_builder_add_int_value(builder, recipe->memory_mib * MIB);
+    /* Swap as large as memory: none at all. */
+    json_builder_set_member_name(builder, "MemorySwap");
+    json_builder_add_int_value(builder, recipe->memory_mib * MIB);
+    json_builder_set_member_name(builder, "NanoCpus");
+    json_builder_add_int_value(builder, recipe->cpus * G_GINT64_CONSTANT(1000000000));
+    json_builder_set_member_name(builder, "PidsLimit");
+    json_builder_add_int_value(builder, EINSORA_DOCKER_PIDS_LIMIT);
+    add_strings(builder, "CapDrop", cap_drop);
+    add_strings(builder, "SecurityOpt", security);
+    /* docker-init as PID 1 reaps the kernels the server starts. */
+    json_builder_set_member_name(builder, "Init");
+    json_builder_add_boolean_value(builder, TRUE);
+    json_builder_set_member_name(builder, "IpcMode");
+    json_builder_add_string_value(builder, "private");
+    json_builder_set_member_name(builder, "RestartPolicy");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "Name");
+    json_builder_add_string_value(builder, "no");
+    json_builder_end_object(builder);
+    /* Its output, bounded: the logs read it from here. */
+    json_builder_set_member_name(builder, "LogConfig");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "Type");
+    json_builder_add_string_value(builder, "json-file");
+    json_builder_set_member_name(builder, "Config");
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "max-size");
+    json_builder_add_string_value(builder, "10m");
+    json_builder_set_member_name(builder, "max-file");
+    json_builder_add_string_value(builder, "2");
+    json_builder_end_object(builder);
+    json_builder_end_object(builder);
+    if (recipe->devices > 0) {
+        const char *const capabilities[] = {"gpu", NULL};
+        json_builder_set_member_name(builder, "DeviceRequests");
+        json_builder_begin_array(builder);
+        json_builder_begin_object(builder);
+        json_builder_set_member_name(builder, "Driver");
+        json_builder_add_string_value(builder, "nvidia");
+        json_builder_set_member_name(builder, "Count");
+        json_builder_add_int_value(builder, recipe->devices);
+        json_builder_set_member_name(builder, "Capabilities");
+        json_builder_begin_array(builder);
+        json_builder_begin_array(builder);
+        for (guint i = 0; capabilities[i] != NULL; i++)
+            json_builder_add_string_value(builder, capabilities[i]);
+        json_builder_end_array(builder);
+        json_builder_end_array(builder);
+        json_builder_end_object(builder);
+        json_builder_end_array(builder);
+    }
+    json_builder_end_object(builder);
+}
+
+JsonNode *
+einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerprint, GError **error)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autofree gchar *user = NULL;
+    g_autoptr(JsonNode) body = NULL;
+    g_autofree gchar *text = NULL;
+    const char *const command[] = {
+        "jupyter-notebook",
+        "--no-browser",
+        "--sock=" EINSORA_DOCKER_RUN_DIR "/" EINSORA_DOCKER_SOCKET_NAME,
+        "--sock-mode=0600",
+        "--KernelManager.transport=ipc",
+        "--notebook-dir=" EINSORA_DOCKER_HOME,
+        NULL,
+    };
+    const char *const environment[] = {
+        "HOME=" EINSORA_DOCKER_HOME,
+        "JUPYTER_RUNTIME_DIR=/tmp/jupyter-runtime",
+        "PYTHONUNBUFFERED=1",
+        "LANG=C.UTF-8",
+        NULL,
+    };
+
+    if (recipe->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                    "the docker driver runs notebooks only, not %s",
+                    einsora_workload_kind_to_string(recipe->kind));
+        return NULL;
+    }
+    if (recipe->image == NULL || *recipe->image == '\0' || recipe->data_dir == NULL ||
+        recipe->run_dir == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "a docker notebook needs its image and its directories");
+        return NULL;
+    }
+    if (recipe->cpus < 1 || recipe->cpus > 4096 || recipe->memory_mib < 64 ||
+        recipe->memory_mib > G_GINT64_CONSTANT(1) << 30 || recipe->devices < 0 ||
+        recipe->devices > 64) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%" G_GINT64_FORMAT " CPUs, %" G_GINT64_FORMAT " MiB and %" G_GINT64_FORMAT
+                    " GPUs can't be a container's limits",
+                    recipe->cpus, recipe->memory_mib, recipe->devices);
+        return NULL;
+    }
+    /* Never root: the daemon's own user when it isn't root (so the data
+     * it owns stays its own), else the Jupyter images' jovyan (1000:100). */
+    user = g_strdup_printf("%u:%u", recipe->uid, recipe->gid);
+    if (recipe->uid == 0) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                            "a docker notebook never runs as root");
+        return NULL;
+    }
+
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "Image");
+    json_builder_add_string_value(builder, recipe->image);
+    /* The image's own entrypoint (start-up scripts that may need root or
+     * a network) is replaced by the server itself. */
+    add_strings(builder, "Entrypoint", command);
+    json_builder_set_member_name(builder, "Cmd");
+    json_builder_begin_array(builder);
+    json_builder_end_array(builder);
+    json_builder_set_member_name(builder, "User");
+    json_builder_add_string_value(builder, user);
+    json_builder_set_member_name(builder, "WorkingDir");
+    json_builder_add_string_value(builder, EINSORA_DOCKER_HOME);
+    add_strings(builder, "Env", environment);
+    json_builder_set_member_name(builder, "NetworkDisabled");
+    json_builder_add_boolean_value(builder, TRUE);
+    json_builder_set_member_name(builder, "StopSignal");
+    json_builder_add_string_value(builder, "SIGTERM");
+    add_host_config(builder, recipe);
+    json_builder_end_object(builder);
+
+    body = json_builder_get_root(builder);
+    text = json_to_string(body, FALSE);
+    *fingerprint = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+    return g_steal_pointer(&body);
+}
+
+static void
+set_label(JsonObject *labels, const char *key, const char *value)
+{
+    json_object_set_string_member(labels, key, value);
+}
+
+static void
+set_number_label(JsonObject *labels, const char *key, gint64 value)
+{
+    g_autofree gchar *text = g_strdup_printf("%" G_GINT64_FORMAT, value);
+
+    json_object_set_string_member(labels, key, text);
+}
+
+void
+einsora_docker_recipe_finish(JsonNode *body, const EinsoraDockerRecipe *recipe,
+                             const char *machine_id, const char *workload_id, gint64 attempt,
+                             const char *fingerprint, const char *token)
+{
+    JsonObject *object = json_node_get_object(body);
+    JsonObject *labels = json_object_new();
+    JsonArray *environment = json_object_get_array_member(object, "Env");
+
+    set_label(labels, EINSORA_DOCKER_LABEL_MACHINE, machine_id);
+    set_label(labels, EINSORA_DOCKER_LABEL_WORKLOAD, workload_id);
+    set_number_label(labels, EINSORA_DOCKER_LABEL_ATTEMPT, attempt);
+    set_label(labels, EINSORA_DOCKER_LABEL_FINGERPRINT, fingerprint);
+    set_label(labels, EINSORA_DOCKER_LABEL_KIND, einsora_workload_kind_to_string(recipe->kind));
+    set_label(labels, EINSORA_DOCKER_LABEL_IMAGE, recipe->image);
+    set_number_label(labels, EINSORA_DOCKER_LABEL_CPUS, recipe->cpus);
+    set_number_label(labels, EINSORA_DOCKER_LABEL_MEMORY, recipe->memory_mib);
+    set_number_label(labels, EINSORA_DOCKER_LABEL_DEVICES, recipe->devices);
+    json_object_set_object_member(object, "Labels", labels);
+    g_autofree gchar *variable = g_strdup_printf("JUPYTER_TOKEN=%s", token);
+
+    json_array_add_string_element(environment, variable);
+    explicit_bzero(variable, strlen(variable));
+}
