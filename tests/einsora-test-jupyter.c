@@ -101,6 +101,7 @@ typedef struct {
     SoupWebsocketConnection *connection;
     gchar *msg_id;
     GString *stdout_text;
+    gboolean started; /* the kernel said it runs the code (execute_input) */
     gboolean replied;
     gboolean idle;
     gboolean failed;
@@ -147,6 +148,8 @@ on_message(SoupWebsocketConnection *connection, gint type, GBytes *bytes, gpoint
         g_string_append(execution->stdout_text, json_object_get_string_member(content, "text"));
     else if (g_strcmp0(msg_type, "execute_reply") == 0)
         execution->replied = TRUE;
+    else if (g_strcmp0(msg_type, "execute_input") == 0)
+        execution->started = TRUE;
     else if (g_strcmp0(msg_type, "status") == 0 &&
              g_strcmp0(json_object_get_string_member(content, "execution_state"), "idle") == 0)
         execution->idle = TRUE;
@@ -163,9 +166,27 @@ einsora_test_jupyter_execute(const char *socket_path, const char *token, const c
     return einsora_test_jupyter_execute_via(&via, kernel_id, code);
 }
 
+static gchar *execute(const EinsoraTestJupyterVia *via, const char *kernel_id, const char *code,
+                      gboolean wait);
+
 gchar *
 einsora_test_jupyter_execute_via(const EinsoraTestJupyterVia *via, const char *kernel_id,
                                  const char *code)
+{
+    return execute(via, kernel_id, code, TRUE);
+}
+
+void
+einsora_test_jupyter_send_code(const char *socket_path, const char *token, const char *kernel_id,
+                               const char *code)
+{
+    EinsoraTestJupyterVia via = {socket_path, token, 0, NULL, NULL};
+
+    g_free(execute(&via, kernel_id, code, FALSE));
+}
+
+static gchar *
+execute(const EinsoraTestJupyterVia *via, const char *kernel_id, const char *code, gboolean wait)
 {
     g_autoptr(SoupSession) session = session_for_via(via);
     g_autofree gchar *path = g_strdup_printf("/api/kernels/%s/channels", kernel_id);
@@ -230,6 +251,14 @@ einsora_test_jupyter_execute_via(const EinsoraTestJupyterVia *via, const char *k
     request = json_builder_get_root(builder);
     text = json_to_string(request, FALSE);
     soup_websocket_connection_send_text(execution.connection, text);
+    if (!wait) {
+        /* Until the kernel runs it; its answer isn't awaited. */
+        while (!execution.started && !execution.replied) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_main_context_iteration(NULL, TRUE);
+        }
+        execution.replied = execution.idle = TRUE;
+    }
 
     while (!(execution.replied && execution.idle)) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);

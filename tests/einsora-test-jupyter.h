@@ -35,6 +35,11 @@ gchar *einsora_test_jupyter_start_kernel(const char *socket_path, const char *to
 gchar *einsora_test_jupyter_execute(const char *socket_path, const char *token,
                                     const char *kernel_id, const char *code);
 
+/* Sends @code to the kernel and returns without waiting for its answer
+ * (code that never answers, such as code that kills its server). */
+void einsora_test_jupyter_send_code(const char *socket_path, const char *token,
+                                    const char *kernel_id, const char *code);
+
 /* A server's process as the supervisor's state file in @run_dir records
  * it: its PID (0 when there is no state file) and start time. */
 int einsora_test_recorded_pid(const char *run_dir, const char *id, guint64 *start_time);

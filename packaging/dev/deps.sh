@@ -40,6 +40,10 @@ if [ "$what" = test ]; then
   packages+=(python3-numpy)
   # The fuzz tree (tests/fuzz): clang 14 and its libFuzzer runtime.
   packages+=(clang libclang-rt-14-dev)
+  # The docker driver's tests: a private Docker Engine (Debian's docker.io;
+  # no service is started) and the distribution registry on loopback for
+  # pulls (tests/docker).
+  packages+=(docker.io docker-registry)
 fi
 
 missing=()

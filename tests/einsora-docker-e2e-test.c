@@ -1,0 +1,569 @@
+/* Docker notebooks end to end: the real einsora-daemon with the docker
+ * driver on a private Docker Engine (einsora-test-docker.h), the
+ * catalog's jupyter-notebook image (made here from Debian's Jupyter and
+ * imported under the catalog's reference, since nothing can be pulled).
+ * A notebook reaches running, opens through the access proxy and runs
+ * print(6*7); from inside it has no network but lo, its class's memory
+ * limit and a non-root uid. Stop removes the container and keeps the
+ * data; start makes a new one with a new token; a kill -9 of the daemon
+ * leaves the container running, adopted by the next daemon with no new
+ * event; delete removes container and data. A container killed for
+ * memory reads "it ran out of memory"; an Engine that stops answering is
+ * noted and decides nothing; another tenant's notebook never runs on it. */
+#include <gio/gio.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "einsora-test-daemon.h"
+#include "einsora-test-docker.h"
+#include "einsora-test-jupyter.h"
+
+#define JSON "application/json"
+#define CLASS "cpu-1c-2g"
+#define IMAGE "jupyter-notebook"
+
+static EinsoraTestDocker *docker;
+
+typedef struct {
+    EinsoraTestDaemon *daemon;
+    gchar *run_dir;  /* the docker driver's: <agent run dir>/docker */
+    gchar *data_dir; /* <data dir>/docker */
+} Fixture;
+
+static EinsoraTestResponse *
+call_as(Fixture *f, const char *token, const char *method, const char *path, const char *body)
+{
+    return einsora_test_request(f->daemon, method, path, token, JSON, body, NULL);
+}
+
+static EinsoraTestResponse *
+call(Fixture *f, const char *method, const char *path, const char *body)
+{
+    return call_as(f, f->daemon->owner_token, method, path, body);
+}
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    f->daemon = einsora_test_daemon_new();
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_DRIVERS", "docker");
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_DOCKER_HOST", docker->host);
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    f->run_dir = g_build_filename(f->daemon->dir, "run", "docker", NULL);
+    f->data_dir = g_build_filename(f->daemon->data_dir, "docker", NULL);
+    einsora_test_daemon_start(f->daemon);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    einsora_test_daemon_stop(f->daemon);
+    einsora_test_daemon_free(f->daemon);
+    g_free(f->run_dir);
+    g_free(f->data_dir);
+}
+
+static gchar *
+launch_as(Fixture *f, const char *token, const char *name)
+{
+    g_autofree gchar *body = g_strdup_printf("{\"kind\": \"notebook\", \"gpu_class\": \"" CLASS
+                                             "\", \"image\": \"" IMAGE "\", \"name\": \"%s\"}",
+                                             name);
+    g_autoptr(EinsoraTestResponse) response = call_as(f, token, "POST", "/v1/workloads", body);
+
+    g_assert_cmpuint(response->status, ==, 201);
+    return g_strdup(einsora_test_response_string(response, "id"));
+}
+
+static gchar *
+launch(Fixture *f, const char *name)
+{
+    return launch_as(f, f->daemon->owner_token, name);
+}
+
+static JsonObject *
+get_workload(Fixture *f, const char *id, EinsoraTestResponse **response)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s?include_deleted=true", id);
+
+    *response = call(f, "GET", path, NULL);
+    g_assert_cmpuint((*response)->status, ==, 200);
+    return json_node_get_object((*response)->json);
+}
+
+static void
+wait_for_state(Fixture *f, const char *id, const char *state)
+{
+    gint64 deadline = g_get_monotonic_time() + 90 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) response = NULL;
+        const char *now = json_object_get_string_member(get_workload(f, id, &response), "state");
+
+        if (g_strcmp0(now, state) == 0)
+            return;
+        if (g_get_monotonic_time() > deadline) {
+            g_autofree gchar *log = einsora_test_daemon_read_log(f->daemon);
+            g_error("workload %s is %s, not %s, after 90 s; daemon log:\n%s", id, now, state, log);
+        }
+        g_usleep(100 * 1000);
+    }
+}
+
+static void
+act(Fixture *f, const char *id, const char *action)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/%s", id, action);
+    g_autoptr(EinsoraTestResponse) response = call(f, "POST", path, NULL);
+
+    g_assert_cmpuint(response->status, ==, 202);
+}
+
+static void
+delete_workload(Fixture *f, const char *id)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+    g_autoptr(EinsoraTestResponse) response = call(f, "DELETE", path, NULL);
+
+    g_assert_cmpuint(response->status, ==, 202);
+}
+
+/* The timeline's reasons, one string each. */
+static GPtrArray *
+reasons_of(Fixture *f, const char *id)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/events", id);
+    g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+    JsonArray *events =
+        json_object_get_array_member(json_node_get_object(response->json), "events");
+    GPtrArray *reasons = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < json_array_get_length(events); i++)
+        g_ptr_array_add(reasons, g_strdup(json_object_get_string_member_with_default(
+                                     json_array_get_object_element(events, i), "reason", "")));
+    return reasons;
+}
+
+static gboolean
+has_reason(GPtrArray *reasons, const char *text)
+{
+    for (guint i = 0; i < reasons->len; i++) {
+        if (strstr(g_ptr_array_index(reasons, i), text) != NULL)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The Engine's inspect of the workload's container: NULL when there is
+ * none (404). */
+static JsonObject *
+container_of(const char *id, JsonNode **node)
+{
+    g_autofree gchar *path = g_strdup_printf("/containers/einsora-%s/json", id);
+    guint status = einsora_test_docker_get(docker, path, node);
+
+    if (status == 404)
+        return NULL;
+    g_assert_cmpuint(status, ==, 200);
+    return json_node_get_object(*node);
+}
+
+static gchar *
+token_of(const char *id)
+{
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *container = container_of(id, &node);
+    JsonArray *env;
+
+    g_assert_nonnull(container);
+    env = json_object_get_array_member(json_object_get_object_member(container, "Config"), "Env");
+    for (guint i = 0; i < json_array_get_length(env); i++) {
+        const char *entry = json_array_get_string_element(env, i);
+        if (g_str_has_prefix(entry, "JUPYTER_TOKEN="))
+            return g_strdup(entry + strlen("JUPYTER_TOKEN="));
+    }
+    g_assert_not_reached();
+}
+
+static gchar *
+socket_of(Fixture *f, const char *id)
+{
+    return g_build_filename(f->run_dir, id, "notebook.sock", NULL);
+}
+
+static gchar *
+run_cell(Fixture *f, const char *id, const char *code)
+{
+    g_autofree gchar *socket_path = socket_of(f, id);
+    g_autofree gchar *token = token_of(id);
+    g_autofree gchar *kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+
+    return einsora_test_jupyter_execute(socket_path, token, kernel, code);
+}
+
+/* Opens the workload through the access proxy (a one-time ticket, then
+ * its cookie) and runs @code on a new kernel there. */
+static gchar *
+run_through_proxy(Fixture *f, const char *id, const char *code, gchar **cookie_out)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/access", id);
+    g_autofree gchar *host = g_strdup_printf("w-%s.localhost:%u", id, f->daemon->access_port);
+    g_autoptr(EinsoraTestResponse) access = call(f, "POST", path, NULL);
+    g_autofree gchar *ticket = NULL;
+    g_autofree gchar *open_path = NULL;
+    g_autofree gchar *body = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autoptr(GHashTable) headers = NULL;
+    g_auto(GStrv) parts = NULL;
+    EinsoraTestJupyterVia via = {NULL, NULL, f->daemon->access_port, host, NULL};
+    const char *url;
+
+    g_assert_cmpuint(access->status, ==, 201);
+    url = einsora_test_response_string(access, "url");
+    ticket = g_strdup(strstr(url, "ticket=") + strlen("ticket="));
+    open_path = g_strdup_printf("/_einsora/open?ticket=%s", ticket);
+    g_assert_cmpuint(
+        einsora_test_jupyter_request_via(&via, "GET", open_path, NULL, &body, &headers), ==, 200);
+    parts = g_strsplit(g_hash_table_lookup(headers, "set-cookie"), ";", 2);
+    *cookie_out = g_strdup(parts[0]);
+    via.cookie = *cookie_out;
+    g_clear_pointer(&body, g_free);
+    g_assert_cmpuint(einsora_test_jupyter_request_via(&via, "POST", "/api/kernels",
+                                                      "{\"name\": \"python3\"}", &body, NULL),
+                     ==, 201);
+    {
+        g_autoptr(JsonNode) node = json_from_string(body, NULL);
+        kernel = g_strdup(json_object_get_string_member(json_node_get_object(node), "id"));
+    }
+    return einsora_test_jupyter_execute_via(&via, kernel, code);
+}
+
+static void
+test_lifecycle(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "docker-e2e");
+    g_autofree gchar *socket_path = socket_of(f, id);
+    g_autofree gchar *data_dir = g_build_filename(f->data_dir, id, NULL);
+    g_autofree gchar *file = g_build_filename(data_dir, "hello.txt", NULL);
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *second_token = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *contents = NULL;
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *first_container = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(EinsoraTestResponse) response = NULL;
+    JsonObject *container;
+    JsonObject *host_config;
+    struct stat st;
+
+    wait_for_state(f, id, "running");
+    g_assert_cmpstr(json_object_get_string_member(get_workload(f, id, &response), "driver"), ==,
+                    "docker");
+
+    /* The container as the Engine has it: the recipe's limits, and the
+     * labels that let a restarted daemon find it. */
+    container = container_of(id, &node);
+    g_assert_nonnull(container);
+    first_container = g_strdup(json_object_get_string_member(container, "Id"));
+    host_config = json_object_get_object_member(container, "HostConfig");
+    g_assert_cmpstr(json_object_get_string_member(host_config, "NetworkMode"), ==, "none");
+    g_assert_cmpint(json_object_get_int_member(host_config, "Memory"), ==,
+                    G_GINT64_CONSTANT(2048) * 1024 * 1024);
+    g_assert_cmpint(json_object_get_int_member(host_config, "NanoCpus"), ==, 1000000000);
+    g_assert_true(json_object_get_boolean_member(host_config, "ReadonlyRootfs"));
+    g_assert_cmpint(json_object_get_int_member(host_config, "PidsLimit"), ==, 1024);
+    {
+        JsonObject *labels = json_object_get_object_member(
+            json_object_get_object_member(container, "Config"), "Labels");
+        g_assert_cmpstr(json_object_get_string_member(labels, "org.einsora.workload"), ==, id);
+        g_assert_cmpstr(json_object_get_string_member(labels, "org.einsora.attempt"), ==, "1");
+        g_assert_cmpuint(strlen(json_object_get_string_member(labels, "org.einsora.fingerprint")),
+                         ==, 64);
+    }
+    /* No port is published: the server listens on its socket only. */
+    g_assert_cmpint(stat(socket_path, &st), ==, 0);
+    g_assert_true(S_ISSOCK(st.st_mode));
+    g_assert_cmpint(st.st_mode & 0777, ==, 0600);
+
+    /* Through the proxy, as a browser opens it. */
+    printed = run_through_proxy(f, id, "print(6*7)", &cookie);
+    g_assert_cmpstr(printed, ==, "42\n");
+    g_clear_pointer(&printed, g_free);
+
+    /* From inside: no network but lo, the class's memory, not root. */
+    printed = run_cell(
+        f, id,
+        "import os, socket\n"
+        "print(sorted(name for _, name in socket.if_nameindex()))\n"
+        "limit = None\n"
+        "for p in ('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'):\n"
+        "    if os.path.exists(p):\n"
+        "        limit = open(p).read().strip()\n"
+        "        break\n"
+        "print(limit)\n"
+        "print(os.getuid() != 0, os.getgid() != 0)\n"
+        "open('/home/jovyan/hello.txt', 'w').write('kept')\n"
+        "try:\n"
+        "    open('/etc/written', 'w')\n"
+        "    print('root fs writable')\n"
+        "except OSError:\n"
+        "    print('root fs read-only')\n");
+    g_assert_cmpstr(printed, ==, "['lo']\n2147483648\nTrue True\nroot fs read-only\n");
+    g_assert_true(g_file_get_contents(file, &contents, NULL, NULL));
+    g_assert_cmpstr(contents, ==, "kept");
+
+    /* Stop: the container goes, the data stays. */
+    token = token_of(id);
+    act(f, id, "stop");
+    wait_for_state(f, id, "stopped");
+    g_clear_pointer(&node, json_node_unref);
+    g_assert_null(container_of(id, &node));
+    g_assert_true(g_file_test(file, G_FILE_TEST_IS_REGULAR));
+    g_assert_false(g_file_test(socket_path, G_FILE_TEST_EXISTS));
+
+    /* Start: a new container and token, on the same data. */
+    act(f, id, "start");
+    wait_for_state(f, id, "running");
+    g_clear_pointer(&node, json_node_unref);
+    container = container_of(id, &node);
+    g_assert_nonnull(container);
+    g_assert_cmpstr(json_object_get_string_member(container, "Id"), !=, first_container);
+    second_token = token_of(id);
+    g_assert_cmpstr(second_token, !=, token);
+    g_assert_cmpuint(
+        einsora_test_jupyter_request(socket_path, token, "GET", "/api/status", NULL, NULL), ==,
+        403);
+    g_clear_pointer(&contents, g_free);
+    g_assert_cmpuint(einsora_test_jupyter_request(socket_path, second_token, "GET",
+                                                  "/api/contents/hello.txt", NULL, &contents),
+                     ==, 200);
+    g_assert_nonnull(strstr(contents, "\"kept\""));
+
+    /* Delete: container, data and run files go. */
+    delete_workload(f, id);
+    wait_for_state(f, id, "deleted");
+    g_clear_pointer(&node, json_node_unref);
+    g_assert_null(container_of(id, &node));
+    {
+        g_autofree gchar *run = g_build_filename(f->run_dir, id, NULL);
+        g_assert_false(g_file_test(data_dir, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(run, G_FILE_TEST_EXISTS));
+    }
+    /* No token or cookie ever reached the daemon's log. */
+    log = einsora_test_daemon_read_log(f->daemon);
+    g_assert_null(strstr(log, token));
+    g_assert_null(strstr(log, second_token));
+    g_assert_null(strstr(log, strchr(cookie, '=') + 1));
+}
+
+static void
+test_adopted_after_kill(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "adopted");
+    g_autofree gchar *container_id = NULL;
+    g_autofree gchar *started_at = NULL;
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(GPtrArray) before = NULL;
+    g_autoptr(GPtrArray) after = NULL;
+    JsonObject *container;
+
+    wait_for_state(f, id, "running");
+    container = container_of(id, &node);
+    container_id = g_strdup(json_object_get_string_member(container, "Id"));
+    started_at = g_strdup(json_object_get_string_member(
+        json_object_get_object_member(container, "State"), "StartedAt"));
+    before = reasons_of(f, id);
+
+    einsora_test_daemon_kill(f->daemon);
+    einsora_test_daemon_start(f->daemon);
+    {
+        gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        for (;;) {
+            g_clear_pointer(&log, g_free);
+            log = einsora_test_daemon_read_log(f->daemon);
+            const char *adopted = strstr(log, "adopted its running container");
+            if (adopted != NULL && strstr(adopted, "answers on its socket: running") != NULL)
+                break;
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(100 * 1000);
+        }
+    }
+    g_usleep(2 * G_USEC_PER_SEC); /* a few controller passes */
+    g_clear_pointer(&node, json_node_unref);
+    container = container_of(id, &node);
+    g_assert_cmpstr(json_object_get_string_member(container, "Id"), ==, container_id);
+    g_assert_cmpstr(json_object_get_string_member(json_object_get_object_member(container, "State"),
+                                                  "StartedAt"),
+                    ==, started_at);
+    {
+        g_autoptr(EinsoraTestResponse) response = NULL;
+        JsonObject *workload = get_workload(f, id, &response);
+        g_assert_cmpstr(json_object_get_string_member(workload, "state"), ==, "running");
+        g_assert_cmpint(json_object_get_int_member(workload, "attempt"), ==, 1);
+    }
+    after = reasons_of(f, id);
+    g_assert_cmpuint(after->len, ==, before->len);
+    printed = run_cell(f, id, "print(6*7)");
+    g_assert_cmpstr(printed, ==, "42\n");
+    delete_workload(f, id);
+    wait_for_state(f, id, "deleted");
+}
+
+static void
+test_out_of_memory(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "oom");
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autoptr(GPtrArray) reasons = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *container;
+
+    wait_for_state(f, id, "running");
+    socket_path = socket_of(f, id);
+    token = token_of(id);
+    kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+    /* The server first in the OOM killer's line (its score then passes
+     * the kernel's whatever the kernel holds), then more memory than the
+     * class has: the server dies of it, and with it the container. The
+     * cell never answers. */
+    einsora_test_jupyter_send_code(
+        socket_path, token, kernel,
+        "import os\n"
+        "open('/proc/%d/oom_score_adj' % os.getppid(), 'w').write('1000')\n"
+        "blocks = []\n"
+        "while True:\n"
+        "    blocks.append(bytearray(64 * 1024 * 1024))\n");
+    wait_for_state(f, id, "failed");
+    reasons = reasons_of(f, id);
+    g_assert_true(has_reason(reasons, "it ran out of memory"));
+    container = container_of(id, &node);
+    if (container != NULL)
+        g_assert_true(json_object_get_boolean_member(
+            json_object_get_object_member(container, "State"), "OOMKilled"));
+    delete_workload(f, id);
+    wait_for_state(f, id, "deleted");
+}
+
+static void
+test_engine_down(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "engine-down");
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autofree gchar *log = NULL;
+    g_autoptr(GPtrArray) reasons = NULL;
+    gint64 deadline;
+
+    wait_for_state(f, id, "running");
+    einsora_test_docker_pause(docker);
+    /* Noted on the timeline, and nothing decided: still running. */
+    deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    for (;;) {
+        g_clear_pointer(&reasons, g_ptr_array_unref);
+        reasons = reasons_of(f, id);
+        if (has_reason(reasons, "container engine doesn't answer"))
+            break;
+        if (g_get_monotonic_time() > deadline) {
+            einsora_test_docker_resume(docker);
+            g_error("no note that the Engine doesn't answer after 30 s");
+        }
+        g_usleep(200 * 1000);
+    }
+    g_usleep(2 * G_USEC_PER_SEC);
+    {
+        g_autoptr(EinsoraTestResponse) response = NULL;
+        const char *state = json_object_get_string_member(get_workload(f, id, &response), "state");
+        if (g_strcmp0(state, "running") != 0) {
+            einsora_test_docker_resume(docker);
+            g_error("the Engine down decided something: the workload is %s", state);
+        }
+    }
+    einsora_test_docker_resume(docker);
+    deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    for (;;) {
+        g_clear_pointer(&log, g_free);
+        log = einsora_test_daemon_read_log(f->daemon);
+        if (strstr(log, "answers again") != NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+    g_usleep(1 * G_USEC_PER_SEC);
+    {
+        g_autoptr(EinsoraTestResponse) response = NULL;
+        g_assert_cmpstr(json_object_get_string_member(get_workload(f, id, &response), "state"), ==,
+                        "running");
+    }
+    printed = run_through_proxy(f, id, "print(6*7)", &cookie);
+    g_assert_cmpstr(printed, ==, "42\n");
+    delete_workload(f, id);
+    wait_for_state(f, id, "deleted");
+}
+
+/* Weak isolation: the machine owner's workloads only. */
+static void
+test_owner_only(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+    Fixture fixture = {daemon, NULL, NULL};
+    g_autofree gchar *other = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    einsora_test_daemon_setenv(daemon, "EINSORA_DRIVERS", "docker");
+    einsora_test_daemon_setenv(daemon, "EINSORA_DOCKER_HOST", docker->host);
+    einsora_test_daemon_setenv(daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    einsora_test_daemon_start(daemon);
+    einsora_test_daemon_stop(daemon);
+    other = einsora_test_daemon_create_account(daemon, "guests", "guest@example.org", NULL);
+    einsora_test_daemon_start(daemon);
+    id = launch_as(&fixture, other, "not-the-owners");
+    g_usleep(3 * G_USEC_PER_SEC);
+    path = g_strdup_printf("/v1/workloads/%s", id);
+    {
+        g_autoptr(EinsoraTestResponse) response = call_as(&fixture, other, "GET", path, NULL);
+        const char *state = einsora_test_response_string(response, "state");
+        g_assert_cmpuint(response->status, ==, 200);
+        /* Waiting for a machine that may run it; never on this one. */
+        g_test_message("another tenant's docker notebook: %s", state);
+        g_assert_true(g_strcmp0(state, "pending") == 0 || g_strcmp0(state, "queued") == 0 ||
+                      g_strcmp0(state, "failed") == 0);
+    }
+    g_assert_null(container_of(id, &node));
+    einsora_test_daemon_stop(daemon);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autofree gchar *unavailable = einsora_test_docker_unavailable();
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    if (unavailable != NULL) {
+        g_test_skip_printf("%s", unavailable);
+        return g_test_run();
+    }
+    docker = einsora_test_docker_start();
+    einsora_test_docker_load_jupyter(docker, EINSORA_TEST_DOCKER_JUPYTER_IMAGE);
+    g_test_add("/docker/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
+               fixture_tear_down);
+    g_test_add("/docker/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
+               fixture_tear_down);
+    g_test_add("/docker/out-of-memory", Fixture, NULL, fixture_set_up, test_out_of_memory,
+               fixture_tear_down);
+    g_test_add("/docker/engine-down", Fixture, NULL, fixture_set_up, test_engine_down,
+               fixture_tear_down);
+    g_test_add_func("/docker/owner-only", test_owner_only);
+    status = g_test_run();
+    einsora_test_docker_stop(docker);
+    return status;
+}

@@ -1,0 +1,44 @@
+/* A private Docker Engine for tests: Debian's dockerd with its own data
+ * root, exec root and socket under a test directory, no host network
+ * changes (no iptables, no bridge), started in about a second and
+ * stopped (with every container it ran) after. The notebook image is made
+ * from this machine's own Jupyter (tests/docker/make-jupyter-image.sh,
+ * cached by the script's checksum) and imported under the reference the
+ * catalog's jupyter-notebook image names, since nothing can be pulled
+ * here. Needs root (dockerd does). */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+#define EINSORA_TEST_DOCKER_JUPYTER_IMAGE "quay.io/jupyter/minimal-notebook:python-3.12"
+
+typedef struct {
+    gchar *dir;
+    gchar *socket_path;
+    gchar *host; /* unix://<socket_path> */
+    gchar *log_path;
+    GPid pid;
+} EinsoraTestDocker;
+
+/* Why the docker tests can't run here (no dockerd, not root), or NULL. */
+gchar *einsora_test_docker_unavailable(void);
+
+EinsoraTestDocker *einsora_test_docker_start(void);
+void einsora_test_docker_stop(EinsoraTestDocker *docker);
+/* SIGSTOP and SIGCONT: an Engine that stops answering, then answers. */
+void einsora_test_docker_pause(EinsoraTestDocker *docker);
+void einsora_test_docker_resume(EinsoraTestDocker *docker);
+/* Makes (or takes from the cache) the notebook image's tar and imports
+ * it as @reference. */
+void einsora_test_docker_load_jupyter(EinsoraTestDocker *docker, const char *reference);
+/* Runs the docker CLI against this Engine (test set-up only: the
+ * driver itself speaks the API); its standard output. */
+gchar *einsora_test_docker_cli(EinsoraTestDocker *docker, const char *const *args);
+
+/* GET /v1.41@path on the Engine: its status, and its JSON in @json. */
+guint einsora_test_docker_get(EinsoraTestDocker *docker, const char *path, JsonNode **json);
+
+G_END_DECLS
