@@ -137,3 +137,18 @@ einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *workload_i
         return FALSE;
     return iface->get_access(self, workload_id, attempt, socket_path, token);
 }
+
+gboolean
+einsora_agent_driver_get_pull_progress(EinsoraAgentDriver *self, const char *workload_id,
+                                       EinsoraPullProgress *progress)
+{
+    EinsoraAgentDriverInterface *iface;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(self), FALSE);
+    g_return_val_if_fail(workload_id != NULL && progress != NULL, FALSE);
+    iface = EINSORA_AGENT_DRIVER_GET_IFACE(self);
+    *progress = (EinsoraPullProgress){0};
+    if (iface->get_pull_progress == NULL)
+        return FALSE;
+    return iface->get_pull_progress(self, workload_id, progress);
+}

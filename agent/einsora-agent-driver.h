@@ -13,6 +13,7 @@
 
 #include "einsora-desired-workload.h"
 #include "einsora-status-code.h"
+#include "einsora-workload-status.h"
 
 G_BEGIN_DECLS
 
@@ -43,6 +44,9 @@ struct _EinsoraAgentDriverInterface {
     /* Optional: NULL for drivers that serve nothing to open. */
     gboolean (*get_access)(EinsoraAgentDriver *self, const char *workload_id, gint64 *attempt,
                            gchar **socket_path, gchar **token);
+    /* Optional: NULL for drivers that pull nothing. */
+    gboolean (*get_pull_progress)(EinsoraAgentDriver *self, const char *workload_id,
+                                  EinsoraPullProgress *progress);
 };
 
 const char *einsora_agent_driver_get_name(EinsoraAgentDriver *self);
@@ -68,5 +72,9 @@ EinsoraStatusCode einsora_agent_driver_get_status(EinsoraAgentDriver *self, cons
 gchar **einsora_agent_driver_list_workloads(EinsoraAgentDriver *self);
 gboolean einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *workload_id,
                                          gint64 *attempt, gchar **socket_path, gchar **token);
+/* How far the image pull of a starting workload is; FALSE when none runs
+ * (progress then all zero). A driver says "status-changed" as it goes. */
+gboolean einsora_agent_driver_get_pull_progress(EinsoraAgentDriver *self, const char *workload_id,
+                                                EinsoraPullProgress *progress);
 
 G_END_DECLS

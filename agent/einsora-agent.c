@@ -229,6 +229,12 @@ status_for(EinsoraAgent *self, const char *workload_id)
         attempt = desired->attempt;
     status->code = code;
     status->attempt = MAX(attempt, 0);
+    /* A pull's progress, while the image of a start is pulled. */
+    for (guint i = 0; code == EINSORA_STATUS_CODE_STARTING && i < self->drivers->len; i++) {
+        if (einsora_agent_driver_get_pull_progress(g_ptr_array_index(self->drivers, i), workload_id,
+                                                   &status->pull))
+            break;
+    }
     return g_steal_pointer(&status);
 }
 
@@ -256,8 +262,12 @@ report_fingerprint(EinsoraAgent *self, const EinsoraSyncReport *report)
     for (guint i = 0; i < report->statuses->len; i++) {
         const EinsoraWorkloadStatus *status = g_ptr_array_index(report->statuses, i);
 
-        g_string_append_printf(out, "%s %" G_GINT64_FORMAT " %d %d\n", status->workload_id,
-                               status->attempt, status->mode, status->code);
+        g_string_append_printf(out,
+                               "%s %" G_GINT64_FORMAT " %d %d %" G_GINT64_FORMAT
+                               " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n",
+                               status->workload_id, status->attempt, status->mode, status->code,
+                               status->pull.layers, status->pull.layers_done,
+                               status->pull.bytes_done);
     }
     return g_string_free(out, FALSE);
 }

@@ -9,8 +9,10 @@
  * leaves the container running, adopted by the next daemon with no new
  * event; delete removes container and data. A container killed for
  * memory reads "it ran out of memory"; an Engine that stops answering is
- * noted and decides nothing; another tenant's notebook never runs on it. */
+ * noted and decides nothing; another tenant's notebook never runs on it.
+ * Pulls run for real against Debian's registry on loopback. */
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #define IMAGE "jupyter-notebook"
 
 static EinsoraTestDocker *docker;
+static EinsoraTestRegistry *registry;
 
 typedef struct {
     EinsoraTestDaemon *daemon;
@@ -43,15 +46,31 @@ call(Fixture *f, const char *method, const char *path, const char *body)
     return call_as(f, f->daemon->owner_token, method, path, body);
 }
 
+/* The catalog's notebook image, imported again if a pull test removed it
+ * (the pull test runs first, while no copy of its layers is here). */
+static void
+ensure_jupyter(void)
+{
+    g_autoptr(JsonNode) node = NULL;
+
+    if (einsora_test_docker_get(docker, "/images/" EINSORA_TEST_DOCKER_JUPYTER_IMAGE "/json",
+                                &node) == 404)
+        einsora_test_docker_load_jupyter(docker, EINSORA_TEST_DOCKER_JUPYTER_IMAGE);
+}
+
 static void
 fixture_set_up(Fixture *f, gconstpointer data)
 {
+    if (data == NULL)
+        ensure_jupyter();
     f->daemon = einsora_test_daemon_new();
     einsora_test_daemon_setenv(f->daemon, "EINSORA_DRIVERS", "docker");
     einsora_test_daemon_setenv(f->daemon, "EINSORA_DOCKER_HOST", docker->host);
     einsora_test_daemon_setenv(f->daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
     f->run_dir = g_build_filename(f->daemon->dir, "run", "docker", NULL);
     f->data_dir = g_build_filename(f->daemon->data_dir, "docker", NULL);
+    if (data != NULL)
+        einsora_test_daemon_setenv(f->daemon, "EINSORA_CATALOG", data);
     einsora_test_daemon_start(f->daemon);
 }
 
@@ -507,6 +526,89 @@ test_engine_down(Fixture *f, gconstpointer data)
     wait_for_state(f, id, "deleted");
 }
 
+/* The catalog's own, with two images from the test registry: one pushed
+ * there, one that isn't. */
+static gchar *
+pull_catalog(void)
+{
+    g_autofree gchar *builtin =
+        g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "catalog", "catalog.json", NULL);
+    g_autofree gchar *text = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(GError) error = NULL;
+    JsonArray *images;
+    gchar *path;
+    const char *const names[] = {"jupyter-pulled", "jupyter-missing"};
+    const char *const repositories[] = {"einsora/jupyter:pull", "einsora/missing:1"};
+
+    g_assert_true(g_file_get_contents(builtin, &text, NULL, NULL));
+    root = json_from_string(text, &error);
+    g_assert_no_error(error);
+    images = json_object_get_array_member(json_node_get_object(root), "images");
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree gchar *image = g_strdup_printf(
+            "{\"name\": \"%s\", \"description\": \"from the test registry\", "
+            "\"kinds\": [\"notebook\"], \"runtimes\": {\"cpu\": {\"reference\": \"%s/%s\", "
+            "\"driver_refs\": [\"docker\"]}}}",
+            names[i], registry->address, repositories[i]);
+        json_array_add_element(images, json_from_string(image, NULL));
+    }
+    g_clear_pointer(&text, g_free);
+    text = json_to_string(root, TRUE);
+    path = g_build_filename(g_get_tmp_dir(), "einsora-docker-pull-catalog.json", NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    return path;
+}
+
+static gchar *
+launch_image(Fixture *f, const char *image, const char *name)
+{
+    g_autofree gchar *body = g_strdup_printf("{\"kind\": \"notebook\", \"gpu_class\": \"" CLASS
+                                             "\", \"image\": \"%s\", \"name\": \"%s\"}",
+                                             image, name);
+    g_autoptr(EinsoraTestResponse) response = call(f, "POST", "/v1/workloads", body);
+
+    g_assert_cmpuint(response->status, ==, 201);
+    return g_strdup(einsora_test_response_string(response, "id"));
+}
+
+/* The real pull path: an image only the registry has is pulled, with its
+ * progress on the timeline, and runs; one the registry hasn't fails with
+ * the fixed reason, the Engine's words only in the log. */
+static void
+test_pull(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *pulled = launch_image(f, "jupyter-pulled", "pulled");
+    g_autofree gchar *missing = NULL;
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *printed = NULL;
+    g_autoptr(GPtrArray) reasons = NULL;
+
+    wait_for_state(f, pulled, "running");
+    reasons = reasons_of(f, pulled);
+    g_assert_true(has_reason(reasons, "pulling its image: "));
+    log = einsora_test_daemon_read_log(f->daemon);
+    g_assert_nonnull(strstr(log, "its image isn't here: pulling it"));
+    g_assert_nonnull(strstr(log, "pulled its image"));
+    printed = run_cell(f, pulled, "print(6*7)");
+    g_assert_cmpstr(printed, ==, "42\n");
+
+    missing = launch_image(f, "jupyter-missing", "missing");
+    wait_for_state(f, missing, "failed");
+    g_clear_pointer(&reasons, g_ptr_array_unref);
+    reasons = reasons_of(f, missing);
+    g_assert_true(has_reason(reasons, "couldn't pull its image: it doesn't exist or this machine "
+                                      "can't reach the registry"));
+    g_assert_false(has_reason(reasons, "manifest"));
+    g_clear_pointer(&log, g_free);
+    log = einsora_test_daemon_read_log(f->daemon);
+    g_assert_nonnull(strstr(log, "its image couldn't be pulled: "));
+    delete_workload(f, pulled);
+    delete_workload(f, missing);
+    wait_for_state(f, pulled, "deleted");
+    wait_for_state(f, missing, "deleted");
+}
+
 /* Weak isolation: the machine owner's workloads only. */
 static void
 test_owner_only(void)
@@ -545,6 +647,7 @@ int
 main(int argc, char **argv)
 {
     g_autofree gchar *unavailable = einsora_test_docker_unavailable();
+    g_autofree gchar *catalog = NULL;
     int status;
 
     g_test_init(&argc, &argv, NULL);
@@ -554,6 +657,14 @@ main(int argc, char **argv)
     }
     docker = einsora_test_docker_start();
     einsora_test_docker_load_jupyter(docker, EINSORA_TEST_DOCKER_JUPYTER_IMAGE);
+    registry = einsora_test_registry_start();
+    if (registry != NULL) {
+        /* First, while the registry has the only copy of its layers. */
+        catalog = pull_catalog();
+        einsora_test_docker_push_only(docker, registry, EINSORA_TEST_DOCKER_JUPYTER_IMAGE,
+                                      "einsora/jupyter", "pull");
+        g_test_add("/docker/pull", Fixture, catalog, fixture_set_up, test_pull, fixture_tear_down);
+    }
     g_test_add("/docker/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
                fixture_tear_down);
     g_test_add("/docker/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
@@ -565,5 +676,8 @@ main(int argc, char **argv)
     g_test_add_func("/docker/owner-only", test_owner_only);
     status = g_test_run();
     einsora_test_docker_stop(docker);
+    einsora_test_registry_stop(registry);
+    if (catalog != NULL)
+        g_unlink(catalog);
     return status;
 }

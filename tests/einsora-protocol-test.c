@@ -16,7 +16,8 @@ static const char *const report_json =
     "  {\"workload_id\": \"" WORKLOAD_1 "\", \"attempt\": 2, \"mode\": \"run\","
     "   \"code\": \"running\", \"applied_generation\": 7},"
     "  {\"workload_id\": \"" WORKLOAD_2 "\", \"attempt\": 0, \"mode\": \"park\","
-    "   \"code\": \"stopped\", \"applied_generation\": 6}],"
+    "   \"code\": \"starting\", \"applied_generation\": 6,"
+    "   \"pull\": {\"layers_done\": 1, \"layers\": 3, \"bytes_done\": 5, \"bytes_total\": 9}}],"
     " \"inventory\": {\"os\": \"linux\", \"arch\": \"x86_64\", \"cpus\": 16,"
     "  \"memory_mib\": 65536,"
     "  \"gpus\": [{\"vendor\": \"nvidia\", \"model\": \"L40S\", \"memory_mib\": 46068}],"
@@ -226,6 +227,12 @@ test_report_round_trip(void)
     g_assert_cmpint(status->mode, ==, EINSORA_WORKLOAD_MODE_RUN);
     g_assert_cmpint(status->code, ==, EINSORA_STATUS_CODE_RUNNING);
     g_assert_cmpint(status->applied_generation, ==, 7);
+    g_assert_cmpint(status->pull.layers, ==, 0);
+    status = report->statuses->pdata[1];
+    g_assert_cmpint(status->pull.layers_done, ==, 1);
+    g_assert_cmpint(status->pull.layers, ==, 3);
+    g_assert_cmpint(status->pull.bytes_done, ==, 5);
+    g_assert_cmpint(status->pull.bytes_total, ==, 9);
     g_assert_nonnull(report->inventory);
     g_assert_cmpstr(report->inventory->os, ==, "linux");
     g_assert_cmpint(report->inventory->cpus, ==, 16);
@@ -447,6 +454,23 @@ test_report_refusals(void)
         {"statuses.0.code", "\"a\\nb\"", "statuses[0]: \"code\" contains a control character"},
         {"statuses.0.applied_generation", "-3",
          "statuses[0]: \"applied_generation\" must not be negative"},
+        /* A pull's progress is numbers only, and bounded. */
+        {"statuses.0.pull", "[]", "statuses[0]: a pull's progress must be a JSON object"},
+        {"statuses.0.pull",
+         "{\"layers\": 2, \"layers_done\": 1, \"bytes_done\": 0, \"bytes_total\": 0, "
+         "\"status\": \"Downloading\"}",
+         "statuses[0]: unknown member \"status\""},
+        {"statuses.0.pull",
+         "{\"layers\": 2, \"layers_done\": 3, \"bytes_done\": 0, \"bytes_total\": 0}",
+         "statuses[0]: \"layers_done\" must be between 0 and 2"},
+        {"statuses.0.pull",
+         "{\"layers\": 4097, \"layers_done\": 0, \"bytes_done\": 0, \"bytes_total\": 0}",
+         "statuses[0]: \"layers\" must be between 0 and 4096"},
+        {"statuses.0.pull",
+         "{\"layers\": 1, \"layers_done\": 0, \"bytes_done\": 9, \"bytes_total\": 8}",
+         "statuses[0]: \"bytes_done\" must be between 0 and 8"},
+        {"statuses.0.pull", "{\"layers\": 1, \"layers_done\": 0, \"bytes_total\": 8}",
+         "statuses[0]: missing member \"bytes_done\""},
         {"inventory", "null", "inventory: an inventory must be a JSON object"},
         {"inventory.extra", "{}", "inventory: unknown member \"extra\""},
         {"inventory.os", "\"windows\"", "inventory: \"os\" must be linux or darwin"},

@@ -1,5 +1,7 @@
 #include "einsora-test-docker.h"
 
+#include "einsora-test-port.h"
+
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
@@ -230,4 +232,91 @@ einsora_test_docker_get(EinsoraTestDocker *docker, const char *path, JsonNode **
         }
     }
     return body != NULL ? soup_message_get_status(message) : 0;
+}
+
+EinsoraTestRegistry *
+einsora_test_registry_start(void)
+{
+    g_autofree gchar *program = g_find_program_in_path("docker-registry");
+    EinsoraTestRegistry *registry;
+    g_autofree gchar *config = NULL;
+    g_autofree gchar *config_path = NULL;
+    g_autofree gchar *log_path = NULL;
+    g_autoptr(GError) error = NULL;
+    gint64 deadline;
+    int log_fd;
+
+    if (program == NULL)
+        return NULL;
+    registry = g_new0(EinsoraTestRegistry, 1);
+    registry->dir = g_dir_make_tmp("ereg-XXXXXX", &error);
+    g_assert_no_error(error);
+    registry->address = g_strdup_printf("127.0.0.1:%u", einsora_test_free_port());
+    config = g_strdup_printf("version: 0.1\n"
+                             "log:\n  level: warn\n"
+                             "storage:\n  filesystem:\n    rootdirectory: %s/data\n"
+                             "http:\n  addr: %s\n",
+                             registry->dir, registry->address);
+    config_path = g_build_filename(registry->dir, "config.yml", NULL);
+    g_assert_true(g_file_set_contents(config_path, config, -1, NULL));
+    log_path = g_build_filename(registry->dir, "registry.log", NULL);
+    log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    g_assert_cmpint(log_fd, >=, 0);
+    {
+        const char *argv[] = {program, "serve", config_path, NULL};
+        g_spawn_async_with_fds(NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                               &registry->pid, -1, log_fd, log_fd, &error);
+    }
+    close(log_fd);
+    g_assert_no_error(error);
+    deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    for (;;) {
+        g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 2, NULL);
+        g_autofree gchar *uri = g_strdup_printf("http://%s/v2/", registry->address);
+        g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+        g_autoptr(GBytes) body = soup_session_send_and_read(session, message, NULL, NULL);
+
+        if (body != NULL && soup_message_get_status(message) == 200)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(50 * 1000);
+    }
+    return registry;
+}
+
+void
+einsora_test_registry_stop(EinsoraTestRegistry *registry)
+{
+    if (registry == NULL)
+        return;
+    kill(registry->pid, SIGTERM);
+    waitpid(registry->pid, NULL, 0);
+    g_spawn_close_pid(registry->pid);
+    {
+        const char *argv[] = {"rm", "-rf", registry->dir, NULL};
+        g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, NULL,
+                     NULL);
+    }
+    g_free(registry->dir);
+    g_free(registry->address);
+    g_free(registry);
+}
+
+void
+einsora_test_docker_push_only(EinsoraTestDocker *docker, EinsoraTestRegistry *registry,
+                              const char *reference, const char *name, const char *tag)
+{
+    g_autofree gchar *target = g_strdup_printf("%s/%s:%s", registry->address, name, tag);
+    const char *const tag_args[] = {"tag", reference, target, NULL};
+    const char *const push_args[] = {"push", target, NULL};
+    const char *const rmi_args[] = {"rmi", target, reference, NULL};
+    g_autofree gchar *tagged = einsora_test_docker_cli(docker, tag_args);
+    g_autofree gchar *pushed = NULL;
+    g_autofree gchar *removed = NULL;
+
+    g_assert_nonnull(tagged);
+    pushed = einsora_test_docker_cli(docker, push_args);
+    g_assert_nonnull(pushed);
+    removed = einsora_test_docker_cli(docker, rmi_args);
+    g_assert_nonnull(removed);
 }

@@ -38,6 +38,24 @@ void einsora_test_docker_load_jupyter(EinsoraTestDocker *docker, const char *ref
  * driver itself speaks the API); its standard output. */
 gchar *einsora_test_docker_cli(EinsoraTestDocker *docker, const char *const *args);
 
+/* Debian's docker-registry (the distribution registry) on a free
+ * loopback port, which the Engine trusts without TLS (127.0.0.0/8 is an
+ * insecure registry by default): "127.0.0.1:PORT". */
+typedef struct {
+    gchar *dir;
+    gchar *address;
+    GPid pid;
+} EinsoraTestRegistry;
+
+/* NULL when docker-registry isn't installed. */
+EinsoraTestRegistry *einsora_test_registry_start(void);
+void einsora_test_registry_stop(EinsoraTestRegistry *registry);
+/* Pushes @reference (an image the Engine has) to the registry as
+ * @name:@tag, then removes every local tag of that image, so the
+ * registry is the only place it can come from. */
+void einsora_test_docker_push_only(EinsoraTestDocker *docker, EinsoraTestRegistry *registry,
+                                   const char *reference, const char *name, const char *tag);
+
 /* GET /v1.41@path on the Engine: its status, and its JSON in @json. */
 guint einsora_test_docker_get(EinsoraTestDocker *docker, const char *path, JsonNode **json);
 

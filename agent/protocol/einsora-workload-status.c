@@ -44,6 +44,15 @@ einsora_workload_status_to_json(const EinsoraWorkloadStatus *status)
     einsora_json_add_string(builder, "mode", einsora_workload_mode_to_string(status->mode));
     einsora_json_add_string(builder, "code", einsora_status_code_to_string(status->code));
     einsora_json_add_int(builder, "applied_generation", status->applied_generation);
+    if (status->pull.layers > 0) {
+        json_builder_set_member_name(builder, "pull");
+        json_builder_begin_object(builder);
+        einsora_json_add_int(builder, "layers_done", status->pull.layers_done);
+        einsora_json_add_int(builder, "layers", status->pull.layers);
+        einsora_json_add_int(builder, "bytes_done", status->pull.bytes_done);
+        einsora_json_add_int(builder, "bytes_total", status->pull.bytes_total);
+        json_builder_end_object(builder);
+    }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -52,7 +61,10 @@ EinsoraWorkloadStatus *
 einsora_workload_status_from_json(JsonNode *node, GError **error)
 {
     static const char *const members[] = {
-        "workload_id", "attempt", "mode", "code", "applied_generation", NULL,
+        "workload_id", "attempt", "mode", "code", "applied_generation", "pull", NULL,
+    };
+    static const char *const pull_members[] = {
+        "layers_done", "layers", "bytes_done", "bytes_total", NULL,
     };
     g_autoptr(EinsoraWorkloadStatus) status = einsora_workload_status_new();
     g_autofree gchar *mode = NULL;
@@ -74,5 +86,21 @@ einsora_workload_status_from_json(JsonNode *node, GError **error)
     /* A code outside the vocabulary is UNKNOWN, not an error: it reads
      * "its machine reported a problem". */
     status->code = einsora_status_code_from_string(code);
+    if (json_object_has_member(object, "pull")) {
+        EinsoraPullProgress *pull = &status->pull;
+        JsonObject *progress;
+
+        if (!einsora_json_read_object(json_object_get_member(object, "pull"), "a pull's progress",
+                                      pull_members, &progress, error) ||
+            !einsora_json_read_int(progress, "layers", EINSORA_PULL_MAX_LAYERS, &pull->layers,
+                                   error) ||
+            !einsora_json_read_int(progress, "layers_done", pull->layers, &pull->layers_done,
+                                   error) ||
+            !einsora_json_read_int(progress, "bytes_total", G_GINT64_CONSTANT(1) << 50,
+                                   &pull->bytes_total, error) ||
+            !einsora_json_read_int(progress, "bytes_done", pull->bytes_total, &pull->bytes_done,
+                                   error))
+            return NULL;
+    }
     return g_steal_pointer(&status);
 }

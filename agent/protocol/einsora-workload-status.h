@@ -12,12 +12,25 @@
 
 G_BEGIN_DECLS
 
+/* How far the pull of a starting workload's image is: layers complete
+ * of those seen, bytes of the sizes known so far. All zero: no pull. */
+typedef struct {
+    gint64 layers_done;
+    gint64 layers;
+    gint64 bytes_done;
+    gint64 bytes_total;
+} EinsoraPullProgress;
+
+#define EINSORA_PULL_MAX_LAYERS 4096
+
 typedef struct {
     gchar *workload_id;
     gint64 attempt;
     EinsoraWorkloadMode mode; /* the mode this status is about */
     EinsoraStatusCode code;
     gint64 applied_generation;
+    /* Only while starting, and only numbers: never the runtime's words. */
+    EinsoraPullProgress pull;
 } EinsoraWorkloadStatus;
 
 #define EINSORA_TYPE_WORKLOAD_STATUS (einsora_workload_status_get_type())

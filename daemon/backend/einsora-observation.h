@@ -30,6 +30,12 @@ typedef struct {
     EinsoraRuntimeStatus status;
     gint64 attempt;     /* the attempt the status is about */
     const char *reason; /* static, from the vocabulary; NULL when none */
+    /* While progressing: how far its image's pull is (layers complete of
+     * those seen, bytes); all zero when none. */
+    gint64 pull_layers_done;
+    gint64 pull_layers;
+    gint64 pull_bytes_done;
+    gint64 pull_bytes_total;
 } EinsoraObservation;
 
 const char *einsora_runtime_status_to_string(EinsoraRuntimeStatus status);

@@ -479,10 +479,22 @@ observe(EinsoraController *self, EinsoraWorkload *workload)
         }
         break;
     case EINSORA_RUNTIME_PROGRESSING:
+        /* A first pull can take minutes: how far it is, as a note. */
+        if (provisioning && observation.pull_layers > 0) {
+            g_autofree gchar *reason = einsora_reason_pulling_image(
+                observation.pull_layers_done, observation.pull_layers, observation.pull_bytes_done,
+                observation.pull_bytes_total);
+            note_once(self, workload, reason);
+        }
+        break;
     case EINSORA_RUNTIME_UNKNOWN:
     default:
         break;
     }
+    /* A pull that goes on isn't a start that hangs: the Engine ends a
+     * pull that can't go on. */
+    if (observation.pull_layers > 0)
+        return;
     if (provisioning_timed_out(self, workload)) {
         g_autofree gchar *reason =
             einsora_reason_provisioning_timeout(self->provisioning_timeout_us / G_USEC_PER_SEC);

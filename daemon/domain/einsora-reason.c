@@ -134,6 +134,15 @@ einsora_reason_provisioning_timeout(gint64 timeout_seconds)
 }
 
 gchar *
+einsora_reason_pulling_image(gint64 layers_done, gint64 layers, gint64 bytes_done,
+                             gint64 bytes_total)
+{
+    return g_strdup_printf("pulling its image: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                           " layers, %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " MB",
+                           layers_done, layers, bytes_done / 1000000, bytes_total / 1000000);
+}
+
+gchar *
 einsora_reason_class_withdrawn(const char *gpu_class)
 {
     return g_strdup_printf("can't start: GPU class \"%s\" is no longer offered by this "

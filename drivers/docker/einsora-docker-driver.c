@@ -26,6 +26,7 @@
 /* The Jupyter images' user, for a daemon that runs as root. */
 #define CONTAINER_UID_AS_ROOT 1000
 #define CONTAINER_GID_AS_ROOT 100
+#define PULL_REPORT_US (3 * G_USEC_PER_SEC)
 
 typedef enum {
     ENGINE_NOT_ASKED, /* before the first poll: nothing adopted yet */
@@ -63,6 +64,8 @@ typedef struct {
     gboolean inspecting;
     /* What it was when the Engine stopped answering. */
     EinsoraStatusCode code_before_down;
+    /* Its image's pull, while one runs. */
+    EinsoraPullProgress pull;
     /* The one stop or remove in flight. */
     DockerOp op;
     GTask *task;
@@ -524,8 +527,18 @@ on_pull_progress(const EinsoraDockerPullProgress *progress, gpointer user_data)
     DockerWorkload *workload = g_hash_table_lookup(watch->driver->workloads, watch->workload_id);
     g_autofree gchar *message = NULL;
 
+    if (workload == NULL)
+        return;
+    workload->pull = (EinsoraPullProgress){
+        .layers_done = progress->layers_done,
+        .layers = MIN(progress->layers, EINSORA_PULL_MAX_LAYERS),
+        .bytes_done = (gint64)MIN(progress->bytes_done, progress->bytes_total),
+        .bytes_total = (gint64)MIN(progress->bytes_total, G_GUINT64_CONSTANT(1) << 50),
+    };
+    workload->pull.layers_done = MIN(workload->pull.layers_done, workload->pull.layers);
+    workload->pull.bytes_done = MIN(workload->pull.bytes_done, workload->pull.bytes_total);
     /* Said every few seconds, not on every line the Engine writes. */
-    if (workload == NULL || now - watch->last_report_us < 5 * G_USEC_PER_SEC)
+    if (watch->last_report_us != 0 && now - watch->last_report_us < PULL_REPORT_US)
         return;
     watch->last_report_us = now;
     message = g_strdup_printf("pulling its image: %u of %u layers, %" G_GUINT64_FORMAT
@@ -533,6 +546,7 @@ on_pull_progress(const EinsoraDockerPullProgress *progress, gpointer user_data)
                               progress->layers_done, progress->layers,
                               progress->bytes_done / 1000000, progress->bytes_total / 1000000);
     log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
+    announce(workload);
 }
 
 typedef struct {
@@ -553,6 +567,7 @@ on_image_pulled(GObject *source, GAsyncResult *result, gpointer user_data)
     g_free(pull->watch.workload_id);
     if (workload == NULL)
         return;
+    workload->pull = (EinsoraPullProgress){0};
     if (!pulled) {
         launch_call_failed(workload, EINSORA_STATUS_CODE_PULL_FAILED,
                            "its image couldn't be pulled", error);
@@ -587,7 +602,7 @@ on_image_inspected(GObject *source, GAsyncResult *result, gpointer user_data)
     pull = g_new0(Pull, 1);
     pull->watch.driver = launch->driver;
     pull->watch.workload_id = g_strdup(launch->workload_id);
-    pull->watch.last_report_us = g_get_monotonic_time();
+    pull->watch.last_report_us = 0;
     pull->launch = g_steal_pointer(&launch);
     einsora_docker_engine_pull_async(EINSORA_DOCKER_ENGINE(source), workload->image,
                                      on_pull_progress, &pull->watch, pull->launch->cancellable,
@@ -1306,6 +1321,20 @@ docker_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *a
     return TRUE;
 }
 
+static gboolean
+docker_get_pull_progress(EinsoraAgentDriver *driver, const char *workload_id,
+                         EinsoraPullProgress *progress)
+{
+    EinsoraDockerDriver *self = EINSORA_DOCKER_DRIVER(driver);
+    DockerWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    if (workload == NULL || workload->code != EINSORA_STATUS_CODE_STARTING ||
+        workload->pull.layers == 0)
+        return FALSE;
+    *progress = workload->pull;
+    return TRUE;
+}
+
 static const char *
 docker_get_name(EinsoraAgentDriver *driver)
 {
@@ -1325,6 +1354,7 @@ einsora_docker_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->get_status = docker_get_status;
     iface->list_workloads = docker_list_workloads;
     iface->get_access = docker_get_access;
+    iface->get_pull_progress = docker_get_pull_progress;
 }
 
 /* Construction */

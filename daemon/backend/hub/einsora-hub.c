@@ -871,7 +871,7 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
     const EinsoraWorkloadStatus *status;
     const WorkloadMark *mark;
 
-    *observation = (EinsoraObservation){EINSORA_RUNTIME_UNKNOWN, 0, NULL};
+    *observation = (EinsoraObservation){EINSORA_RUNTIME_UNKNOWN, 0, NULL, 0, 0, 0, 0};
     if (spec->machine_id == NULL) {
         /* Never placed on a machine: nothing of it is anywhere. */
         observation->status = EINSORA_RUNTIME_ABSENT;
@@ -905,6 +905,12 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
         return TRUE;
     observe_code(status->code, observation);
     observation->attempt = spec->attempt;
+    if (observation->status == EINSORA_RUNTIME_PROGRESSING && status->pull.layers > 0) {
+        observation->pull_layers_done = status->pull.layers_done;
+        observation->pull_layers = status->pull.layers;
+        observation->pull_bytes_done = status->pull.bytes_done;
+        observation->pull_bytes_total = status->pull.bytes_total;
+    }
     return TRUE;
 }
 
