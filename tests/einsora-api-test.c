@@ -137,6 +137,23 @@ test_authentication(void)
     g_assert_cmpstr(einsora_test_response_string(me, "subject"), ==, "owner@localhost");
 }
 
+/* An image no machine here can run: created all the same, with a warning
+ * in the answer (the timeline's note is checked in the lifecycle). */
+static void
+test_create_warns_when_nothing_runs_it(void)
+{
+    g_autoptr(EinsoraTestResponse) response =
+        call("POST", "/v1/workloads", server_daemon->owner_token,
+             "{\"kind\": \"notebook\", \"name\": \"warned\", \"gpu_class\": \"cpu-2c-4g\", "
+             "\"image\": \"jupyter-notebook\"}");
+
+    g_assert_cmpuint(response->status, ==, 201);
+    g_assert_cmpstr(einsora_test_response_string(response, "state"), ==, "pending");
+    g_assert_cmpstr(einsora_test_response_string(response, "warning"), ==,
+                    "no machine here can run image \"jupyter-notebook\" now (it runs on docker, "
+                    "macos-native, macos-container): it waits until one can");
+}
+
 static void
 test_workload_lifecycle(void)
 {
@@ -180,10 +197,15 @@ test_workload_lifecycle(void)
         JsonArray *rows;
         g_assert_cmpuint(timeline->status, ==, 200);
         rows = json_object_get_array_member(json_node_get_object(timeline->json), "events");
-        g_assert_cmpuint(json_array_get_length(rows), ==, 2);
+        g_assert_cmpuint(json_array_get_length(rows), ==, 3);
         g_assert_true(g_str_has_prefix(
             json_object_get_string_member(json_array_get_object_element(rows, 0), "reason"),
             "created by owner@localhost (API token \"local\" (tsk_"));
+        /* This daemon's machine has no driver: said plainly at create. */
+        g_assert_cmpstr(
+            json_object_get_string_member(json_array_get_object_element(rows, 1), "reason"), ==,
+            "no machine here can run image \"jupyter-notebook\" now (it runs on docker, "
+            "macos-native, macos-container): it waits until one can");
     }
     {
         g_autoptr(EinsoraTestResponse) exported =
@@ -703,9 +725,10 @@ test_cross_tenant(void)
         g_autoptr(EinsoraTestResponse) list_b =
             call("GET", "/v1/workloads?include_deleted=true", token_b, NULL);
         g_assert_cmpstr(einsora_test_response_string(mine, "state"), ==, "pending");
+        /* Created, and noted that no machine here runs it: nothing of B's. */
         g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
                              json_node_get_object(timeline->json), "events")),
-                         ==, 1);
+                         ==, 2);
         g_assert_null(strstr(list_b->body, id));
     }
 }
@@ -787,12 +810,13 @@ test_access_refused(void)
         assert_error(unknown, 404, "not_found");
     }
     {
-        /* Nothing was noted. */
+        /* Nothing was noted by the refusals: created, and the create's
+         * note that no machine here runs it. */
         g_autoptr(EinsoraTestResponse) timeline =
             call("GET", events, server_daemon->owner_token, NULL);
         g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
                              json_node_get_object(timeline->json), "events")),
-                         ==, 1);
+                         ==, 2);
     }
 }
 
@@ -1020,6 +1044,8 @@ main(int argc, char **argv)
     g_test_add_func("/api/request-id/server-generated-and-logged", test_request_ids);
     g_test_add_func("/api/auth/bearer-required", test_authentication);
     g_test_add_func("/api/workloads/lifecycle", test_workload_lifecycle);
+    g_test_add_func("/api/create-warns-when-no-machine-runs-the-image",
+                    test_create_warns_when_nothing_runs_it);
     g_test_add_func("/api/errors/bad-input-table", test_bad_input);
     g_test_add_func("/api/errors/oversized-body-413", test_oversized_body);
     g_test_add_func("/api/errors/body-refused-before-read", test_body_refused_before_read);

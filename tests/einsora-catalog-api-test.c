@@ -270,13 +270,34 @@ assert_no_member(JsonNode *node, const char *const *forbidden, const char *where
     }
 }
 
+/* Each image says which drivers run it (sim never: it runs nothing), and
+ * whether a machine here offers one now: this daemon has no driver, so
+ * none does. */
+static void
+test_image_drivers(void)
+{
+    g_autoptr(EinsoraTestResponse) response = get_catalog(server_daemon->owner_token);
+    JsonArray *images = json_object_get_array_member(root_of(response), "images");
+
+    g_assert_cmpuint(json_array_get_length(images), ==, 2);
+    for (guint i = 0; i < json_array_get_length(images); i++) {
+        JsonObject *image = json_array_get_object_element(images, i);
+        JsonArray *drivers = json_object_get_array_member(image, "drivers");
+
+        g_test_message("image %s", json_object_get_string_member(image, "name"));
+        g_assert_cmpuint(json_array_get_length(drivers), ==, 1);
+        g_assert_cmpstr(json_array_get_string_element(drivers, 0), ==, "docker");
+        g_assert_false(json_object_get_boolean_member(image, "runs_here"));
+    }
+}
+
 static void
 test_no_operator_fields(void)
 {
     const char *const forbidden[] = {
-        "drivers", "driver",          "driver_refs", "runtimes", "reference", "isolation",
-        "limit",   "max_per_machine", "version",     "origin",   "machines",  "machine_id",
-        "vendor",  "class",           "devices",     NULL,
+        "driver",     "driver_refs",     "runtimes", "reference", "isolation",
+        "limit",      "max_per_machine", "version",  "origin",    "machines",
+        "machine_id", "vendor",          "class",    "devices",   NULL,
     };
     const char *const tokens[] = {server_daemon->owner_token, token_b, MEMBER_TOKEN};
 
@@ -297,12 +318,12 @@ test_no_operator_fields(void)
                            "accelerator,cpus,gpu_models,gpus,held,memory_mib,name,quota,regions");
         for (guint i = 0; i < json_array_get_length(images); i++)
             assert_members(json_array_get_object_element(images, i),
-                           "accelerators,description,kinds,name");
-        /* Nor any of their values: runtime references, driver names,
-         * memory of the GPU models, where the file is. */
+                           "accelerators,description,drivers,kinds,name,runs_here");
+        /* Nor any of their values: runtime references, isolation,
+         * memory of the GPU models, where the file is. Driver names are
+         * shown only as what runs each image (ADR 0038), sim never. */
         g_assert_null(strstr(response->body, "registry.example"));
         g_assert_null(strstr(response->body, "operator-only"));
-        g_assert_null(strstr(response->body, "docker"));
         g_assert_null(strstr(response->body, "\"sim\""));
         g_assert_null(strstr(response->body, "weak"));
         g_assert_null(strstr(response->body, "24100"));
@@ -480,6 +501,7 @@ main(int argc, char **argv)
     g_test_add_func("/catalog-api/auth-required", test_authentication);
     g_test_add_func("/catalog-api/follows-installation-catalog", test_follows_installation_catalog);
     g_test_add_func("/catalog-api/no-operator-fields", test_no_operator_fields);
+    g_test_add_func("/catalog-api/images-say-which-drivers-run-them", test_image_drivers);
     g_test_add_func("/catalog-api/quota-and-held-per-tenant", test_quota_and_held);
     g_test_add_func("/catalog-api/same-for-every-user-of-tenant",
                     test_same_for_every_user_of_tenant);

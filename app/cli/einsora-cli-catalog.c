@@ -84,22 +84,31 @@ static gchar *
 images_table(JsonArray *images)
 {
     g_autoptr(EinsoraTable) table =
-        einsora_table_new(3, (const char *const[]){_("IMAGE"), _("KINDS"), _("ACCELERATORS")});
+        einsora_table_new(5, (const char *const[]){_("IMAGE"), _("KINDS"), _("ACCELERATORS"),
+                                                   _("DRIVERS"), _("RUNS HERE")});
 
     for (guint i = 0; i < json_array_get_length(images); i++) {
         JsonObject *image = json_array_get_object_element(images, i);
         g_autofree gchar *kinds = NULL;
         g_autofree gchar *accelerators = NULL;
+        g_autofree gchar *drivers = NULL;
 
         if (image == NULL)
             continue;
         kinds = joined(image, "kinds");
         accelerators = joined(image, "accelerators");
-        einsora_table_append_row(table, (const char *const[]){
-                                            einsora_cli_get_string(image, "name"),
-                                            kinds,
-                                            accelerators,
-                                        });
+        drivers = joined(image, "drivers");
+        /* "no": a launch is created, and waits until a machine can. */
+        einsora_table_append_row(
+            table,
+            (const char *const[]){
+                einsora_cli_get_string(image, "name"),
+                kinds,
+                accelerators,
+                drivers,
+                json_object_get_boolean_member_with_default(image, "runs_here", FALSE) ? _("yes")
+                                                                                       : _("no"),
+            });
     }
     return einsora_table_render(table);
 }

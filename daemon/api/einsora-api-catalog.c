@@ -118,8 +118,27 @@ add_class(JsonBuilder *builder, EinsoraService *service, const char *tenant_id,
     return TRUE;
 }
 
+/* Which drivers run it, and whether one of the tenant's machines offers
+ * one now. */
 static void
-add_image(JsonBuilder *builder, const EinsoraImage *image)
+add_image_drivers(JsonBuilder *builder, EinsoraService *service, const char *tenant_id,
+                  const EinsoraImage *image)
+{
+    g_auto(GStrv) drivers = einsora_service_image_drivers(service, image->name);
+
+    json_builder_set_member_name(builder, "drivers");
+    json_builder_begin_array(builder);
+    for (guint i = 0; drivers[i] != NULL; i++)
+        json_builder_add_string_value(builder, drivers[i]);
+    json_builder_end_array(builder);
+    json_builder_set_member_name(builder, "runs_here");
+    json_builder_add_boolean_value(builder,
+                                   einsora_service_image_runs_now(service, tenant_id, image->name));
+}
+
+static void
+add_image(JsonBuilder *builder, EinsoraService *service, const char *tenant_id,
+          const EinsoraImage *image)
 {
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "name");
@@ -134,7 +153,7 @@ add_image(JsonBuilder *builder, const EinsoraImage *image)
     }
     json_builder_end_array(builder);
     /* The accelerators it has a runtime for, never the runtime itself
-     * (what the drivers pull or run, and which drivers may). */
+     * (what the drivers pull or run). */
     json_builder_set_member_name(builder, "accelerators");
     json_builder_begin_array(builder);
     for (guint i = 0; i < image->runtimes->len; i++) {
@@ -142,6 +161,7 @@ add_image(JsonBuilder *builder, const EinsoraImage *image)
         json_builder_add_string_value(builder, einsora_accelerator_to_string(runtime->accelerator));
     }
     json_builder_end_array(builder);
+    add_image_drivers(builder, service, tenant_id, image);
     json_builder_end_object(builder);
 }
 
@@ -172,7 +192,7 @@ einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request)
     json_builder_set_member_name(builder, "images");
     json_builder_begin_array(builder);
     for (guint i = 0; i < images->len; i++)
-        add_image(builder, g_ptr_array_index(images, i));
+        add_image(builder, service, tenant_id, g_ptr_array_index(images, i));
     json_builder_end_array(builder);
     json_builder_end_object(builder);
     node = json_builder_get_root(builder);

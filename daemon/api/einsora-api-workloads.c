@@ -69,7 +69,16 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
     soup_message_headers_replace(
         soup_server_message_get_response_headers(einsora_api_request_get_message(request)),
         "Location", location);
-    respond_workload(request, SOUP_STATUS_CREATED, workload);
+    {
+        EinsoraService *service = einsora_api_server_get_service(server);
+        g_autofree gchar *nowhere = einsora_service_runs_nowhere_reason(service, workload);
+        g_autoptr(JsonNode) node = einsora_workload_to_json(workload);
+
+        /* Said in the answer too, not only on the timeline. */
+        if (nowhere != NULL)
+            json_object_set_string_member(json_node_get_object(node), "warning", nowhere);
+        einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);
+    }
 }
 
 /* What a page of workloads is read from. */

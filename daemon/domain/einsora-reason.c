@@ -134,6 +134,14 @@ einsora_reason_provisioning_timeout(gint64 timeout_seconds)
 }
 
 gchar *
+einsora_reason_runs_nowhere_now(const char *image, const char *drivers)
+{
+    return g_strdup_printf("no machine here can run image \"%s\" now (it runs on %s): it waits "
+                           "until one can",
+                           image, drivers);
+}
+
+gchar *
 einsora_reason_pulling_image(gint64 layers_done, gint64 layers, gint64 bytes_done,
                              gint64 bytes_total)
 {

@@ -33,6 +33,10 @@ gchar *einsora_reason_admitted(gint64 devices, const char *placed_class, const c
 gchar *einsora_reason_waiting_for_machine(const char *gpu_class);
 gchar *einsora_reason_waiting_for_driver(EinsoraWorkloadKind kind, const char *gpu_class);
 gchar *einsora_reason_provisioning_timeout(gint64 timeout_seconds);
+/* No machine here offers a driver the image runs on: create still
+ * succeeds (a machine may join), and this says so. @drivers: "docker,
+ * macos-native". */
+gchar *einsora_reason_runs_nowhere_now(const char *image, const char *drivers);
 /* "pulling its image: 3 of 7 layers, 120 of 530 MB" */
 gchar *einsora_reason_pulling_image(gint64 layers_done, gint64 layers, gint64 bytes_done,
                                     gint64 bytes_total);

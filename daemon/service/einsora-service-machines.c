@@ -7,6 +7,7 @@
 
 #include "einsora-error.h"
 #include "einsora-inventory.h"
+#include "einsora-reason.h"
 #include "einsora-uuid.h"
 
 GPtrArray *
@@ -108,4 +109,79 @@ einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant
                             1));
     }
     return counts;
+}
+
+gchar **
+einsora_service_image_drivers(EinsoraService *self, const char *image_name)
+{
+    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, image_name);
+    g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+
+    for (guint i = 0; image != NULL && i < image->runtimes->len; i++) {
+        const EinsoraImageRuntime *runtime = g_ptr_array_index(image->runtimes, i);
+        for (guint j = 0; runtime->driver_refs[j] != NULL; j++) {
+            const char *name = runtime->driver_refs[j];
+            /* sim runs nothing: it is never what an image needs. */
+            if (g_str_equal(name, "sim") || !g_hash_table_add(seen, (gpointer)name))
+                continue;
+            g_strv_builder_add(names, name);
+        }
+    }
+    return g_strv_builder_end(names);
+}
+
+/* Whether a machine of the tenant's, placeable now, offers a driver some
+ * runtime of @image_name names (sim included: a development machine's). */
+static gboolean
+image_runs_now(EinsoraService *self, const char *tenant_id, const EinsoraImage *image)
+{
+    g_autoptr(GPtrArray) machines = einsora_store_list_machines(self->store, tenant_id, NULL);
+
+    for (guint m = 0; machines != NULL && m < machines->len; m++) {
+        const EinsoraMachine *machine = g_ptr_array_index(machines, m);
+        g_auto(GStrv) offered = NULL;
+
+        if (!einsora_service_machine_placeable(self, machine))
+            continue;
+        offered = einsora_service_machine_drivers(self, machine);
+        for (guint i = 0; i < image->runtimes->len; i++) {
+            const EinsoraImageRuntime *runtime = g_ptr_array_index(image->runtimes, i);
+            for (guint j = 0; runtime->driver_refs[j] != NULL; j++) {
+                if (g_strv_contains((const char *const *)offered, runtime->driver_refs[j]))
+                    return TRUE;
+            }
+        }
+    }
+    return FALSE;
+}
+
+gboolean
+einsora_service_image_runs_now(EinsoraService *self, const char *tenant_id, const char *image_name)
+{
+    const EinsoraImage *image = einsora_catalog_lookup_image(self->catalog, image_name);
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), FALSE);
+    return image != NULL && image_runs_now(self, tenant_id, image);
+}
+
+gchar *
+einsora_service_runs_nowhere_reason(EinsoraService *self, const EinsoraWorkload *workload)
+{
+    g_auto(GStrv) drivers = NULL;
+    g_autofree gchar *names = NULL;
+    g_autoptr(GPtrArray) machines = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    if (workload->image == NULL ||
+        einsora_service_image_runs_now(self, workload->tenant_id, workload->image))
+        return NULL;
+    /* With no machine at all there is nothing to say of one (a server
+     * whose agents haven't joined yet). */
+    machines = einsora_store_list_machines(self->store, workload->tenant_id, NULL);
+    if (machines == NULL || machines->len == 0)
+        return NULL;
+    drivers = einsora_service_image_drivers(self, workload->image);
+    names = g_strjoinv(", ", drivers);
+    return einsora_reason_runs_nowhere_now(workload->image, names);
 }

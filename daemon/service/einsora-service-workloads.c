@@ -178,6 +178,8 @@ typedef struct {
     const EinsoraWorkload *workload;
     const EinsoraWorkloadRequest *request;
     gint64 now_us;
+    /* Why no machine here can run it now, or NULL: noted with the create. */
+    const char *nowhere;
 } CreateContext;
 
 static gboolean
@@ -196,10 +198,20 @@ create_tx(EinsoraStore *store, gpointer user_data, GError **error)
                                       ctx->now_us);
     if (!einsora_store_append_event(store, event, error))
         return FALSE;
+    if (ctx->nowhere != NULL) {
+        g_autoptr(EinsoraWorkloadEvent) note = einsora_service_event_new(
+            ctx->self, ctx->workload, TRUE, ctx->workload->state, ctx->nowhere, ctx->now_us);
+        if (!einsora_store_append_event(store, note, error))
+            return FALSE;
+    }
     /* The answer the API is about to give, kept with the workload. */
     if (ctx->request->idempotency_key != NULL && ctx->request->request_sha256 != NULL) {
         g_autoptr(JsonNode) node = einsora_workload_to_json(ctx->workload);
-        g_autofree gchar *body = json_to_string(node, FALSE);
+        g_autofree gchar *body = NULL;
+
+        if (ctx->nowhere != NULL)
+            json_object_set_string_member(json_node_get_object(node), "warning", ctx->nowhere);
+        body = json_to_string(node, FALSE);
         g_autoptr(EinsoraIdempotencyRecord) record = einsora_service_idempotency_record_new(
             ctx->workload->tenant_id, ctx->request->idempotency_key, ctx->request->request_sha256,
             201, body, ctx->now_us);
@@ -215,6 +227,7 @@ einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
 {
     gint64 now_us;
     g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autofree gchar *nowhere = NULL;
     CreateContext ctx;
 
     g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
@@ -225,7 +238,9 @@ einsora_service_create_workload(EinsoraService *self, const EinsoraActor *actor,
     workload = workload_from_request(self, actor, request, now_us, error);
     if (workload == NULL)
         return NULL;
-    ctx = (CreateContext){self, actor, workload, request, now_us};
+    /* Created all the same (a machine that can may join), and said. */
+    nowhere = einsora_service_runs_nowhere_reason(self, workload);
+    ctx = (CreateContext){self, actor, workload, request, now_us, nowhere};
     if (!einsora_store_in_transaction(self->store, create_tx, &ctx, error))
         return NULL;
     einsora_service_events_added(self, workload->tenant_id);

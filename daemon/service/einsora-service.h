@@ -151,6 +151,13 @@ gboolean einsora_service_machine_placeable(EinsoraService *self, const EinsoraMa
  * what is stored doesn't fit the machine. */
 GPtrArray *einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine);
 gchar **einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine);
+/* The drivers that run @image_name on some system (sim left out). */
+gchar **einsora_service_image_drivers(EinsoraService *self, const char *image_name);
+/* Whether a machine of the tenant's, placeable now, offers one of them. */
+gboolean einsora_service_image_runs_now(EinsoraService *self, const char *tenant_id,
+                                        const char *image_name);
+/* Why @workload can't run on any machine here now, or NULL when one can. */
+gchar *einsora_service_runs_nowhere_reason(EinsoraService *self, const EinsoraWorkload *workload);
 /* How many of the tenant's workloads hold capacity on each machine:
  * machine ID -> count (GINT_TO_POINTER), from one read of the workloads. */
 GHashTable *einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
