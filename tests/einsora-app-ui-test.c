@@ -503,6 +503,15 @@ test_notebook_through_the_ui(void)
     g_assert_true(einsora_new_workload_dialog_select(dialog, "image", "jupyter-linux"));
     /* An image of another kind isn't offered for a notebook. */
     g_assert_false(einsora_new_workload_dialog_select(dialog, "image", "vllm"));
+    /* One no machine here can run (docker: no Engine here) is marked
+     * (linux-native may not be offered yet when the catalog was read,
+     * so jupyter-linux's mark isn't checked). */
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "image", "jupyter-notebook"));
+    g_assert_cmpstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(dialog_child(dialog, "image_row"))),
+                    ==,
+                    "No machine here can run it now (it runs on docker, macos-native, "
+                    "macos-container): it will wait until one can");
+    g_assert_true(einsora_new_workload_dialog_select(dialog, "image", "jupyter-linux"));
     g_assert_cmpstr(einsora_new_workload_dialog_get_quota_text(dialog), ==,
                     "This class uses no GPU quota");
     einsora_new_workload_dialog_set_name(dialog, NOTEBOOK_NAME);
@@ -627,6 +636,8 @@ set_up_daemon_env(void)
     g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
     g_setenv("XDG_STATE_HOME", state_dir, TRUE);
     g_unsetenv("EINSORA_DRIVERS"); /* the real ones that work here */
+    /* Never this machine's own Docker, if it has one. */
+    g_setenv("EINSORA_DOCKER_HOST", "unix:///nonexistent/docker.sock", TRUE);
 }
 
 /* The app leaves its daemon running, as it should: stop it here. */

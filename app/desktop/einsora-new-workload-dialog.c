@@ -204,6 +204,36 @@ update_model_details(EinsoraNewWorkloadDialog *self)
     adw_action_row_set_subtitle(ADW_ACTION_ROW(self->model_row), self->model_text);
 }
 
+/* An image no machine here can run now is marked: it may still be
+ * created (a machine may join), and it waits until one can. */
+static void
+update_image_details(EinsoraNewWorkloadDialog *self)
+{
+    JsonObject *image = find_named(self, "images", selected(self->image_row));
+    JsonArray *drivers = einsora_json_member_array(image, "drivers");
+    g_autoptr(GString) names = g_string_new(NULL);
+    g_autofree gchar *text = NULL;
+
+    if (image == NULL || !json_object_has_member(image, "runs_here") ||
+        json_object_get_boolean_member_with_default(image, "runs_here", TRUE)) {
+        adw_action_row_set_subtitle(ADW_ACTION_ROW(self->image_row), "");
+        return;
+    }
+    for (guint i = 0; drivers != NULL && i < json_array_get_length(drivers); i++) {
+        const char *name = json_array_get_string_element(drivers, i);
+        if (name == NULL)
+            continue;
+        if (names->len > 0)
+            g_string_append(names, ", ");
+        g_string_append(names, name);
+    }
+    /* TRANSLATORS: %s is the drivers that run the image, e.g. "docker" */
+    text = g_strdup_printf(_("No machine here can run it now (it runs on %s): it will wait until "
+                             "one can"),
+                           names->str);
+    adw_action_row_set_subtitle(ADW_ACTION_ROW(self->image_row), text);
+}
+
 /* Create needs a kind and a class, and what the kind runs: a notebook an
  * image, an endpoint a model (its image is the server's choice). */
 static void
@@ -271,6 +301,7 @@ update_choices(EinsoraNewWorkloadDialog *self)
     set_choices(self->image_row, images);
     self->updating = FALSE;
     update_class_details(self);
+    update_image_details(self);
     /* An endpoint's image is the server's pick for the class. */
     gtk_widget_set_visible(GTK_WIDGET(self->image_row), !is_endpoint(self));
     gtk_widget_set_visible(GTK_WIDGET(self->model_row), is_endpoint(self));
@@ -290,6 +321,8 @@ on_choice(AdwComboRow *row, GParamSpec *pspec, EinsoraNewWorkloadDialog *self)
         update_create(self);
     } else if (row != self->image_row) {
         update_choices(self);
+    } else {
+        update_image_details(self);
     }
 }
 
@@ -540,6 +573,7 @@ einsora_new_workload_dialog_new(GtkWindow *parent, EinsoraClient *client, JsonOb
     g_signal_connect_object(self->class_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
     g_signal_connect_object(self->region_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
     g_signal_connect_object(self->model_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
+    g_signal_connect_object(self->image_row, "notify::selected", G_CALLBACK(on_choice), self, 0);
     return self;
 }
 
