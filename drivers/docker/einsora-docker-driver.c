@@ -738,27 +738,12 @@ finish_op(DockerWorkload *workload, GError *error)
 }
 
 static void
-remove_in_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    const char *const *paths = task_data;
-    GError *error = NULL;
-
-    for (guint i = 0; paths[i] != NULL; i++) {
-        if (!einsora_safe_remove_tree(paths[i], &error)) {
-            g_task_return_error(task, error);
-            return;
-        }
-    }
-    g_task_return_boolean(task, TRUE);
-}
-
-static void
 on_data_removed(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     DockerWorkload *workload = user_data;
     g_autoptr(GError) error = NULL;
 
-    if (!g_task_propagate_boolean(G_TASK(result), &error)) {
+    if (!einsora_safe_remove_trees_finish(result, &error)) {
         log_workload(workload, G_LOG_LEVEL_MESSAGE, error->message);
         workload->code = EINSORA_STATUS_CODE_STOPPED; /* data (partly) kept: try again */
         finish_op(workload, g_steal_pointer(&error));
@@ -773,15 +758,11 @@ static void
 remove_data(DockerWorkload *workload)
 {
     EinsoraDockerDriver *self = workload->driver;
-    g_autoptr(GTask) task = g_task_new(self, NULL, on_data_removed, workload);
-    gchar **paths = g_new0(gchar *, 3);
+    g_autofree gchar *data_dir = workload_data_dir(self, workload->workload_id);
+    g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
+    const char *const paths[] = {data_dir, run_dir, NULL};
 
-    paths[0] = workload_data_dir(self, workload->workload_id);
-    paths[1] = workload_run_dir(self, workload->workload_id);
-    g_task_set_task_data(task, paths, (GDestroyNotify)g_strfreev);
-    /* Following no links; a notebook's data can be large, so not on the
-     * loop. */
-    g_task_run_in_thread(task, remove_in_thread);
+    einsora_safe_remove_trees_async(G_OBJECT(self), paths, on_data_removed, workload);
 }
 
 static void

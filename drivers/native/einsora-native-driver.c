@@ -708,28 +708,13 @@ finish_op(NativeWorkload *workload, GError *error)
 }
 
 static void
-remove_in_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-    const char *const *paths = task_data;
-    GError *error = NULL;
-
-    for (guint i = 0; paths[i] != NULL; i++) {
-        if (!einsora_safe_remove_tree(paths[i], &error)) {
-            g_task_return_error(task, error);
-            return;
-        }
-    }
-    g_task_return_boolean(task, TRUE);
-}
-
-static void
 on_removed(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     NativeWorkload *workload = user_data;
     EinsoraNativeDriver *self = workload->driver;
     g_autoptr(GError) error = NULL;
 
-    if (!g_task_propagate_boolean(G_TASK(result), &error) ||
+    if (!einsora_safe_remove_trees_finish(result, &error) ||
         !einsora_process_supervisor_forget(self->supervisor, workload->workload_id, &error)) {
         log_workload(workload, G_LOG_LEVEL_MESSAGE, error->message);
         workload->code = EINSORA_STATUS_CODE_STOPPED; /* data (partly) kept: try again */
@@ -745,14 +730,11 @@ static void
 start_removal(NativeWorkload *workload)
 {
     EinsoraNativeDriver *self = workload->driver;
-    g_autoptr(GTask) task = g_task_new(self, NULL, on_removed, workload);
-    gchar **paths = g_new0(gchar *, 3);
+    g_autofree gchar *data_dir = workload_data_dir(self, workload->workload_id);
+    g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
+    const char *const paths[] = {data_dir, run_dir, NULL};
 
-    paths[0] = workload_data_dir(self, workload->workload_id);
-    paths[1] = workload_run_dir(self, workload->workload_id);
-    g_task_set_task_data(task, paths, (GDestroyNotify)g_strfreev);
-    /* A notebook's data can be large: deleting it mustn't block the loop. */
-    g_task_run_in_thread(task, remove_in_thread);
+    einsora_safe_remove_trees_async(G_OBJECT(self), paths, on_removed, workload);
 }
 
 static void

@@ -134,3 +134,37 @@ einsora_safe_remove_tree(const char *path, GError **error)
         return io_error(error, "delete", path);
     return ok;
 }
+
+static void
+remove_trees_in_thread(GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+    const char *const *paths = task_data;
+    GError *error = NULL;
+
+    for (guint i = 0; paths[i] != NULL; i++) {
+        if (!einsora_safe_remove_tree(paths[i], &error)) {
+            g_task_return_error(task, error);
+            return;
+        }
+    }
+    g_task_return_boolean(task, TRUE);
+}
+
+void
+einsora_safe_remove_trees_async(GObject *owner, const char *const *paths,
+                                GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(owner, NULL, callback, user_data);
+
+    g_task_set_source_tag(task, einsora_safe_remove_trees_async);
+    g_task_set_task_data(task, g_strdupv((gchar **)paths), (GDestroyNotify)g_strfreev);
+    g_task_run_in_thread(task, remove_trees_in_thread);
+}
+
+gboolean
+einsora_safe_remove_trees_finish(GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail(g_task_get_source_tag(G_TASK(result)) == einsora_safe_remove_trees_async,
+                         FALSE);
+    return g_task_propagate_boolean(G_TASK(result), error);
+}
