@@ -532,6 +532,7 @@ make_docker_driver(const EinsoraDaemonSettings *settings, const char *machine_id
     g_autoptr(GError) local_error = NULL;
     g_autofree gchar *data_dir = NULL;
     g_autofree gchar *run_dir = NULL;
+    g_autofree gchar *models_dir = NULL;
     EinsoraDockerDriver *docker;
 
     *made = FALSE;
@@ -543,11 +544,13 @@ make_docker_driver(const EinsoraDaemonSettings *settings, const char *machine_id
     }
     data_dir = g_build_filename(settings->agent_state_dir, "docker", NULL);
     run_dir = g_build_filename(settings->agent_run_dir, "docker", NULL);
+    models_dir = g_build_filename(settings->data_dir, "models", NULL);
     docker = einsora_docker_driver_new(
         &(EinsoraDockerDriverConfig){
             .socket_path = settings->docker_socket,
             .data_dir = data_dir,
             .run_dir = run_dir,
+            .models_dir = models_dir,
             .machine_id = machine_id,
         },
         &local_error);

@@ -20,10 +20,14 @@
 #include "einsora-test-daemon.h"
 #include "einsora-test-docker.h"
 #include "einsora-test-jupyter.h"
+#include "einsora-test-llama.h"
 
 #define JSON "application/json"
 #define CLASS "cpu-1c-2g"
 #define IMAGE "jupyter-notebook"
+/* The endpoint image the tests make from this machine's llama-server. */
+#define LLAMA_IMAGE "llama-docker"
+#define LLAMA_REFERENCE "einsora-test/llama-server:1"
 
 static EinsoraTestDocker *docker;
 static EinsoraTestRegistry *registry;
@@ -526,10 +530,10 @@ test_engine_down(Fixture *f, gconstpointer data)
     wait_for_state(f, id, "deleted");
 }
 
-/* The catalog's own, with two images from the test registry: one pushed
- * there, one that isn't. */
+/* The catalog's own, with the tests' endpoint image and, with a
+ * registry, two images from it: one pushed there, one that isn't. */
 static gchar *
-pull_catalog(void)
+test_catalog(void)
 {
     g_autofree gchar *builtin =
         g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "catalog", "catalog.json", NULL);
@@ -545,7 +549,14 @@ pull_catalog(void)
     root = json_from_string(text, &error);
     g_assert_no_error(error);
     images = json_object_get_array_member(json_node_get_object(root), "images");
-    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    json_array_add_element(
+        images,
+        json_from_string("{\"name\": \"" LLAMA_IMAGE "\", \"description\": \"llama.cpp in a "
+                         "container\", \"kinds\": [\"endpoint\"], \"runtimes\": {\"cpu\": "
+                         "{\"reference\": \"" LLAMA_REFERENCE "\", \"driver_refs\": "
+                         "[\"docker\"]}}}",
+                         NULL));
+    for (guint i = 0; registry != NULL && i < G_N_ELEMENTS(names); i++) {
         g_autofree gchar *image = g_strdup_printf(
             "{\"name\": \"%s\", \"description\": \"from the test registry\", "
             "\"kinds\": [\"notebook\"], \"runtimes\": {\"cpu\": {\"reference\": \"%s/%s\", "
@@ -555,7 +566,7 @@ pull_catalog(void)
     }
     g_clear_pointer(&text, g_free);
     text = json_to_string(root, TRUE);
-    path = g_build_filename(g_get_tmp_dir(), "einsora-docker-pull-catalog.json", NULL);
+    path = g_build_filename(g_get_tmp_dir(), "einsora-docker-test-catalog.json", NULL);
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
     return path;
 }
@@ -609,6 +620,111 @@ test_pull(Fixture *f, gconstpointer data)
     wait_for_state(f, missing, "deleted");
 }
 
+/* An endpoint in a container: llama-server with the tiny model from the
+ * model store, bound read-only, no network, reached through the proxy's
+ * /endpoints/<id>/v1 with an API token only. */
+static void
+test_endpoint(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *model_path = g_build_filename(f->daemon->dir, "tiny.gguf", NULL);
+    g_autofree gchar *import_body = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *url = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(EinsoraTestResponse) started = NULL;
+    JsonObject *container;
+    JsonArray *mounts;
+    gboolean model_read_only = FALSE;
+
+    einsora_test_llama_make_model(model_path);
+    import_body = g_strdup_printf("{\"name\": \"tiny\", \"source\": \"%s\"}", model_path);
+    started = call(f, "POST", "/v1/model-store", import_body);
+    g_assert_cmpuint(started->status, ==, 202);
+    {
+        g_autofree gchar *watch = g_strdup_printf("/v1/model-store/imports/%s",
+                                                  einsora_test_response_string(started, "id"));
+        gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+        for (;;) {
+            g_autoptr(EinsoraTestResponse) state = call(f, "GET", watch, NULL);
+            const char *now = einsora_test_response_string(state, "state");
+            if (g_strcmp0(now, "importing") != 0) {
+                g_assert_cmpstr(now, ==, "done");
+                break;
+            }
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(50 * 1000);
+        }
+    }
+    {
+        g_autoptr(EinsoraTestResponse) created =
+            call(f, "POST", "/v1/workloads",
+                 "{\"kind\": \"endpoint\", \"gpu_class\": \"" CLASS "\", \"image\": \"" LLAMA_IMAGE
+                 "\", \"model\": \"tiny\", \"name\": \"tiny-docker\"}");
+        g_assert_cmpuint(created->status, ==, 201);
+        id = g_strdup(einsora_test_response_string(created, "id"));
+    }
+    wait_for_state(f, id, "running");
+    {
+        g_autoptr(EinsoraTestResponse) response = NULL;
+        g_assert_cmpstr(json_object_get_string_member(get_workload(f, id, &response), "driver"), ==,
+                        "docker");
+    }
+    container = container_of(id, &node);
+    g_assert_nonnull(container);
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_object_get_object_member(container, "HostConfig"), "NetworkMode"),
+                    ==, "none");
+    mounts = json_object_get_array_member(container, "Mounts");
+    for (guint i = 0; i < json_array_get_length(mounts); i++) {
+        JsonObject *mount = json_array_get_object_element(mounts, i);
+        if (g_strcmp0(json_object_get_string_member(mount, "Destination"),
+                      "/run/einsora/model.gguf") == 0)
+            model_read_only = !json_object_get_boolean_member(mount, "RW");
+    }
+    g_assert_true(model_read_only);
+
+    /* Through the proxy, with an API token; without one, refused. */
+    url = g_strdup_printf("http://127.0.0.1:%u/endpoints/%s/v1/chat/completions",
+                          f->daemon->access_port, id);
+    for (guint with_token = 0; with_token < 2; with_token++) {
+        g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 60, NULL);
+        g_autoptr(SoupMessage) message = soup_message_new("POST", url);
+        g_autoptr(GBytes) request = g_bytes_new_static(
+            "{\"model\": \"tiny\", \"max_tokens\": 3, "
+            "\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}",
+            strlen("{\"model\": \"tiny\", \"max_tokens\": 3, "
+                   "\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}"));
+        g_autoptr(GBytes) answer = NULL;
+
+        soup_message_set_request_body_from_bytes(message, "application/json", request);
+        if (with_token) {
+            g_autofree gchar *bearer = g_strdup_printf("Bearer %s", f->daemon->owner_token);
+            soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
+                                         bearer);
+        }
+        answer = soup_session_send_and_read(session, message, NULL, NULL);
+        g_assert_nonnull(answer);
+        if (!with_token) {
+            g_assert_cmpuint(soup_message_get_status(message), ==, 401);
+            continue;
+        }
+        g_assert_cmpuint(soup_message_get_status(message), ==, 200);
+        {
+            g_autofree gchar *text =
+                g_strndup(g_bytes_get_data(answer, NULL), g_bytes_get_size(answer));
+            g_autoptr(JsonNode) reply = json_from_string(text, NULL);
+            g_assert_nonnull(reply);
+            g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                                 json_node_get_object(reply), "choices")),
+                             ==, 1);
+        }
+    }
+    delete_workload(f, id);
+    wait_for_state(f, id, "deleted");
+    g_clear_pointer(&node, json_node_unref);
+    g_assert_null(container_of(id, &node));
+}
+
 /* Weak isolation: the machine owner's workloads only. */
 static void
 test_owner_only(void)
@@ -648,6 +764,7 @@ main(int argc, char **argv)
 {
     g_autofree gchar *unavailable = einsora_test_docker_unavailable();
     g_autofree gchar *catalog = NULL;
+    g_autofree gchar *llama_server = NULL;
     int status;
 
     g_test_init(&argc, &argv, NULL);
@@ -658,12 +775,20 @@ main(int argc, char **argv)
     docker = einsora_test_docker_start();
     einsora_test_docker_load_jupyter(docker, EINSORA_TEST_DOCKER_JUPYTER_IMAGE);
     registry = einsora_test_registry_start();
+    catalog = test_catalog();
     if (registry != NULL) {
         /* First, while the registry has the only copy of its layers. */
-        catalog = pull_catalog();
         einsora_test_docker_push_only(docker, registry, EINSORA_TEST_DOCKER_JUPYTER_IMAGE,
                                       "einsora/jupyter", "pull");
         g_test_add("/docker/pull", Fixture, catalog, fixture_set_up, test_pull, fixture_tear_down);
+    }
+    /* Endpoints need the llama-server the test command builds. */
+    if (g_getenv("EINSORA_LLAMA_DIR") != NULL)
+        llama_server = einsora_test_llama_server();
+    if (llama_server != NULL) {
+        einsora_test_docker_load_llama(docker, llama_server, LLAMA_REFERENCE);
+        g_test_add("/docker/endpoint", Fixture, catalog, fixture_set_up, test_endpoint,
+                   fixture_tear_down);
     }
     g_test_add("/docker/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
                fixture_tear_down);

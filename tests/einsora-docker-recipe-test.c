@@ -192,6 +192,58 @@ test_finish(void)
     }
 }
 
+/* An endpoint: llama-server with the native driver's options, its model
+ * read-only, no data directory, its key in LLAMA_API_KEY only. */
+static void
+test_endpoint(void)
+{
+    EinsoraDockerRecipe recipe = base;
+    g_autofree gchar *fingerprint = NULL;
+    g_autofree gchar *other = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) again = NULL;
+    JsonObject *object;
+    JsonArray *mounts;
+    JsonArray *entrypoint;
+    JsonObject *model;
+
+    recipe.kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    recipe.image = "ghcr.io/ggml-org/llama.cpp:server";
+    recipe.data_dir = NULL;
+    recipe.model_path = "/var/lib/einsora/models/blobs/sha256-00";
+    recipe.model_name = "tiny";
+    recipe.model_digest = "sha256:00";
+    body = einsora_docker_recipe_build(&recipe, &fingerprint, &error);
+    g_assert_no_error(error);
+    object = json_node_get_object(body);
+    entrypoint = json_object_get_array_member(object, "Entrypoint");
+    g_assert_cmpstr(json_array_get_string_element(entrypoint, 0), ==, "llama-server");
+    g_assert_true(array_has(entrypoint, "/run/einsora/endpoint.sock"));
+    g_assert_true(array_has(entrypoint, "/run/einsora/model.gguf"));
+    g_assert_true(array_has(entrypoint, "tiny"));
+    g_assert_true(array_has(entrypoint, "--offline"));
+    g_assert_cmpstr(json_object_get_string_member(host_config(body), "NetworkMode"), ==, "none");
+    mounts = json_object_get_array_member(host_config(body), "Mounts");
+    g_assert_cmpuint(json_array_get_length(mounts), ==, 2);
+    model = json_array_get_object_element(mounts, 1);
+    g_assert_cmpstr(json_object_get_string_member(model, "Source"), ==, recipe.model_path);
+    g_assert_cmpstr(json_object_get_string_member(model, "Target"), ==, "/run/einsora/model.gguf");
+    g_assert_true(json_object_get_boolean_member(model, "ReadOnly"));
+    /* Another model is another recipe. */
+    recipe.model_path = "/var/lib/einsora/models/blobs/sha256-11";
+    again = einsora_docker_recipe_build(&recipe, &other, NULL);
+    g_assert_cmpstr(other, !=, fingerprint);
+    einsora_docker_recipe_finish(body, &recipe, "01a23ad5-ed57-70b8-823a-6c2fca57445d", "w", 1,
+                                 fingerprint, "k3y");
+    g_assert_true(array_has(json_object_get_array_member(object, "Env"), "LLAMA_API_KEY=k3y"));
+    g_assert_cmpstr(json_object_get_string_member(json_object_get_object_member(object, "Labels"),
+                                                  EINSORA_DOCKER_LABEL_MODEL_DIGEST),
+                    ==, "sha256:00");
+    g_assert_cmpstr(einsora_docker_recipe_socket_name(EINSORA_WORKLOAD_KIND_ENDPOINT), ==,
+                    "endpoint.sock");
+}
+
 static void
 test_refusals(void)
 {
@@ -201,7 +253,9 @@ test_refusals(void)
         gint code;
     } cases[] = {
         {"root", {.uid = 0}, G_IO_ERROR_PERMISSION_DENIED},
-        {"an endpoint", {.kind = EINSORA_WORKLOAD_KIND_ENDPOINT}, G_IO_ERROR_NOT_SUPPORTED},
+        {"an endpoint without its model",
+         {.kind = EINSORA_WORKLOAD_KIND_ENDPOINT},
+         G_IO_ERROR_INVALID_ARGUMENT},
         {"no image", {.image = ""}, G_IO_ERROR_INVALID_ARGUMENT},
         {"no CPU", {.cpus = -1}, G_IO_ERROR_INVALID_ARGUMENT},
         {"too little memory", {.memory_mib = 1}, G_IO_ERROR_INVALID_ARGUMENT},
@@ -279,6 +333,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/docker-recipe/policy", test_policy);
     g_test_add_func("/docker-recipe/gpus", test_gpus);
+    g_test_add_func("/docker-recipe/endpoint", test_endpoint);
     g_test_add_func("/docker-recipe/fingerprint", test_fingerprint);
     g_test_add_func("/docker-recipe/finish", test_finish);
     g_test_add_func("/docker-recipe/refusals", test_refusals);

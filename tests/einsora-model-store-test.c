@@ -219,11 +219,13 @@ test_import_good(Fixture *f, gconstpointer data)
     files = listing(f, "manifests");
     g_assert_cmpstr(files, ==, "tiny:1b.json");
 
-    /* Only this user reads the store. */
+    /* Only this user reads the store: its directories are its own, and a
+     * model file is readable only through them (or a container's
+     * read-only bind of that one file). */
     assert_mode(f->store_dir, 0700);
     assert_mode(blobs, 0700);
     assert_mode(manifests, 0700);
-    assert_mode(blob, 0600);
+    assert_mode(blob, 0644);
     {
         g_autofree gchar *path = g_build_filename(manifests, "tiny:1b.json", NULL);
         assert_mode(path, 0600);

@@ -6,6 +6,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
 #include <fcntl.h>
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -211,6 +212,29 @@ einsora_test_docker_load_jupyter(EinsoraTestDocker *docker, const char *referenc
     g_autofree gchar *out = einsora_test_docker_cli(docker, import);
 
     g_assert_nonnull(out);
+}
+
+void
+einsora_test_docker_load_llama(EinsoraTestDocker *docker, const char *llama_server,
+                               const char *reference)
+{
+    g_autofree gchar *script = g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "tests", "docker",
+                                                "make-llama-image.sh", NULL);
+    g_autofree gchar *tar = g_build_filename(docker->dir, "llama.tar", NULL);
+    g_autofree gchar *command = g_strdup_printf("bash '%s' '%s' > '%s'", script, llama_server, tar);
+    const char *argv[] = {"sh", "-c", command, NULL};
+    const char *const import[] = {"import", tar, reference, NULL};
+    g_autofree gchar *out = NULL;
+    g_autoptr(GError) error = NULL;
+    gint status = 0;
+
+    g_assert_true(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                               NULL, &status, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    out = einsora_test_docker_cli(docker, import);
+    g_assert_nonnull(out);
+    g_unlink(tar);
 }
 
 guint

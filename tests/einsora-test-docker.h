@@ -34,6 +34,11 @@ void einsora_test_docker_resume(EinsoraTestDocker *docker);
 /* Makes (or takes from the cache) the notebook image's tar and imports
  * it as @reference. */
 void einsora_test_docker_load_jupyter(EinsoraTestDocker *docker, const char *reference);
+/* Makes the endpoint image from @llama_server (tests/docker/
+ * make-llama-image.sh: a few MB, made each time) and imports it as
+ * @reference. */
+void einsora_test_docker_load_llama(EinsoraTestDocker *docker, const char *llama_server,
+                                    const char *reference);
 /* Runs the docker CLI against this Engine (test set-up only: the
  * driver itself speaks the API); its standard output. */
 gchar *einsora_test_docker_cli(EinsoraTestDocker *docker, const char *const *args);

@@ -486,7 +486,9 @@ take_file(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint6
         }
         return g_strdup_printf("sha256:%s", g_checksum_get_string(checksum));
     }
-    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Readable by all: the store's directories (0700) keep it private,
+     * and a container's user reads it through its read-only bind. */
+    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (out < 0) {
         set_errno_error(error, errno, "create", temp);
         close(in);
@@ -609,7 +611,9 @@ download(EinsoraModelStore *self, const ImportJob *job, const char *temp, gint64
                     total, job->max_download);
         return NULL;
     }
-    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Readable by all: the store's directories (0700) keep it private,
+     * and a container's user reads it through its read-only bind. */
+    out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (out < 0) {
         set_errno_error(error, errno, "create", temp);
         return NULL;

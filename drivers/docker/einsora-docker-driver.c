@@ -50,6 +50,9 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices;
+    /* An endpoint's model: its name and its file's digest. */
+    gchar *model;
+    gchar *model_digest;
     /* Waiting for the Engine (not asked yet, or down) to launch. */
     gboolean deferred;
     /* The launch in flight (pull, create, start); cancelled by a stop. */
@@ -78,6 +81,7 @@ struct _EinsoraDockerDriver {
     EinsoraDockerEngine *engine;
     gchar *data_dir;
     gchar *run_dir;
+    gchar *models_dir; /* NULL: no endpoints here */
     gchar *machine_id;
     gchar *list_path;
     guint uid;
@@ -131,6 +135,8 @@ workload_free(DockerWorkload *workload)
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
     g_free(workload->image);
+    g_free(workload->model);
+    g_free(workload->model_digest);
     g_free(workload);
 }
 
@@ -189,9 +195,22 @@ workload_run_dir(EinsoraDockerDriver *self, const char *workload_id)
 }
 
 static gchar *
-workload_socket(EinsoraDockerDriver *self, const char *workload_id)
+workload_socket(EinsoraDockerDriver *self, const DockerWorkload *workload)
 {
-    return g_build_filename(self->run_dir, workload_id, EINSORA_DOCKER_SOCKET_NAME, NULL);
+    return g_build_filename(self->run_dir, workload->workload_id,
+                            einsora_docker_recipe_socket_name(workload->kind), NULL);
+}
+
+/* The model store's file for a digest: blobs/sha256-<hex>. */
+static gchar *
+model_file(EinsoraDockerDriver *self, const char *digest)
+{
+    g_autofree gchar *name = NULL;
+
+    if (!einsora_desired_workload_digest_is_valid(digest) || self->models_dir == NULL)
+        return NULL;
+    name = g_strdup_printf("sha256-%s", digest + strlen("sha256:"));
+    return g_build_filename(self->models_dir, "blobs", name, NULL);
 }
 
 static gchar *
@@ -204,15 +223,23 @@ container_path(const char *workload_id, const char *suffix)
 
 static JsonNode *
 build_recipe(EinsoraDockerDriver *self, const DockerWorkload *workload, EinsoraDockerRecipe *recipe,
-             gchar **data_dir, gchar **run_dir, gchar **fingerprint, GError **error)
+             gchar **data_dir, gchar **run_dir, gchar **model_path, gchar **fingerprint,
+             GError **error)
 {
-    *data_dir = workload_data_dir(self, workload->workload_id);
+    gboolean endpoint = workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT;
+
+    /* An endpoint keeps nothing: it has a run directory only. */
+    *data_dir = endpoint ? NULL : workload_data_dir(self, workload->workload_id);
     *run_dir = workload_run_dir(self, workload->workload_id);
+    *model_path = endpoint ? model_file(self, workload->model_digest) : NULL;
     *recipe = (EinsoraDockerRecipe){
         .kind = workload->kind,
         .image = workload->image,
         .data_dir = *data_dir,
         .run_dir = *run_dir,
+        .model_path = *model_path,
+        .model_name = workload->model,
+        .model_digest = workload->model_digest,
         .cpus = workload->cpus,
         .memory_mib = workload->memory_mib,
         .devices = workload->devices,
@@ -298,7 +325,7 @@ static void
 begin_probing(DockerWorkload *workload, const char *token)
 {
     EinsoraDockerDriver *self = workload->driver;
-    g_autofree gchar *socket_path = workload_socket(self, workload->workload_id);
+    g_autofree gchar *socket_path = workload_socket(self, workload);
 
     workload_stop_probing(workload);
     g_clear_object(&workload->server);
@@ -482,13 +509,14 @@ create_container(Launch *launch, DockerWorkload *workload)
     EinsoraDockerRecipe recipe;
     g_autofree gchar *data_dir = NULL;
     g_autofree gchar *run_dir = NULL;
+    g_autofree gchar *model_path = NULL;
     g_autofree gchar *fingerprint = NULL;
     g_autofree gchar *socket_path = NULL;
     g_autofree gchar *name = NULL;
     g_autofree gchar *path = NULL;
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonNode) body =
-        build_recipe(self, workload, &recipe, &data_dir, &run_dir, &fingerprint, &error);
+    g_autoptr(JsonNode) body = build_recipe(self, workload, &recipe, &data_dir, &run_dir,
+                                            &model_path, &fingerprint, &error);
 
     if (body == NULL) {
         launch_failed(workload, EINSORA_STATUS_CODE_FAILED_TO_START, "its recipe can't be run",
@@ -496,8 +524,17 @@ create_container(Launch *launch, DockerWorkload *workload)
         launch_free(launch);
         return;
     }
-    socket_path = workload_socket(self, workload->workload_id);
-    if (!make_private_dir(data_dir, self->uid, self->gid, &error) ||
+    if (recipe.kind == EINSORA_WORKLOAD_KIND_ENDPOINT &&
+        !g_file_test(model_path, G_FILE_TEST_IS_REGULAR)) {
+        g_set_error(&error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "model %s (%s) isn't in this machine's model store", workload->model,
+                    workload->model_digest);
+        launch_failed(workload, EINSORA_STATUS_CODE_IMAGE_MISSING, "its model", error);
+        launch_free(launch);
+        return;
+    }
+    socket_path = workload_socket(self, workload);
+    if ((data_dir != NULL && !make_private_dir(data_dir, self->uid, self->gid, &error)) ||
         !make_private_dir(run_dir, self->uid, self->gid, &error)) {
         launch_failed(workload, EINSORA_STATUS_CODE_FAILED_TO_START, "its directories", error);
         launch_free(launch);
@@ -675,9 +712,10 @@ docker_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
 
     g_task_set_source_tag(task, docker_start_async);
     if (!einsora_uuid_is_valid(desired->workload_id) ||
-        desired->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK) {
+        (desired->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK &&
+         desired->kind != EINSORA_WORKLOAD_KIND_ENDPOINT)) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                                "the docker driver runs notebooks only");
+                                "the docker driver runs notebooks and endpoints only");
         return;
     }
     if (desired->runtime_reference == NULL || *desired->runtime_reference == '\0') {
@@ -703,6 +741,10 @@ docker_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
     workload->cpus = desired->cpus;
     workload->memory_mib = desired->memory_mib;
     workload->devices = desired->devices;
+    g_free(workload->model);
+    workload->model = g_strdup(desired->model);
+    g_free(workload->model_digest);
+    workload->model_digest = g_strdup(desired->model_digest);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     /* The long part (a pull can take minutes) is reported through the
      * status, not by this call. */
@@ -772,7 +814,7 @@ on_container_deleted(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) node =
         einsora_docker_engine_call_finish(EINSORA_DOCKER_ENGINE(source), result, &error);
-    g_autofree gchar *socket_path = workload_socket(workload->driver, workload->workload_id);
+    g_autofree gchar *socket_path = workload_socket(workload->driver, workload);
 
     if (node == NULL &&
         !g_error_matches(error, EINSORA_DOCKER_ERROR, EINSORA_DOCKER_ERROR_NOT_FOUND)) {
@@ -926,14 +968,15 @@ inspect_free(Inspect *inspect)
 /* The token a previous daemon gave the container, from its environment:
  * that is where it lives, so it is never written down. */
 static gchar *
-token_from_config(JsonObject *config)
+token_from_config(JsonObject *config, EinsoraWorkloadKind kind)
 {
     JsonArray *environment = config != NULL ? json_object_get_array_member(config, "Env") : NULL;
+    g_autofree gchar *prefix = g_strdup_printf("%s=", einsora_docker_recipe_token_variable(kind));
 
     for (guint i = 0; environment != NULL && i < json_array_get_length(environment); i++) {
         const char *entry = json_array_get_string_element(environment, i);
-        if (entry != NULL && g_str_has_prefix(entry, "JUPYTER_TOKEN="))
-            return g_strdup(entry + strlen("JUPYTER_TOKEN="));
+        if (entry != NULL && g_str_has_prefix(entry, prefix))
+            return g_strdup(entry + strlen(prefix));
     }
     return NULL;
 }
@@ -959,8 +1002,9 @@ on_inspected(GObject *source, GAsyncResult *result, gpointer user_data)
     workload->inspecting = FALSE;
     if (inspect->adopting) {
         g_autofree gchar *token =
-            object != NULL ? token_from_config(json_object_get_object_member(object, "Config"))
-                           : NULL;
+            object != NULL
+                ? token_from_config(json_object_get_object_member(object, "Config"), workload->kind)
+                : NULL;
         if (workload->code != EINSORA_STATUS_CODE_STARTING) {
             /* stopped meanwhile */
         } else if (token == NULL) {
@@ -1021,6 +1065,7 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
     EinsoraDockerRecipe recipe;
     g_autofree gchar *data_dir = NULL;
     g_autofree gchar *run_dir = NULL;
+    g_autofree gchar *model_path = NULL;
     g_autofree gchar *fingerprint = NULL;
     g_autoptr(JsonNode) body = NULL;
 
@@ -1032,6 +1077,10 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
     workload->cpus = label_number(container, EINSORA_DOCKER_LABEL_CPUS);
     workload->memory_mib = label_number(container, EINSORA_DOCKER_LABEL_MEMORY);
     workload->devices = MAX(label_number(container, EINSORA_DOCKER_LABEL_DEVICES), 0);
+    g_free(workload->model);
+    workload->model = g_strdup(label_of(container, EINSORA_DOCKER_LABEL_MODEL));
+    g_free(workload->model_digest);
+    workload->model_digest = g_strdup(label_of(container, EINSORA_DOCKER_LABEL_MODEL_DIGEST));
     if (!running) {
         log_workload(workload, G_LOG_LEVEL_MESSAGE,
                      "its container stopped by itself while the daemon was away");
@@ -1039,7 +1088,8 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
         return;
     }
     /* A recipe that can't be built now has changed too. */
-    body = build_recipe(self, workload, &recipe, &data_dir, &run_dir, &fingerprint, NULL);
+    body =
+        build_recipe(self, workload, &recipe, &data_dir, &run_dir, &model_path, &fingerprint, NULL);
     if (body == NULL || g_strcmp0(fingerprint, recorded) != 0) {
         log_workload(workload, G_LOG_LEVEL_MESSAGE,
                      "its container's recipe changed since it started; removing that container");
@@ -1361,6 +1411,7 @@ einsora_docker_driver_finalize(GObject *object)
     g_clear_object(&self->engine);
     g_free(self->data_dir);
     g_free(self->run_dir);
+    g_free(self->models_dir);
     g_free(self->machine_id);
     g_free(self->list_path);
     g_clear_pointer(&self->context, g_main_context_unref);
@@ -1426,6 +1477,7 @@ einsora_docker_driver_new(const EinsoraDockerDriverConfig *config, GError **erro
     }
     self->data_dir = g_strdup(config->data_dir);
     self->run_dir = g_strdup(config->run_dir);
+    self->models_dir = g_strdup(config->models_dir);
     self->machine_id = g_strdup(config->machine_id);
     self->uid = geteuid() == 0 ? CONTAINER_UID_AS_ROOT : geteuid();
     self->gid = geteuid() == 0 ? CONTAINER_GID_AS_ROOT : getegid();

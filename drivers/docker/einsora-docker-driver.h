@@ -1,4 +1,5 @@
-/* The docker driver: notebooks in containers of a local rootful Docker
+/* The docker driver: notebooks (Jupyter) and endpoints (llama.cpp's
+ * llama-server, one model each) in containers of a local rootful Docker
  * Engine, through its API on its Unix socket. Weak isolation (the
  * driver table says so, and the agent runs only the machine owner's
  * workloads on it). Each notebook is a container made from
@@ -34,6 +35,9 @@ typedef struct {
     const char *data_dir;
     /* <run_dir>/<id>/notebook.sock: where its server listens. */
     const char *run_dir;
+    /* The model store (<dir>/blobs/sha256-<hex>) endpoints load from,
+     * bound read-only into their container; NULL: no endpoints. */
+    const char *models_dir;
     /* Labels the containers as this machine's: another daemon's on the
      * same Engine are never touched. */
     const char *machine_id;

@@ -2,6 +2,8 @@
 
 #include "einsora-docker-recipe.h"
 
+#include "einsora-native-sandbox.h"
+
 #include <gio/gio.h>
 #include <string.h>
 
@@ -27,7 +29,7 @@ add_strings(JsonBuilder *builder, const char *member, const char *const *values)
 }
 
 static void
-add_bind(JsonBuilder *builder, const char *source, const char *target)
+add_mount(JsonBuilder *builder, const char *source, const char *target, gboolean read_only)
 {
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "Type");
@@ -37,13 +39,25 @@ add_bind(JsonBuilder *builder, const char *source, const char *target)
     json_builder_set_member_name(builder, "Target");
     json_builder_add_string_value(builder, target);
     json_builder_set_member_name(builder, "ReadOnly");
-    json_builder_add_boolean_value(builder, FALSE);
+    json_builder_add_boolean_value(builder, read_only);
     json_builder_set_member_name(builder, "BindOptions");
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "Propagation");
     json_builder_add_string_value(builder, "rprivate");
     json_builder_end_object(builder);
     json_builder_end_object(builder);
+}
+
+static void
+add_bind(JsonBuilder *builder, const char *source, const char *target)
+{
+    add_mount(builder, source, target, FALSE);
+}
+
+static void
+add_bind_read_only(JsonBuilder *builder, const char *source, const char *target)
+{
+    add_mount(builder, source, target, TRUE);
 }
 
 static void
@@ -61,8 +75,13 @@ add_host_config(JsonBuilder *builder, const EinsoraDockerRecipe *recipe)
     json_builder_add_string_value(builder, "none");
     json_builder_set_member_name(builder, "Mounts");
     json_builder_begin_array(builder);
-    add_bind(builder, recipe->data_dir, EINSORA_DOCKER_HOME);
-    add_bind(builder, recipe->run_dir, EINSORA_DOCKER_RUN_DIR);
+    if (recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
+        add_bind(builder, recipe->run_dir, EINSORA_DOCKER_RUN_DIR);
+        add_bind_read_only(builder, recipe->model_path, EINSORA_NATIVE_MODEL_IN_SANDBOX);
+    } else {
+        add_bind(builder, recipe->data_dir, EINSORA_DOCKER_HOME);
+        add_bind(builder, recipe->run_dir, EINSORA_DOCKER_RUN_DIR);
+    }
     json_builder_end_array(builder);
     json_builder_set_member_name(builder, "Tmpfs");
     json_builder_begin_object(builder);
@@ -150,18 +169,37 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
         "LANG=C.UTF-8",
         NULL,
     };
+    gboolean endpoint = recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT;
+    const char *const endpoint_environment[] = {"HOME=/tmp", "LANG=C.UTF-8", NULL};
+    g_auto(GStrv) endpoint_command = NULL;
 
-    if (recipe->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK) {
+    if (recipe->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK && !endpoint) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                    "the docker driver runs notebooks only, not %s",
+                    "the docker driver runs notebooks and endpoints only, not %s",
                     einsora_workload_kind_to_string(recipe->kind));
         return NULL;
     }
-    if (recipe->image == NULL || *recipe->image == '\0' || recipe->data_dir == NULL ||
-        recipe->run_dir == NULL) {
+    if (recipe->image == NULL || *recipe->image == '\0' || recipe->run_dir == NULL ||
+        (!endpoint && recipe->data_dir == NULL) ||
+        (endpoint && (recipe->model_path == NULL || recipe->model_name == NULL ||
+                      recipe->model_digest == NULL))) {
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                            "a docker notebook needs its image and its directories");
+                            endpoint ? "a docker endpoint needs its image, its run directory and "
+                                       "its model"
+                                     : "a docker notebook needs its image and its directories");
         return NULL;
+    }
+    if (endpoint) {
+        const EinsoraEndpointSandbox sandbox = {
+            .llama_server_path = "llama-server",
+            .model_path = recipe->model_path,
+            .model_name = recipe->model_name,
+            .run_dir = EINSORA_DOCKER_RUN_DIR,
+            .socket_path = EINSORA_DOCKER_RUN_DIR "/" EINSORA_DOCKER_ENDPOINT_SOCKET_NAME,
+            .cpus = recipe->cpus,
+            .memory_mib = recipe->memory_mib,
+        };
+        endpoint_command = einsora_native_sandbox_endpoint_command(&sandbox);
     }
     if (recipe->cpus < 1 || recipe->cpus > 4096 || recipe->memory_mib < 64 ||
         recipe->memory_mib > G_GINT64_CONSTANT(1) << 30 || recipe->devices < 0 ||
@@ -186,15 +224,15 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     json_builder_add_string_value(builder, recipe->image);
     /* The image's own entrypoint (start-up scripts that may need root or
      * a network) is replaced by the server itself. */
-    add_strings(builder, "Entrypoint", command);
+    add_strings(builder, "Entrypoint", endpoint ? (const char *const *)endpoint_command : command);
     json_builder_set_member_name(builder, "Cmd");
     json_builder_begin_array(builder);
     json_builder_end_array(builder);
     json_builder_set_member_name(builder, "User");
     json_builder_add_string_value(builder, user);
     json_builder_set_member_name(builder, "WorkingDir");
-    json_builder_add_string_value(builder, EINSORA_DOCKER_HOME);
-    add_strings(builder, "Env", environment);
+    json_builder_add_string_value(builder, endpoint ? "/tmp" : EINSORA_DOCKER_HOME);
+    add_strings(builder, "Env", endpoint ? endpoint_environment : environment);
     json_builder_set_member_name(builder, "NetworkDisabled");
     json_builder_add_boolean_value(builder, TRUE);
     json_builder_set_member_name(builder, "StopSignal");
@@ -240,9 +278,27 @@ einsora_docker_recipe_finish(JsonNode *body, const EinsoraDockerRecipe *recipe,
     set_number_label(labels, EINSORA_DOCKER_LABEL_CPUS, recipe->cpus);
     set_number_label(labels, EINSORA_DOCKER_LABEL_MEMORY, recipe->memory_mib);
     set_number_label(labels, EINSORA_DOCKER_LABEL_DEVICES, recipe->devices);
+    if (recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
+        set_label(labels, EINSORA_DOCKER_LABEL_MODEL, recipe->model_name);
+        set_label(labels, EINSORA_DOCKER_LABEL_MODEL_DIGEST, recipe->model_digest);
+    }
     json_object_set_object_member(object, "Labels", labels);
-    g_autofree gchar *variable = g_strdup_printf("JUPYTER_TOKEN=%s", token);
+    g_autofree gchar *variable =
+        g_strdup_printf("%s=%s", einsora_docker_recipe_token_variable(recipe->kind), token);
 
     json_array_add_string_element(environment, variable);
     explicit_bzero(variable, strlen(variable));
+}
+
+const char *
+einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind)
+{
+    return kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? "LLAMA_API_KEY" : "JUPYTER_TOKEN";
+}
+
+const char *
+einsora_docker_recipe_socket_name(EinsoraWorkloadKind kind)
+{
+    return kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? EINSORA_DOCKER_ENDPOINT_SOCKET_NAME
+                                                  : EINSORA_DOCKER_SOCKET_NAME;
 }

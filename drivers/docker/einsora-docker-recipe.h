@@ -21,6 +21,7 @@ G_BEGIN_DECLS
 #define EINSORA_DOCKER_HOME "/home/jovyan"
 #define EINSORA_DOCKER_RUN_DIR "/run/einsora"
 #define EINSORA_DOCKER_SOCKET_NAME "notebook.sock"
+#define EINSORA_DOCKER_ENDPOINT_SOCKET_NAME "endpoint.sock"
 #define EINSORA_DOCKER_PIDS_LIMIT 1024
 
 /* The labels every container of ours carries. */
@@ -33,12 +34,20 @@ G_BEGIN_DECLS
 #define EINSORA_DOCKER_LABEL_CPUS "org.einsora.cpus"
 #define EINSORA_DOCKER_LABEL_MEMORY "org.einsora.memory_mib"
 #define EINSORA_DOCKER_LABEL_DEVICES "org.einsora.devices"
+#define EINSORA_DOCKER_LABEL_MODEL "org.einsora.model"
+#define EINSORA_DOCKER_LABEL_MODEL_DIGEST "org.einsora.model_digest"
 
 typedef struct {
     EinsoraWorkloadKind kind;
     const char *image;    /* the runtime's reference, e.g. quay.io/jupyter/...:tag */
-    const char *data_dir; /* on the host; NULL for a kind that keeps nothing */
+    const char *data_dir; /* on the host; NULL for an endpoint, which keeps nothing */
     const char *run_dir;
+    /* An endpoint's: the model store's file, bound read-only, and the
+     * name /v1/models gives it; its image runs llama.cpp's llama-server
+     * (found on the image's PATH). */
+    const char *model_path;
+    const char *model_name;
+    const char *model_digest;
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices;
@@ -51,9 +60,18 @@ gchar *einsora_docker_recipe_container_name(const char *workload_id);
 
 /* The create body without token or labels, and its fingerprint; NULL and
  * why when the recipe can't be run (a kind this driver doesn't run, no
- * image, limits out of range). */
+ * image, limits out of range). A notebook's server is Jupyter; an
+ * endpoint's is llama-server with the linux-native driver's options, on
+ * /run/einsora/endpoint.sock, its key in LLAMA_API_KEY. */
 JsonNode *einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerprint,
                                       GError **error);
+
+/* The variable its token is in: JUPYTER_TOKEN, or an endpoint's
+ * LLAMA_API_KEY. */
+const char *einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind);
+/* Its server's socket in the run directory: notebook.sock or
+ * endpoint.sock. */
+const char *einsora_docker_recipe_socket_name(EinsoraWorkloadKind kind);
 
 /* Adds the labels (machine, workload, attempt, fingerprint and what
  * rebuilds the recipe) and the token to a body from _build. */

@@ -153,8 +153,8 @@ add_option(GStrvBuilder *argv, const char *option, gchar *value)
     add_owned(argv, value);
 }
 
-static gchar **
-endpoint_command(const EinsoraEndpointSandbox *sandbox)
+gchar **
+einsora_native_sandbox_endpoint_command(const EinsoraEndpointSandbox *sandbox)
 {
     g_autoptr(GStrvBuilder) argv = g_strv_builder_new();
     gint64 threads = MAX(sandbox->cpus, 1);
@@ -190,7 +190,7 @@ EinsoraBwrapArgs *
 einsora_native_sandbox_build_endpoint(const EinsoraEndpointSandbox *sandbox, GError **error)
 {
     g_autoptr(EinsoraBwrapArgs) args = einsora_bwrap_args_new(sandbox->bwrap_path);
-    g_auto(GStrv) command = endpoint_command(sandbox);
+    g_auto(GStrv) command = einsora_native_sandbox_endpoint_command(sandbox);
 
     add_system(args);
     add_program_dir(args, sandbox->llama_server_path);

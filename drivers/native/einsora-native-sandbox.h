@@ -54,6 +54,11 @@ typedef struct {
  * restarted daemon knows the sandbox of a server it adopts. */
 EinsoraBwrapArgs *einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error);
 
+/* llama-server's own command line for one endpoint (@llama_server_path
+ * first; the bwrap fields unused): the docker driver runs the same one in
+ * a container. */
+gchar **einsora_native_sandbox_endpoint_command(const EinsoraEndpointSandbox *sandbox);
+
 /* The whole sandbox of one endpoint, deterministic as a notebook's. */
 EinsoraBwrapArgs *einsora_native_sandbox_build_endpoint(const EinsoraEndpointSandbox *sandbox,
                                                         GError **error);
