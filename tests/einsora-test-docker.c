@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,14 @@ einsora_test_docker_unavailable(void)
     if (geteuid() != 0)
         return g_strdup("a private dockerd needs root");
     return NULL;
+}
+
+/* A test that fails half-way (g_error) never reaches its stop: the
+ * Engine and the registry end with it, stopping what they ran. */
+static void
+end_with_test(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
 static gboolean
@@ -81,8 +90,8 @@ einsora_test_docker_start(void)
                               NULL};
         log_fd = open(docker->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         g_assert_cmpint(log_fd, >=, 0);
-        g_spawn_async_with_fds(NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                               &docker->pid, -1, log_fd, log_fd, &error);
+        g_spawn_async_with_fds(NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, end_with_test,
+                               NULL, &docker->pid, -1, log_fd, log_fd, &error);
         close(log_fd);
         g_assert_no_error(error);
     }
@@ -288,8 +297,8 @@ einsora_test_registry_start(void)
     g_assert_cmpint(log_fd, >=, 0);
     {
         const char *argv[] = {program, "serve", config_path, NULL};
-        g_spawn_async_with_fds(NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                               &registry->pid, -1, log_fd, log_fd, &error);
+        g_spawn_async_with_fds(NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, end_with_test,
+                               NULL, &registry->pid, -1, log_fd, log_fd, &error);
     }
     close(log_fd);
     g_assert_no_error(error);
