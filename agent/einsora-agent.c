@@ -609,10 +609,11 @@ refuse(EinsoraAgent *self, const EinsoraDesiredWorkload *workload, EinsoraStatus
     own_status_set(self, workload->workload_id, workload->attempt, EINSORA_WORKLOAD_MODE_RUN, code);
 }
 
-/* Whether @workload_id may hold a GPU of @placed_class. One the agent was
- * never told about might hold any. */
+/* Whether @workload_id may hold a GPU @workload needs: one of the same
+ * devices when placement chose both, else one of the same class. One the
+ * agent was never told about might hold any. */
 static gboolean
-holds_gpu_of(EinsoraAgent *self, const char *workload_id, const char *placed_class)
+holds_gpu_of(EinsoraAgent *self, const char *workload_id, const EinsoraDesiredWorkload *workload)
 {
     const EinsoraDesiredWorkload *needs = desired_lookup(self, workload_id);
 
@@ -620,7 +621,11 @@ holds_gpu_of(EinsoraAgent *self, const char *workload_id, const char *placed_cla
         needs = g_hash_table_lookup(self->needs, workload_id);
     if (needs == NULL)
         return TRUE;
-    return needs->devices > 0 && g_strcmp0(needs->placed_class, placed_class) == 0;
+    if (needs->devices <= 0)
+        return FALSE;
+    if (needs->gpu_mask != 0 && workload->gpu_mask != 0)
+        return (needs->gpu_mask & workload->gpu_mask) != 0;
+    return g_strcmp0(needs->placed_class, workload->placed_class) == 0;
 }
 
 /* Whether another workload is still active (starting, running, or not yet
@@ -636,7 +641,7 @@ gpu_taken(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
     g_hash_table_iter_init(&iter, self->calls);
     while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&call)) {
         if (call->kind == CALL_START && g_strcmp0(call->workload_id, workload->workload_id) != 0 &&
-            holds_gpu_of(self, call->workload_id, workload->placed_class))
+            holds_gpu_of(self, call->workload_id, workload))
             return TRUE;
     }
     for (guint i = 0; i < self->drivers->len; i++) {
@@ -647,8 +652,7 @@ gpu_taken(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
             EinsoraStatusCode code = einsora_agent_driver_get_status(driver, ids[j], NULL);
 
             if (g_strcmp0(ids[j], workload->workload_id) != 0 &&
-                einsora_status_code_is_active(code) &&
-                holds_gpu_of(self, ids[j], workload->placed_class))
+                einsora_status_code_is_active(code) && holds_gpu_of(self, ids[j], workload))
                 return TRUE;
         }
     }

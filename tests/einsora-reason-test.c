@@ -68,8 +68,9 @@ test_builders(void)
     g_autofree gchar *trusted = einsora_reason_waiting_for_capacity("l40s-48gb", 2, 0, TRUE);
     g_autofree gchar *untrusted = einsora_reason_waiting_for_capacity("l40s-48gb", 2, 0, FALSE);
     g_autofree gchar *admitted =
-        einsora_reason_admitted(1, "apple-silicon-32gb", "studio", "macos-native");
-    g_autofree gchar *cluster = einsora_reason_admitted(2, "l40s-48gb", NULL, NULL);
+        einsora_reason_admitted(1, "apple-silicon-32gb", "studio", "macos-native", 0);
+    g_autofree gchar *cluster = einsora_reason_admitted(2, "l40s-48gb", NULL, NULL, 0);
+    g_autofree gchar *chosen = einsora_reason_admitted(2, "l40s-x2", "lab-1", "docker", 0x9);
     g_autofree gchar *driver =
         einsora_reason_waiting_for_driver(EINSORA_WORKLOAD_KIND_NOTEBOOK, "cpu-4c-16g");
     g_autofree gchar *away = einsora_reason_machine_away_too_long(600);
@@ -88,6 +89,7 @@ test_builders(void)
                     "now");
     g_assert_cmpstr(admitted, ==, "admitted: 1 × apple-silicon-32gb on studio with macos-native");
     g_assert_cmpstr(cluster, ==, "admitted: 2 × l40s-48gb");
+    g_assert_cmpstr(chosen, ==, "admitted: 2 × l40s-x2 on lab-1 with docker (GPU 0,3)");
     g_assert_cmpstr(driver, ==,
                     "waiting for a machine with a driver that runs notebooks on cpu-4c-16g: none "
                     "here has one yet");

@@ -3,6 +3,7 @@
 #include "einsora-desired-workload.h"
 
 #include "einsora-digest.h"
+#include "einsora-gpu-mask.h"
 #include "einsora-json-read.h"
 #include "einsora-protocol.h"
 
@@ -43,7 +44,8 @@ einsora_desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDes
            g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
            g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
            a->memory_mib == b->memory_mib && a->devices == b->devices &&
-           g_strcmp0(a->model, b->model) == 0 && g_strcmp0(a->model_digest, b->model_digest) == 0;
+           a->gpu_mask == b->gpu_mask && g_strcmp0(a->model, b->model) == 0 &&
+           g_strcmp0(a->model_digest, b->model_digest) == 0;
 }
 
 void
@@ -86,12 +88,50 @@ einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload)
     einsora_json_add_int(builder, "cpus", workload->cpus);
     einsora_json_add_int(builder, "memory_mib", workload->memory_mib);
     einsora_json_add_int(builder, "devices", workload->devices);
+    if (workload->gpu_mask != 0) {
+        json_builder_set_member_name(builder, "gpu_indexes");
+        json_builder_begin_array(builder);
+        for (guint i = 0; i < EINSORA_GPU_MASK_BITS; i++) {
+            if ((workload->gpu_mask & (G_GUINT64_CONSTANT(1) << i)) != 0)
+                json_builder_add_int_value(builder, i);
+        }
+        json_builder_end_array(builder);
+    }
     if (workload->model != NULL)
         einsora_json_add_string(builder, "model", workload->model);
     if (workload->model_digest != NULL)
         einsora_json_add_string(builder, "model_digest", workload->model_digest);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
+}
+
+/* Rising, each below 64, as many as the class's devices: one spelling
+ * for each choice. */
+static gboolean
+read_gpu_indexes(JsonObject *object, gint64 devices, guint64 *mask, GError **error)
+{
+    JsonArray *indexes = NULL;
+    gint64 last = -1;
+
+    *mask = 0;
+    if (!einsora_json_read_array(object, "gpu_indexes", EINSORA_GPU_MASK_BITS, &indexes, error))
+        return FALSE;
+    if ((gint64)json_array_get_length(indexes) != devices || devices == 0)
+        return einsora_json_invalid(error, "\"gpu_indexes\" must name as many GPUs as \"devices\"");
+    for (guint i = 0; i < json_array_get_length(indexes); i++) {
+        JsonNode *node = json_array_get_element(indexes, i);
+        gint64 index;
+
+        if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64)
+            return einsora_json_invalid(error, "\"gpu_indexes\" must hold whole numbers");
+        index = json_node_get_int(node);
+        if (index <= last || index >= EINSORA_GPU_MASK_BITS)
+            return einsora_json_invalid(error, "\"gpu_indexes\" must rise, each below %d",
+                                        EINSORA_GPU_MASK_BITS);
+        *mask |= G_GUINT64_CONSTANT(1) << index;
+        last = index;
+    }
+    return TRUE;
 }
 
 /* The driver is only bounded here: a hub may name a driver this agent
@@ -103,7 +143,8 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
     static const char *const members[] = {
         "workload_id", "tenant_id",    "mode",  "attempt",           "kind",
         "driver",      "placed_class", "image", "runtime_reference", "cpus",
-        "memory_mib",  "devices",      "model", "model_digest",      NULL,
+        "memory_mib",  "devices",      "model", "model_digest",      "gpu_indexes",
+        NULL,
     };
     g_autoptr(EinsoraDesiredWorkload) workload = einsora_desired_workload_new();
     g_autofree gchar *mode = NULL;
@@ -138,6 +179,9 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
                                error) ||
         !einsora_json_read_string(object, "model", FALSE, &workload->model, error) ||
         !einsora_json_read_string(object, "model_digest", FALSE, &workload->model_digest, error))
+        return NULL;
+    if (json_object_has_member(object, "gpu_indexes") &&
+        !read_gpu_indexes(object, workload->devices, &workload->gpu_mask, error))
         return NULL;
     if (workload->model != NULL && strlen(workload->model) > EINSORA_PROTOCOL_MAX_MODEL_NAME) {
         einsora_json_invalid(error, "\"model\" must be a model name of at most %d bytes",

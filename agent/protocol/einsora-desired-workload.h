@@ -26,6 +26,10 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices; /* GPUs; 0 for CPU classes */
+    /* Which of the machine's GPUs, as many as @devices (einsora-gpu-mask.h:
+     * a bit per inventory index; "gpu_indexes" in JSON); 0 when placement
+     * chose none and the runtime picks. */
+    guint64 gpu_mask;
     /* An endpoint's model: its name in the model store and the digest of
      * its file ("sha256:<64 hex>"), which names the file the agent
      * loads; NULL for other kinds. */

@@ -2,6 +2,8 @@
 
 #include "einsora-capacity.h"
 
+#include "einsora-gpu-mask.h"
+
 EinsoraMachineCapacity *
 einsora_machine_capacity_new(const EinsoraMachine *machine)
 {
@@ -11,6 +13,7 @@ einsora_machine_capacity_new(const EinsoraMachine *machine)
     capacity->cpus = machine->cpus;
     capacity->memory_mib = machine->memory_mib;
     capacity->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    capacity->gpu_masks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     capacity->drivers = g_new0(gchar *, 1);
     return capacity;
 }
@@ -22,6 +25,7 @@ einsora_machine_capacity_free(EinsoraMachineCapacity *capacity)
         return;
     einsora_machine_free(capacity->machine);
     g_hash_table_unref(capacity->devices);
+    g_hash_table_unref(capacity->gpu_masks);
     g_strfreev(capacity->drivers);
     g_free(capacity);
 }
@@ -30,6 +34,30 @@ gint64
 einsora_machine_capacity_devices(const EinsoraMachineCapacity *capacity, const char *gpu_class)
 {
     return GPOINTER_TO_INT(g_hash_table_lookup(capacity->devices, gpu_class));
+}
+
+guint64
+einsora_machine_capacity_gpu_mask(const EinsoraMachineCapacity *capacity, const char *gpu_class)
+{
+    const guint64 *mask = g_hash_table_lookup(capacity->gpu_masks, gpu_class);
+
+    return mask != NULL ? *mask : 0;
+}
+
+void
+einsora_machine_capacity_add_gpu(EinsoraMachineCapacity *capacity, const char *gpu_class,
+                                 guint index)
+{
+    gint64 count = einsora_machine_capacity_devices(capacity, gpu_class);
+    guint64 *mask = g_hash_table_lookup(capacity->gpu_masks, gpu_class);
+
+    g_return_if_fail(index < EINSORA_GPU_MASK_BITS);
+    g_hash_table_insert(capacity->devices, g_strdup(gpu_class), GINT_TO_POINTER((gint)count + 1));
+    if (mask == NULL) {
+        mask = g_new0(guint64, 1);
+        g_hash_table_insert(capacity->gpu_masks, g_strdup(gpu_class), mask);
+    }
+    *mask |= G_GUINT64_CONSTANT(1) << index;
 }
 
 gboolean

@@ -17,7 +17,11 @@ typedef struct {
     gint64 cpus;         /* schedulable CPUs */
     gint64 memory_mib;   /* schedulable memory */
     GHashTable *devices; /* class name -> device count (GINT_TO_POINTER) */
-    GStrv drivers;       /* drivers that work on this machine */
+    /* class name -> which GPUs (guint64 *, einsora-gpu-mask.h), for
+     * backends that know them (the hub, from the inventory); a class
+     * with a count and no mask is placed by count only. */
+    GHashTable *gpu_masks;
+    GStrv drivers; /* drivers that work on this machine */
 } EinsoraMachineCapacity;
 
 typedef struct {
@@ -34,6 +38,11 @@ EinsoraMachineCapacity *einsora_machine_capacity_new(const EinsoraMachine *machi
 void einsora_machine_capacity_free(EinsoraMachineCapacity *capacity);
 gint64 einsora_machine_capacity_devices(const EinsoraMachineCapacity *capacity,
                                         const char *gpu_class);
+guint64 einsora_machine_capacity_gpu_mask(const EinsoraMachineCapacity *capacity,
+                                          const char *gpu_class);
+/* Counts the inventory's GPU @index as one of @gpu_class's. */
+void einsora_machine_capacity_add_gpu(EinsoraMachineCapacity *capacity, const char *gpu_class,
+                                      guint index);
 gboolean einsora_machine_capacity_has_driver(const EinsoraMachineCapacity *capacity,
                                              const char *driver);
 

@@ -298,8 +298,9 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
         return;
     }
     reason = einsora_reason_admitted(resolved.klass->devices, result->placed_class,
-                                     result->machine_name, result->driver);
-    placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver};
+                                     result->machine_name, result->driver, result->gpu_mask);
+    placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver,
+                                   result->gpu_mask};
     if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
         return;
     einsora_usage_add(pass->usage, workload, resolved.klass);

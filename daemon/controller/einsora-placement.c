@@ -2,6 +2,7 @@
 
 #include "einsora-placement.h"
 
+#include "einsora-gpu-mask.h"
 #include "einsora-machine.h"
 
 EinsoraPlacementResult *
@@ -99,6 +100,22 @@ fits(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
     return klass->devices == 0 || free_devices(machine, used, klass->name) >= klass->devices;
 }
 
+/* The lowest GPUs of the class that nothing placed here holds. The
+ * count already fits; fewer free GPUs than that means something holds
+ * one without a recorded choice (placed before choices were recorded),
+ * so none is chosen and the runtime picks, as it did then. */
+static guint64
+pick_gpus(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
+          const EinsoraMachineUsage *used)
+{
+    guint64 held = used != NULL ? used->gpu_mask : 0;
+
+    if (klass->devices <= 0)
+        return 0;
+    return einsora_gpu_mask_pick(einsora_machine_capacity_gpu_mask(machine, klass->name) & ~held,
+                                 klass->devices);
+}
+
 /* A notebook or VM that has run before goes back to the machine and
  * driver holding its disk, and waits for them. */
 static gboolean
@@ -155,6 +172,7 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
         result->machine_id = g_strdup(machine->machine->id);
         result->machine_name = g_strdup(machine->machine->name);
         result->driver = g_strdup(driver);
+        result->gpu_mask = pick_gpus(klass, machine, used);
         result->requested = units_of(klass);
         result->free = klass->devices > 0 ? free_devices(machine, used, klass->name) : 0;
         *placed_at = i;

@@ -30,6 +30,7 @@ typedef struct {
     gchar *machine_id; /* NULL on cluster backends */
     gchar *machine_name;
     gchar *driver;
+    guint64 gpu_mask; /* the machine's GPUs it gets; 0: none chosen */
     gint64 requested; /* units of the class asked for */
     gint64 free;      /* units free where it could run (for the reason) */
 } EinsoraPlacementResult;

@@ -62,6 +62,7 @@ einsora_usage_add(EinsoraUsage *usage, const EinsoraWorkload *workload,
         add_count(machine->devices, placed_class->name, placed_class->devices);
     if (workload->driver != NULL)
         add_count(machine->drivers, workload->driver, 1);
+    machine->gpu_mask |= workload->gpu_mask;
 }
 
 const EinsoraMachineUsage *

@@ -14,6 +14,7 @@ typedef struct {
     gint64 memory_mib;
     GHashTable *devices; /* class -> count (GINT_TO_POINTER) */
     GHashTable *drivers; /* driver -> workloads (GINT_TO_POINTER) */
+    guint64 gpu_mask;    /* the GPUs placement chose for what it holds */
 } EinsoraMachineUsage;
 
 typedef struct {

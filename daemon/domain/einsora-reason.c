@@ -2,6 +2,7 @@
 
 #include "einsora-reason.h"
 
+#include "einsora-gpu-mask.h"
 #include "einsora-redact.h"
 
 #define OPERATOR_LOG_HINT " The operator's log has the details under this workload's ID."
@@ -103,10 +104,15 @@ einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gin
 
 gchar *
 einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,
-                        const char *driver)
+                        const char *driver, guint64 gpu_mask)
 {
     gint64 units = devices > 0 ? devices : 1;
 
+    if (machine_name != NULL && driver != NULL && gpu_mask != 0) {
+        g_autofree gchar *gpus = einsora_gpu_mask_to_string(gpu_mask);
+        return g_strdup_printf("admitted: %" G_GINT64_FORMAT " × %s on %s with %s (GPU %s)", units,
+                               placed_class, machine_name, driver, gpus);
+    }
     if (machine_name != NULL && driver != NULL)
         return g_strdup_printf("admitted: %" G_GINT64_FORMAT " × %s on %s with %s", units,
                                placed_class, machine_name, driver);

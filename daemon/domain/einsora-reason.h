@@ -28,8 +28,10 @@ gchar *einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *ac
 gchar *einsora_reason_access_requested(const EinsoraActor *actor);
 gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
                                            gboolean trusted);
+/* With @gpu_mask, which of the machine's GPUs (their nvidia-smi
+ * indexes); 0 leaves them unsaid. */
 gchar *einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,
-                               const char *driver);
+                               const char *driver, guint64 gpu_mask);
 gchar *einsora_reason_waiting_for_machine(const char *gpu_class);
 gchar *einsora_reason_waiting_for_driver(EinsoraWorkloadKind kind, const char *gpu_class);
 gchar *einsora_reason_provisioning_timeout(gint64 timeout_seconds);

@@ -21,6 +21,9 @@ typedef struct {
     gint64 gpus;       /* devices the requested class holds, for quota */
     gchar *machine_id; /* NULL until placed on a machine */
     gchar *driver;     /* NULL until placed on a machine */
+    /* The machine's GPUs it was placed on, a bit per inventory index
+     * (einsora-gpu-mask.h); 0 when placement chose none. */
+    guint64 gpu_mask;
     gint64 attempt;    /* one more at each admission */
     gint64 version;    /* one more at each state change: the CAS token */
     gchar *created_by; /* the user ID that created it */

@@ -8,6 +8,7 @@
 
 #include "einsora-driver.h"
 #include "einsora-error.h"
+#include "einsora-gpu-mask.h"
 
 /* Swaps @src's contents into @dst; @src is left holding @dst's old ones. */
 static void
@@ -52,6 +53,9 @@ check_placement(EinsoraService *self, const EinsoraWorkload *workload,
         return refuse_placement(error, "its image has no runtime for the class");
     if ((placement->machine_id == NULL) != (placement->driver == NULL))
         return refuse_placement(error, "a machine and a driver go together");
+    if (placement->gpu_mask != 0 && (placement->machine_id == NULL ||
+                                     einsora_gpu_mask_count(placement->gpu_mask) != klass->devices))
+        return refuse_placement(error, "its GPUs are as many as its class has, on a machine");
     if (placement->machine_id == NULL)
         return TRUE;
     driver = einsora_driver_lookup(placement->driver);
@@ -118,6 +122,7 @@ transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload, EinsoraW
         next->placed_class = g_strdup(placement->placed_class);
         next->machine_id = g_strdup(placement->machine_id);
         next->driver = g_strdup(placement->driver);
+        next->gpu_mask = placement->gpu_mask;
         /* Each admission is a new attempt; agents start one at most once. */
         next->attempt = workload->attempt + 1;
     }

@@ -44,6 +44,9 @@ typedef struct {
     const char *placed_class;
     const char *machine_id; /* NULL on backends that pick the node */
     const char *driver;     /* NULL on backends that pick the node */
+    /* The machine's GPUs it runs on (einsora-gpu-mask.h): as many as the
+     * class has devices, or 0 when placement chose none. */
+    guint64 gpu_mask;
 } EinsoraPlacement;
 
 #define EINSORA_WORKLOAD_NAME_MAX_BYTES 100

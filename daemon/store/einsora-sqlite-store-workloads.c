@@ -9,7 +9,7 @@
 #define WORKLOAD_COLUMNS                                                                           \
     "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
     "machine_id, driver, attempt, version, created_by, created_at, updated_at, model, "            \
-    "model_digest"
+    "model_digest, gpu_mask"
 
 static EinsoraWorkload *
 workload_from_row(sqlite3_stmt *stmt, GError **error)
@@ -43,6 +43,7 @@ workload_from_row(sqlite3_stmt *stmt, GError **error)
     workload->updated_at = column_strdup(stmt, 16);
     workload->model = column_strdup(stmt, 17);
     workload->model_digest = column_strdup(stmt, 18);
+    workload->gpu_mask = (guint64)sqlite3_column_int64(stmt, 19);
     return g_steal_pointer(&workload);
 }
 
@@ -91,7 +92,7 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
         einsora_sqlite_store_prepare_write(self,
                                            "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
                                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                                            error);
 
     if (stmt == NULL)
@@ -115,6 +116,7 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
     bind_text(stmt, 17, workload->updated_at);
     bind_text(stmt, 18, workload->model);
     bind_text(stmt, 19, workload->model_digest);
+    sqlite3_bind_int64(stmt, 20, (gint64)workload->gpu_mask);
     return einsora_sqlite_store_step_write(self, stmt, "a workload with this ID already exists",
                                            "no such tenant or machine", error);
 }
@@ -233,7 +235,7 @@ einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWor
     g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached_write(
         self,
         "UPDATE workloads SET state = ?1, placed_class = ?2, machine_id = ?3, "
-        "driver = ?4, attempt = ?5, updated_at = ?6, version = version + 1 "
+        "driver = ?4, attempt = ?5, updated_at = ?6, gpu_mask = ?11, version = version + 1 "
         "WHERE tenant_id = ?7 AND id = ?8 AND state = ?9 AND version = ?10",
         error);
     gboolean exists = FALSE;
@@ -250,6 +252,7 @@ einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWor
     bind_text(stmt, 8, workload->id);
     bind_text(stmt, 9, einsora_workload_state_to_string(expected_state));
     sqlite3_bind_int64(stmt, 10, expected_version);
+    sqlite3_bind_int64(stmt, 11, (gint64)workload->gpu_mask);
     if (!einsora_sqlite_store_step_write(self, stmt, NULL, "no such machine", error))
         return FALSE;
     if (sqlite3_changes(self->db) == 1)

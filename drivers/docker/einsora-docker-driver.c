@@ -12,6 +12,7 @@
 
 #include "einsora-docker-engine.h"
 #include "einsora-docker-recipe.h"
+#include "einsora-gpu-mask.h"
 #include "einsora-safe-remove.h"
 #include "einsora-sandbox-server.h"
 #include "einsora-uuid.h"
@@ -50,6 +51,7 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices;
+    guint64 gpu_mask; /* which GPUs; 0: the Engine's runtime picks */
     /* An endpoint's model: its name and its file's digest. */
     gchar *model;
     gchar *model_digest;
@@ -243,6 +245,7 @@ build_recipe(EinsoraDockerDriver *self, const DockerWorkload *workload, EinsoraD
         .cpus = workload->cpus,
         .memory_mib = workload->memory_mib,
         .devices = workload->devices,
+        .gpu_mask = workload->gpu_mask,
         .uid = self->uid,
         .gid = self->gid,
     };
@@ -741,6 +744,7 @@ docker_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
     workload->cpus = desired->cpus;
     workload->memory_mib = desired->memory_mib;
     workload->devices = desired->devices;
+    workload->gpu_mask = desired->gpu_mask;
     g_free(workload->model);
     workload->model = g_strdup(desired->model);
     g_free(workload->model_digest);
@@ -1077,6 +1081,11 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
     workload->cpus = label_number(container, EINSORA_DOCKER_LABEL_CPUS);
     workload->memory_mib = label_number(container, EINSORA_DOCKER_LABEL_MEMORY);
     workload->devices = MAX(label_number(container, EINSORA_DOCKER_LABEL_DEVICES), 0);
+    /* A label that doesn't read is a changed recipe: the fingerprint says so. */
+    if (label_of(container, EINSORA_DOCKER_LABEL_GPUS) == NULL ||
+        !einsora_gpu_mask_from_string(label_of(container, EINSORA_DOCKER_LABEL_GPUS),
+                                      &workload->gpu_mask))
+        workload->gpu_mask = 0;
     g_free(workload->model);
     workload->model = g_strdup(label_of(container, EINSORA_DOCKER_LABEL_MODEL));
     g_free(workload->model_digest);

@@ -2,6 +2,7 @@
 
 #include "einsora-docker-recipe.h"
 
+#include "einsora-gpu-mask.h"
 #include "einsora-native-sandbox.h"
 
 #include <gio/gio.h>
@@ -131,8 +132,23 @@ add_host_config(JsonBuilder *builder, const EinsoraDockerRecipe *recipe)
         json_builder_begin_object(builder);
         json_builder_set_member_name(builder, "Driver");
         json_builder_add_string_value(builder, "nvidia");
-        json_builder_set_member_name(builder, "Count");
-        json_builder_add_int_value(builder, recipe->devices);
+        if (recipe->gpu_mask != 0) {
+            /* Only these: not whichever the runtime would pick, nor all. */
+            json_builder_set_member_name(builder, "DeviceIDs");
+            json_builder_begin_array(builder);
+            for (guint i = 0; i < EINSORA_GPU_MASK_BITS; i++) {
+                g_autofree gchar *index = NULL;
+
+                if ((recipe->gpu_mask & (G_GUINT64_CONSTANT(1) << i)) == 0)
+                    continue;
+                index = g_strdup_printf("%u", i);
+                json_builder_add_string_value(builder, index);
+            }
+            json_builder_end_array(builder);
+        } else {
+            json_builder_set_member_name(builder, "Count");
+            json_builder_add_int_value(builder, recipe->devices);
+        }
         json_builder_set_member_name(builder, "Capabilities");
         json_builder_begin_array(builder);
         json_builder_begin_array(builder);
@@ -203,7 +219,8 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     }
     if (recipe->cpus < 1 || recipe->cpus > 4096 || recipe->memory_mib < 64 ||
         recipe->memory_mib > G_GINT64_CONSTANT(1) << 30 || recipe->devices < 0 ||
-        recipe->devices > 64) {
+        recipe->devices > 64 ||
+        (recipe->gpu_mask != 0 && einsora_gpu_mask_count(recipe->gpu_mask) != recipe->devices)) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                     "%" G_GINT64_FORMAT " CPUs, %" G_GINT64_FORMAT " MiB and %" G_GINT64_FORMAT
                     " GPUs can't be a container's limits",
@@ -278,6 +295,10 @@ einsora_docker_recipe_finish(JsonNode *body, const EinsoraDockerRecipe *recipe,
     set_number_label(labels, EINSORA_DOCKER_LABEL_CPUS, recipe->cpus);
     set_number_label(labels, EINSORA_DOCKER_LABEL_MEMORY, recipe->memory_mib);
     set_number_label(labels, EINSORA_DOCKER_LABEL_DEVICES, recipe->devices);
+    {
+        g_autofree gchar *gpus = einsora_gpu_mask_to_string(recipe->gpu_mask);
+        set_label(labels, EINSORA_DOCKER_LABEL_GPUS, gpus);
+    }
     if (recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
         set_label(labels, EINSORA_DOCKER_LABEL_MODEL, recipe->model_name);
         set_label(labels, EINSORA_DOCKER_LABEL_MODEL_DIGEST, recipe->model_digest);

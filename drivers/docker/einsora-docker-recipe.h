@@ -5,7 +5,8 @@
  * class's CPUs, memory (no swap) and a pids limit enforced by the Engine;
  * the workload's data directory as its home and its run directory at
  * /run/einsora, where the server listens on a Unix socket (never a
- * port); and for NVIDIA classes the class's count of GPUs. The
+ * port); and for NVIDIA classes the GPUs placement chose (or the
+ * class's count of GPUs when it chose none). The
  * fingerprint is the SHA-256 of the body without what changes from one
  * attempt to the next (the token, the attempt): a container with the
  * same fingerprint is the same recipe. The token goes only into the
@@ -34,6 +35,7 @@ G_BEGIN_DECLS
 #define EINSORA_DOCKER_LABEL_CPUS "org.einsora.cpus"
 #define EINSORA_DOCKER_LABEL_MEMORY "org.einsora.memory_mib"
 #define EINSORA_DOCKER_LABEL_DEVICES "org.einsora.devices"
+#define EINSORA_DOCKER_LABEL_GPUS "org.einsora.gpus"
 #define EINSORA_DOCKER_LABEL_MODEL "org.einsora.model"
 #define EINSORA_DOCKER_LABEL_MODEL_DIGEST "org.einsora.model_digest"
 
@@ -51,6 +53,9 @@ typedef struct {
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices;
+    /* Which GPUs, by index (einsora-gpu-mask.h): exactly these go in;
+     * 0 leaves the choice of @devices to the Engine's NVIDIA runtime. */
+    guint64 gpu_mask;
     guint uid;
     guint gid;
 } EinsoraDockerRecipe;

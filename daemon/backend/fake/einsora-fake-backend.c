@@ -128,6 +128,10 @@ fake_capacity(EinsoraBackend *backend, const char *region, GError **error)
             g_hash_table_iter_init(&iter, source->devices);
             while (g_hash_table_iter_next(&iter, &key, &value))
                 g_hash_table_insert(copy->devices, g_strdup(key), value);
+            g_hash_table_iter_init(&iter, source->gpu_masks);
+            while (g_hash_table_iter_next(&iter, &key, &value))
+                g_hash_table_insert(copy->gpu_masks, g_strdup(key),
+                                    g_memdup2(value, sizeof(guint64)));
             if (g_strcmp0(source->machine->region, region) == 0)
                 g_ptr_array_add(capacity->machines, copy);
             else

@@ -3,6 +3,7 @@
 #include "einsora-hub.h"
 
 #include "einsora-error.h"
+#include "einsora-gpu-mask.h"
 #include "einsora-log.h"
 #include "einsora-protocol.h"
 #include "einsora-reason.h"
@@ -339,6 +340,9 @@ desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
     desired->cpus = klass != NULL ? klass->cpus : 0;
     desired->memory_mib = klass != NULL ? klass->memory_mib : 0;
     desired->devices = klass != NULL ? klass->devices : 0;
+    /* Placement's choice, unless a class changed its count since. */
+    desired->gpu_mask =
+        einsora_gpu_mask_count(workload->gpu_mask) == desired->devices ? workload->gpu_mask : 0;
     desired->model = g_strdup(workload->model);
     desired->model_digest = g_strdup(workload->model_digest);
     /* An endpoint without its model (a row from before models were
@@ -631,13 +635,6 @@ einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface)
     iface->sync_finish = einsora_hub_sync_finish;
 }
 
-static void
-add_device(GHashTable *devices, const char *gpu_class)
-{
-    gint64 count = GPOINTER_TO_INT(g_hash_table_lookup(devices, gpu_class));
-    g_hash_table_insert(devices, g_strdup(gpu_class), GINT_TO_POINTER(count + 1));
-}
-
 /* The machine's last valid inventory, from the store, so a restarted hub
  * knows it before the agent sends it again. Read and checked again the
  * one way the API reads it too: only an inventory that fits the machine
@@ -680,7 +677,7 @@ machine_capacity(EinsoraHub *self, const EinsoraMachine *machine, MachineState *
         gpu_class = einsora_catalog_class_for_gpu(self->catalog, machine->region, vendor,
                                                   gpu->model, inventory->memory_mib);
         if (gpu_class != NULL)
-            add_device(capacity->devices, gpu_class);
+            einsora_machine_capacity_add_gpu(capacity, gpu_class, i);
     }
     capacity->online = synced_recently(state, now_us) && !state->refused;
     return capacity;
