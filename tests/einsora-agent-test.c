@@ -6,6 +6,7 @@
 #define OTHER_TENANT_ID "0190b5d2-7c4e-7abc-8def-00000000000b"
 #define WORKLOAD_1 "0190b5d2-7c4e-7abc-8def-000000000001"
 #define WORKLOAD_2 "0190b5d2-7c4e-7abc-8def-000000000002"
+#define WORKLOAD_3 "0190b5d2-7c4e-7abc-8def-000000000003"
 #define GPU_CLASS "nvidia-h100-80g"
 
 /* Every wait is bounded: an agent that never answers fails the test. */
@@ -742,6 +743,48 @@ test_gpu_busy(Fixture *f, gconstpointer data)
     g_assert_cmpuint(f->driver->n_start, ==, 2);
 }
 
+static EinsoraDesiredWorkload *
+on_gpus(EinsoraDesiredWorkload *workload, guint64 gpu_mask)
+{
+    workload->gpu_mask = gpu_mask;
+    return workload;
+}
+
+/* Where placement chose the GPUs, the rule holds per GPU: one on GPU 1
+ * starts beside one on GPU 0; one on GPU 0 waits for it. */
+static void
+test_gpu_busy_per_device(Fixture *f, gconstpointer data)
+{
+    agent_start(f);
+    fake_answer(f->transport,
+                state_new(1,
+                          on_gpus(gpu_workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1), 0x1),
+                          NULL));
+    WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
+
+    fake_answer(
+        f->transport,
+        state_new(2, on_gpus(gpu_workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1), 0x1),
+                  on_gpus(gpu_workload_new(WORKLOAD_2, EINSORA_WORKLOAD_MODE_RUN, 1), 0x2),
+                  on_gpus(gpu_workload_new(WORKLOAD_3, EINSORA_WORKLOAD_MODE_RUN, 1), 0x1), NULL));
+    WAIT_FOR(
+        reported(f, WORKLOAD_2, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 2) &&
+        reported(f, WORKLOAD_3, EINSORA_STATUS_CODE_GPU_BUSY, 1, EINSORA_WORKLOAD_MODE_RUN, 2));
+    g_assert_cmpuint(f->driver->n_start, ==, 2);
+
+    /* One whose GPUs weren't chosen may be on any of its class: it waits
+     * while the class has one busy. */
+    fake_answer(f->transport,
+                state_new(3,
+                          on_gpus(gpu_workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_PARK, 1), 0x1),
+                          on_gpus(gpu_workload_new(WORKLOAD_2, EINSORA_WORKLOAD_MODE_RUN, 1), 0x2),
+                          gpu_workload_new(WORKLOAD_3, EINSORA_WORKLOAD_MODE_RUN, 1), NULL));
+    WAIT_FOR(
+        reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_STOPPED, 1, EINSORA_WORKLOAD_MODE_PARK, 3) &&
+        reported(f, WORKLOAD_3, EINSORA_STATUS_CODE_GPU_BUSY, 1, EINSORA_WORKLOAD_MODE_RUN, 3));
+    g_assert_cmpuint(f->driver->n_start, ==, 2);
+}
+
 static void
 test_status_change_cuts_sync_short(Fixture *f, gconstpointer data)
 {
@@ -906,6 +949,7 @@ main(int argc, char **argv)
     ADD("/agent/refuse/isolation", test_isolation_refused);
     ADD("/agent/refuse/move", test_move_refused);
     ADD("/agent/refuse/gpu-busy-until-free", test_gpu_busy);
+    ADD("/agent/refuse/gpu-busy-per-device", test_gpu_busy_per_device);
     ADD("/agent/sync/status-change-cuts-sync-short", test_status_change_cuts_sync_short);
     ADD("/agent/sync/announced-change-reported-at-once", test_announced_change_reported_at_once);
     ADD("/agent/access/in-process-only", test_access_in_process_only);

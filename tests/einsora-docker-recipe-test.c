@@ -106,6 +106,46 @@ test_gpus(void)
     request = json_array_get_object_element(requests, 0);
     g_assert_cmpstr(json_object_get_string_member(request, "Driver"), ==, "nvidia");
     g_assert_cmpint(json_object_get_int_member(request, "Count"), ==, 1);
+    g_assert_false(json_object_has_member(request, "DeviceIDs"));
+
+    /* The GPUs placement chose, and only those: IDs, no count. */
+    {
+        g_autofree gchar *chosen_fingerprint = NULL;
+        g_autoptr(JsonNode) chosen = NULL;
+        g_autoptr(JsonNode) labelled = NULL;
+        g_autofree gchar *labelled_fingerprint = NULL;
+        JsonArray *ids;
+
+        recipe.devices = 2;
+        recipe.gpu_mask = 0x9;
+        chosen = einsora_docker_recipe_build(&recipe, &chosen_fingerprint, NULL);
+        request = json_array_get_object_element(
+            json_object_get_array_member(host_config(chosen), "DeviceRequests"), 0);
+        ids = json_object_get_array_member(request, "DeviceIDs");
+        g_assert_cmpuint(json_array_get_length(ids), ==, 2);
+        g_assert_cmpstr(json_array_get_string_element(ids, 0), ==, "0");
+        g_assert_cmpstr(json_array_get_string_element(ids, 1), ==, "3");
+        g_assert_false(json_object_has_member(request, "Count"));
+        g_assert_cmpstr(chosen_fingerprint, !=, fingerprint);
+        /* The label a restarted daemon rebuilds the recipe from. */
+        labelled = einsora_docker_recipe_build(&recipe, &labelled_fingerprint, NULL);
+        einsora_docker_recipe_finish(labelled, &recipe, "m", "w", 1, labelled_fingerprint, "t");
+        g_assert_cmpstr(json_object_get_string_member(
+                            json_object_get_object_member(json_node_get_object(labelled), "Labels"),
+                            EINSORA_DOCKER_LABEL_GPUS),
+                        ==, "0,3");
+    }
+    /* As many as the class has, or the recipe is refused. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autofree gchar *unused = NULL;
+        g_autoptr(JsonNode) wrong = NULL;
+
+        recipe.gpu_mask = 0x1;
+        wrong = einsora_docker_recipe_build(&recipe, &unused, &error);
+        g_assert_null(wrong);
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+    }
 }
 
 /* The same recipe is the same fingerprint whatever the attempt or token;

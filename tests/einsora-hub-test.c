@@ -376,7 +376,22 @@ move_to(Fixture *f, const char *id, EinsoraWorkloadState to)
     g_assert_no_error(error);
 }
 
-/* Admits a pending or queued workload onto @machine_id. */
+/* Admits a pending or queued workload onto @machine_id, on its GPUs
+ * @gpu_mask (0: none chosen). */
+static void
+place_on_gpus(Fixture *f, const char *id, const char *machine_id, const char *driver,
+              guint64 gpu_mask)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraWorkload) workload = get(f, id);
+    EinsoraPlacement placement = {workload->gpu_class, machine_id, driver, gpu_mask};
+
+    f->clock.now_us += 1000;
+    g_assert_true(einsora_service_transition(
+        f->service, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, "placed", &placement, &error));
+    g_assert_no_error(error);
+}
+
 static void
 place(Fixture *f, const char *id, const char *machine_id, const char *driver)
 {
@@ -711,6 +726,7 @@ test_desired_modes(Fixture *f, gconstpointer data)
     g_autofree gchar *gone = launch(f, "notebook", "l40s-48gb", "jupyter");
     g_autofree gchar *elsewhere = launch(f, "notebook", "l40s-48gb", "jupyter");
     g_autofree gchar *unplaced = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *on_gpu_1 = launch(f, "notebook", "l40s-48gb", "jupyter");
     const EinsoraDesiredWorkload *workload;
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -727,9 +743,24 @@ test_desired_modes(Fixture *f, gconstpointer data)
     move_to(f, gone, EINSORA_WORKLOAD_STATE_DELETING);
     move_to(f, gone, EINSORA_WORKLOAD_STATE_DELETED);
     place(f, elsewhere, f->studio_id, "sim");
+    place_on_gpus(f, on_gpu_1, f->box_id, "docker", 0x2);
+    /* Two GPUs for a one-GPU class: refused where it is written. */
+    {
+        g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+        g_autoptr(EinsoraWorkload) wrong = get(f, id);
+        EinsoraPlacement placement = {wrong->gpu_class, f->box_id, "docker", 0x3};
+        g_autoptr(GError) error = NULL;
+
+        g_assert_false(einsora_service_transition(
+            f->service, wrong, EINSORA_WORKLOAD_STATE_PROVISIONING, "placed", &placement, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_TRANSITION);
+    }
 
     state = connect_machine(f, f->box_id, linux_inventory());
-    g_assert_cmpint(state->workloads->len, ==, G_N_ELEMENTS(cases));
+    g_assert_cmpint(state->workloads->len, ==, G_N_ELEMENTS(cases) + 1);
+    /* The GPUs placement chose go with it. */
+    g_assert_cmphex(find_desired(state, on_gpu_1)->gpu_mask, ==, 0x2);
+    g_assert_cmphex(find_desired(state, ids->pdata[1])->gpu_mask, ==, 0);
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_test_message("case %u: %s", i, cases[i].kind);
         g_assert_cmpint(mode_in(state, ids->pdata[i]), ==, cases[i].mode);
@@ -1094,6 +1125,8 @@ test_capacity_from_inventory(Fixture *f, gconstpointer data)
     g_assert_cmpint(machine->cpus, ==, 32);
     g_assert_cmpint(machine->memory_mib, ==, 131072);
     g_assert_cmpint(einsora_machine_capacity_devices(machine, "l40s-48gb"), ==, 2);
+    /* Which ones: the inventory's first two (the third is no class's). */
+    g_assert_cmphex(einsora_machine_capacity_gpu_mask(machine, "l40s-48gb"), ==, 0x3);
     g_assert_cmpint(g_hash_table_size(machine->devices), ==, 1);
     g_assert_true(einsora_machine_capacity_has_driver(machine, "docker"));
     g_assert_true(einsora_machine_capacity_has_driver(machine, "sim"));

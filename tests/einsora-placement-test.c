@@ -277,6 +277,81 @@ test_first_fit_cursor_agrees(void)
     g_assert_cmpuint(first[0], >, 0);
 }
 
+/* A machine that knows its GPUs (the hub, from the inventory): each
+ * workload gets the lowest GPUs nothing else placed there holds, so two
+ * never share one; while a GPU is held without a recorded choice (a row
+ * from before choices were recorded), and on a machine known only by
+ * counts, none is chosen. */
+static void
+test_gpus_by_device(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraCatalog) catalog =
+        einsora_catalog_new_from_data(test_catalog, -1, "test", &error);
+    g_autoptr(EinsoraCapacity) capacity = einsora_capacity_new_machines();
+    g_autoptr(EinsoraUsage) usage = einsora_usage_new();
+    const EinsoraComputeClass *one = einsora_catalog_lookup_class(catalog, "l40s-48gb");
+    EinsoraMachineCapacity *ws =
+        machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 64, 0, "linux-native");
+    const guint64 want[] = {0x1, 0x2, 0x8};
+
+    g_assert_no_error(error);
+    /* GPUs 0, 1 and 3 are l40s; GPU 2 is of a class the catalog lacks. */
+    einsora_machine_capacity_add_gpu(ws, "l40s-48gb", 0);
+    einsora_machine_capacity_add_gpu(ws, "l40s-48gb", 1);
+    einsora_machine_capacity_add_gpu(ws, "l40s-48gb", 3);
+    g_assert_cmpint(einsora_machine_capacity_devices(ws, "l40s-48gb"), ==, 3);
+    g_assert_cmphex(einsora_machine_capacity_gpu_mask(ws, "l40s-48gb"), ==, 0xb);
+    g_ptr_array_add(capacity->machines, ws);
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) result =
+            einsora_placement_place(w, catalog, capacity, usage);
+
+        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_PLACED);
+        g_assert_cmphex(result->gpu_mask, ==, want[i]);
+        w->machine_id = g_strdup(result->machine_id);
+        w->driver = g_strdup(result->driver);
+        w->gpu_mask = result->gpu_mask;
+        einsora_usage_add(usage, w, one);
+    }
+    {
+        g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) full =
+            einsora_placement_place(w, catalog, capacity, usage);
+        g_assert_cmpint(full->outcome, ==, EINSORA_PLACEMENT_NO_CAPACITY);
+    }
+
+    /* One held with no recorded choice: which are free can't be told,
+     * so none is chosen (the runtime picks, as it did for that one). */
+    g_clear_pointer(&usage, einsora_usage_free);
+    usage = einsora_usage_new();
+    {
+        g_autoptr(EinsoraWorkload) old =
+            workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) result = NULL;
+
+        old->machine_id = g_strdup(WS);
+        old->driver = g_strdup("linux-native");
+        einsora_usage_add(usage, old, one);
+        result = einsora_placement_place(w, catalog, capacity, usage);
+        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_PLACED);
+        g_assert_cmphex(result->gpu_mask, ==, 0);
+    }
+
+    /* Counts only (a backend that doesn't know which): none chosen. */
+    {
+        g_autoptr(EinsoraCapacity) counted = capacity_for("ws");
+        g_autoptr(EinsoraUsage) empty = einsora_usage_new();
+        g_autoptr(EinsoraWorkload) w = workload(OWNER, "notebook", "l40s-48gb", "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) result =
+            einsora_placement_place(w, catalog, counted, empty);
+        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_PLACED);
+        g_assert_cmphex(result->gpu_mask, ==, 0);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -287,5 +362,6 @@ main(int argc, char **argv)
     }
     g_test_add_func("/placement/cluster/units", test_cluster_units);
     g_test_add_func("/placement/machines/first-fit-cursor-agrees", test_first_fit_cursor_agrees);
+    g_test_add_func("/placement/machines/gpus-by-device", test_gpus_by_device);
     return g_test_run();
 }

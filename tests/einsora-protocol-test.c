@@ -36,7 +36,8 @@ static const char *const desired_json =
     "  {\"workload_id\": \"" WORKLOAD_2 "\", \"tenant_id\": \"" TENANT_ID "\","
     "   \"mode\": \"remove\", \"attempt\": 1, \"kind\": \"endpoint\", \"driver\": \"docker\","
     "   \"placed_class\": \"l40s-48gb\", \"cpus\": 8, \"memory_mib\": 32768,"
-    "   \"devices\": 1, \"model\": \"tiny:1m\", \"model_digest\": \"" MODEL_DIGEST "\"}]}";
+    "   \"devices\": 1, \"gpu_indexes\": [2], \"model\": \"tiny:1m\","
+    "   \"model_digest\": \"" MODEL_DIGEST "\"}]}";
 
 static JsonNode *
 parse(const char *text)
@@ -321,6 +322,8 @@ test_desired_round_trip(void)
     g_assert_null(removal->image);
     g_assert_null(removal->runtime_reference);
     g_assert_cmpint(removal->devices, ==, 1);
+    g_assert_cmphex(removal->gpu_mask, ==, 0x4);
+    g_assert_cmphex(run->gpu_mask, ==, 0);
     g_assert_cmpstr(removal->model, ==, "tiny:1m");
     g_assert_cmpstr(removal->model_digest, ==, MODEL_DIGEST);
     g_assert_null(run->model);
@@ -531,6 +534,17 @@ test_desired_refusals(void)
          "workloads[0]: \"memory_mib\" must be between 0 and 67108864"},
         {"workloads.0.devices", "65", "workloads[0]: \"devices\" must be between 0 and 64"},
         {"workloads.0.devices", "-1", "workloads[0]: \"devices\" must be between 0 and 64"},
+        {"workloads.1.gpu_indexes", "[0, 1]",
+         "workloads[1]: \"gpu_indexes\" must name as many GPUs as \"devices\""},
+        {"workloads.0.gpu_indexes", "[]",
+         "workloads[0]: \"gpu_indexes\" must name as many GPUs as \"devices\""},
+        {"workloads.1.gpu_indexes", "[64]",
+         "workloads[1]: \"gpu_indexes\" must rise, each below 64"},
+        {"workloads.1.gpu_indexes", "[-1]",
+         "workloads[1]: \"gpu_indexes\" must rise, each below 64"},
+        {"workloads.1.gpu_indexes", "[\"0\"]",
+         "workloads[1]: \"gpu_indexes\" must hold whole numbers"},
+        {"workloads.1.gpu_indexes", "3", "workloads[1]: \"gpu_indexes\" must be a list"},
         {"workloads.1.model", "\"\"", "workloads[1]: \"model\" is empty"},
         {"workloads.1.model_digest", "\"sha256:ABC\"",
          "workloads[1]: \"model_digest\" must be sha256: and 64 hex digits"},

@@ -875,6 +875,8 @@ test_cas_success(Fixture *f, gconstpointer data)
     next->placed_class = g_strdup("l40s-48gb");
     next->machine_id = g_strdup(desktop->id);
     next->driver = g_strdup("sim");
+    /* GPU 63 too: the top bit survives a signed 64-bit column. */
+    next->gpu_mask = G_GUINT64_CONSTANT(1) << 63 | 0x4;
     next->attempt = 1;
     replace_string(&next->updated_at, tick(f));
     replace_string(&next->name, g_strdup("renamed"));
@@ -889,6 +891,7 @@ test_cas_success(Fixture *f, gconstpointer data)
     g_assert_cmpstr(got->placed_class, ==, "l40s-48gb");
     g_assert_cmpstr(got->machine_id, ==, desktop->id);
     g_assert_cmpstr(got->driver, ==, "sim");
+    g_assert_cmphex(got->gpu_mask, ==, G_GUINT64_CONSTANT(1) << 63 | 0x4);
     g_assert_cmpint(got->attempt, ==, 1);
     g_assert_cmpint(got->version, ==, workload->version + 1);
     g_assert_cmpstr(got->updated_at, ==, next->updated_at);

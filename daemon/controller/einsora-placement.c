@@ -100,20 +100,21 @@ fits(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
     return klass->devices == 0 || free_devices(machine, used, klass->name) >= klass->devices;
 }
 
-/* The lowest GPUs of the class that nothing placed here holds. The
- * count already fits; fewer free GPUs than that means something holds
- * one without a recorded choice (placed before choices were recorded),
- * so none is chosen and the runtime picks, as it did then. */
+/* The lowest GPUs of the class that nothing placed here holds. When
+ * something holds one without a recorded choice (placed before choices
+ * were recorded, or by a backend that knew only counts), which are free
+ * can't be told: none is chosen and the runtime picks, as it did then. */
 static guint64
 pick_gpus(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
           const EinsoraMachineUsage *used)
 {
-    guint64 held = used != NULL ? used->gpu_mask : 0;
+    guint64 mask = einsora_machine_capacity_gpu_mask(machine, klass->name);
+    guint64 held = used != NULL ? used->gpu_mask & mask : 0;
 
-    if (klass->devices <= 0)
+    if (klass->devices <= 0 ||
+        einsora_gpu_mask_count(held) != einsora_machine_usage_devices(used, klass->name))
         return 0;
-    return einsora_gpu_mask_pick(einsora_machine_capacity_gpu_mask(machine, klass->name) & ~held,
-                                 klass->devices);
+    return einsora_gpu_mask_pick(mask & ~held, klass->devices);
 }
 
 /* A notebook or VM that has run before goes back to the machine and
