@@ -262,6 +262,25 @@ run_through_proxy(Fixture *f, const char *id, const char *code, gchar **cookie_o
     return einsora_test_jupyter_execute_via(&via, kernel, code);
 }
 
+/* Waits until @path holds @text: the driver copies a container's output
+ * as the Engine streams it. */
+static void
+wait_for_log(const char *path, const char *text)
+{
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autofree gchar *contents = NULL;
+
+        if (g_file_get_contents(path, &contents, NULL, NULL) && strstr(contents, text) != NULL)
+            return;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s never held \"%s\"; it holds: %s", path, text,
+                    contents != NULL ? contents : "(nothing)");
+        g_usleep(100 * 1000);
+    }
+}
+
 static void
 test_lifecycle(Fixture *f, gconstpointer data)
 {
@@ -276,11 +295,13 @@ test_lifecycle(Fixture *f, gconstpointer data)
     g_autofree gchar *contents = NULL;
     g_autofree gchar *log = NULL;
     g_autofree gchar *first_container = NULL;
+    g_autofree gchar *output_log = NULL;
     g_autoptr(JsonNode) node = NULL;
     g_autoptr(EinsoraTestResponse) response = NULL;
     JsonObject *container;
     JsonObject *host_config;
     struct stat st;
+    gsize first_run_bytes;
 
     wait_for_state(f, id, "running");
     g_assert_cmpstr(json_object_get_string_member(get_workload(f, id, &response), "driver"), ==,
@@ -316,6 +337,12 @@ test_lifecycle(Fixture *f, gconstpointer data)
     g_assert_cmpstr(printed, ==, "42\n");
     g_clear_pointer(&printed, g_free);
 
+    /* Its output in <run>/<id>.log, as a native workload's is kept. */
+    output_log = g_strdup_printf("%s/%s.log", f->run_dir, id);
+    wait_for_log(output_log, "Kernel started");
+    g_assert_cmpint(stat(output_log, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 0777, ==, 0600);
+
     /* From inside: no network but lo, the class's memory, not root. */
     printed = run_cell(
         f, id,
@@ -346,6 +373,9 @@ test_lifecycle(Fixture *f, gconstpointer data)
     g_assert_null(container_of(id, &node));
     g_assert_true(g_file_test(file, G_FILE_TEST_IS_REGULAR));
     g_assert_false(g_file_test(socket_path, G_FILE_TEST_EXISTS));
+    /* Its log stays with its data. */
+    g_assert_cmpint(stat(output_log, &st), ==, 0);
+    first_run_bytes = (gsize)st.st_size;
 
     /* Start: a new container and token, on the same data. */
     act(f, id, "start");
@@ -364,6 +394,20 @@ test_lifecycle(Fixture *f, gconstpointer data)
                                                   "/api/contents/hello.txt", NULL, &contents),
                      ==, 200);
     g_assert_nonnull(strstr(contents, "\"kept\""));
+    /* The new container's output is added to the same log, and neither
+     * token is in it (Jupyter prints a token it was given as "..."). */
+    {
+        g_autofree gchar *text = NULL;
+        gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+        while (stat(output_log, &st) == 0 && (gsize)st.st_size <= first_run_bytes) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(100 * 1000);
+        }
+        g_assert_true(g_file_get_contents(output_log, &text, NULL, NULL));
+        g_assert_null(strstr(text, token));
+        g_assert_null(strstr(text, second_token));
+    }
 
     /* Delete: container, data and run files go. */
     delete_workload(f, id);
@@ -374,6 +418,7 @@ test_lifecycle(Fixture *f, gconstpointer data)
         g_autofree gchar *run = g_build_filename(f->run_dir, id, NULL);
         g_assert_false(g_file_test(data_dir, G_FILE_TEST_EXISTS));
         g_assert_false(g_file_test(run, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(output_log, G_FILE_TEST_EXISTS));
     }
     /* No token or cookie ever reached the daemon's log. */
     log = einsora_test_daemon_read_log(f->daemon);

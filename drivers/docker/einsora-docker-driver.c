@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "einsora-docker-engine.h"
+#include "einsora-docker-log.h"
+#include "einsora-process-supervisor.h"
 #include "einsora-docker-recipe.h"
 #include "einsora-gpu-mask.h"
 #include "einsora-safe-remove.h"
@@ -28,6 +30,8 @@
 #define CONTAINER_UID_AS_ROOT 1000
 #define CONTAINER_GID_AS_ROOT 100
 #define PULL_REPORT_US (3 * G_USEC_PER_SEC)
+/* As the process supervisor's for native workloads. */
+#define LOG_LIMIT_BYTES EINSORA_PROCESS_LOG_LIMIT_DEFAULT
 
 typedef enum {
     ENGINE_NOT_ASKED, /* before the first poll: nothing adopted yet */
@@ -74,7 +78,17 @@ typedef struct {
     /* The one stop or remove in flight. */
     DockerOp op;
     GTask *task;
+    /* Its container's output being copied to its log, while it runs. */
+    struct _LogFollow *follow;
 } DockerWorkload;
+
+/* One container's output, followed until the container ends. Its own,
+ * so that a workload freed meanwhile (it is detached) is never touched. */
+typedef struct _LogFollow {
+    DockerWorkload *workload; /* NULL once detached */
+    EinsoraDockerLog *log;
+    GCancellable *cancellable;
+} LogFollow;
 
 struct _EinsoraDockerDriver {
     GObject parent_instance;
@@ -129,10 +143,21 @@ workload_stop_probing(DockerWorkload *workload)
 }
 
 static void
+stop_following(DockerWorkload *workload)
+{
+    if (workload->follow == NULL)
+        return;
+    g_cancellable_cancel(workload->follow->cancellable);
+    workload->follow->workload = NULL;
+    workload->follow = NULL;
+}
+
+static void
 workload_free(DockerWorkload *workload)
 {
     g_warn_if_fail(workload->task == NULL);
     workload_stop_probing(workload);
+    stop_following(workload);
     cancel_and_clear(&workload->launching);
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
@@ -808,6 +833,8 @@ remove_data(DockerWorkload *workload)
     g_autofree gchar *run_dir = workload_run_dir(self, workload->workload_id);
     const char *const paths[] = {data_dir, run_dir, NULL};
 
+    stop_following(workload);
+    einsora_docker_log_remove(self->run_dir, workload->workload_id);
     einsora_safe_remove_trees_async(G_OBJECT(self), paths, on_data_removed, workload);
 }
 
@@ -1110,6 +1137,65 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
     inspect_container(self, workload, TRUE);
 }
 
+/* Logs: a running container's output goes to <run>/<id>.log, where the
+ * supervisor keeps a native workload's. */
+
+static void
+on_log_chunk(const guint8 *data, gsize length, gpointer user_data)
+{
+    LogFollow *follow = user_data;
+
+    einsora_docker_log_write(follow->log, data, length);
+}
+
+static void
+on_log_followed(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    LogFollow *follow = user_data;
+    g_autoptr(GError) error = NULL;
+
+    /* Ended with its container, or the Engine went away: the next
+     * listing that finds it running follows it again. */
+    if (!einsora_docker_engine_follow_logs_finish(EINSORA_DOCKER_ENGINE(source), result, &error) &&
+        follow->workload != NULL &&
+        !g_error_matches(error, EINSORA_DOCKER_ERROR, EINSORA_DOCKER_ERROR_NOT_FOUND))
+        log_workload(follow->workload, G_LOG_LEVEL_DEBUG, error->message);
+    if (follow->workload != NULL)
+        follow->workload->follow = NULL;
+    einsora_docker_log_close(follow->log);
+    g_object_unref(follow->cancellable);
+    g_free(follow);
+}
+
+static void
+follow_logs(EinsoraDockerDriver *self, DockerWorkload *workload)
+{
+    g_autofree gchar *name = einsora_docker_recipe_container_name(workload->workload_id);
+    g_autoptr(GError) error = NULL;
+    EinsoraDockerLog *log;
+    LogFollow *follow;
+    gint64 since;
+
+    if (workload->follow != NULL)
+        return;
+    /* From when the file was last written: a follower that starts again
+     * (after a restart, or the Engine coming back) repeats at most that
+     * second's lines, and loses none. */
+    since = einsora_docker_log_last_written(self->run_dir, workload->workload_id);
+    log = einsora_docker_log_open(self->run_dir, workload->workload_id, LOG_LIMIT_BYTES, &error);
+    if (log == NULL) {
+        log_workload(workload, G_LOG_LEVEL_WARNING, error->message);
+        return;
+    }
+    follow = g_new0(LogFollow, 1);
+    follow->workload = workload;
+    follow->log = log;
+    follow->cancellable = g_cancellable_new();
+    workload->follow = follow;
+    einsora_docker_engine_follow_logs_async(self->engine, name, since, on_log_chunk, follow,
+                                            follow->cancellable, on_log_followed, follow);
+}
+
 /* The Engine's view against ours: exits, containers gone, and
  * containers no workload here wants. */
 static void
@@ -1160,6 +1246,8 @@ reconcile(EinsoraDockerDriver *self, JsonArray *containers, gboolean first)
                 remove_container(self, id);
             continue;
         }
+        if (running)
+            follow_logs(self, workload);
         if (!running && !workload->inspecting &&
             (workload->code == EINSORA_STATUS_CODE_RUNNING ||
              (workload->code == EINSORA_STATUS_CODE_STARTING && workload->server != NULL)))

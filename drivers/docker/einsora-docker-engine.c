@@ -12,12 +12,19 @@
 #define MAX_PULL_LINE_BYTES (1024 * 1024)
 #define READ_CHUNK_BYTES 16384
 #define MAX_PULL_LAYERS 4096
+/* The Engine cuts a log line into frames of 16 KiB; anything far larger
+ * isn't a log frame. */
+#define MAX_LOG_FRAME_BYTES (1024 * 1024)
+#define LOG_FRAME_HEADER_BYTES 8
 
 struct _EinsoraDockerEngine {
     GObject parent_instance;
 
     gchar *socket_path;
     SoupSession *session;
+    /* Log streams hold a connection each for a container's life: apart,
+     * so they never take the connections calls need. */
+    SoupSession *stream_session;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraDockerEngine, einsora_docker_engine, G_TYPE_OBJECT)
@@ -29,6 +36,7 @@ einsora_docker_engine_finalize(GObject *object)
     EinsoraDockerEngine *self = EINSORA_DOCKER_ENGINE(object);
 
     g_clear_object(&self->session);
+    g_clear_object(&self->stream_session);
     g_free(self->socket_path);
     G_OBJECT_CLASS(einsora_docker_engine_parent_class)->finalize(object);
 }
@@ -57,6 +65,9 @@ einsora_docker_engine_new(const char *socket_path)
     self->session =
         soup_session_new_with_options("remote-connectable", address, "proxy-resolver", NULL,
                                       "max-conns", 16, "max-conns-per-host", 8, NULL);
+    self->stream_session = soup_session_new_with_options(
+        "remote-connectable", address, "proxy-resolver", NULL, "max-conns", 4096,
+        "max-conns-per-host", 4096, "idle-timeout", 0, "timeout", 0, NULL);
     return self;
 }
 
@@ -105,6 +116,9 @@ typedef struct {
     gpointer progress_data;
     GHashTable *layers; /* layer ID -> Layer */
     GError *pull_error;
+    /* A log stream's: where each frame's bytes go. */
+    EinsoraDockerLogFunc log_chunk;
+    gpointer log_data;
 } Call;
 
 typedef struct {
@@ -344,6 +358,30 @@ pull_lines(Call *call)
     return call->body->len <= MAX_PULL_LINE_BYTES;
 }
 
+/* Logs: frames of an 8-byte header (the stream, three zero bytes, the
+ * length big-endian) and that many bytes. Hands each whole frame on and
+ * keeps the rest; FALSE when one can't be a frame. */
+static gboolean
+log_frames(Call *call)
+{
+    gsize start = 0;
+
+    while (call->body->len - start >= LOG_FRAME_HEADER_BYTES) {
+        const guint8 *header = call->body->data + start;
+        guint32 length = (guint32)header[4] << 24 | (guint32)header[5] << 16 |
+                         (guint32)header[6] << 8 | (guint32)header[7];
+
+        if (header[0] > 2 || length > MAX_LOG_FRAME_BYTES)
+            return FALSE;
+        if (call->body->len - start - LOG_FRAME_HEADER_BYTES < length)
+            break;
+        call->log_chunk(header + LOG_FRAME_HEADER_BYTES, length, call->log_data);
+        start += LOG_FRAME_HEADER_BYTES + length;
+    }
+    g_byte_array_remove_range(call->body, 0, (guint)start);
+    return TRUE;
+}
+
 static void
 on_read(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -360,6 +398,15 @@ on_read(GObject *source, GAsyncResult *result, gpointer user_data)
     if (g_bytes_get_size(bytes) == 0) {
         /* Closed at its end, so its connection serves the next call. */
         g_input_stream_close(call->stream, NULL, NULL);
+        if (call->log_chunk != NULL) {
+            /* A frame cut short by the end is the container's last words. */
+            if (call->body->len > LOG_FRAME_HEADER_BYTES)
+                call->log_chunk(call->body->data + LOG_FRAME_HEADER_BYTES,
+                                call->body->len - LOG_FRAME_HEADER_BYTES, call->log_data);
+            g_task_return_pointer(task, json_node_new(JSON_NODE_NULL),
+                                  (GDestroyNotify)json_node_unref);
+            return;
+        }
         if (call->layers == NULL) {
             finish_call(task);
             return;
@@ -375,7 +422,13 @@ on_read(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     g_byte_array_append(call->body, g_bytes_get_data(bytes, NULL), (guint)g_bytes_get_size(bytes));
-    if (call->layers != NULL ? !pull_lines(call) : call->body->len > MAX_BODY_BYTES) {
+    if (call->log_chunk != NULL) {
+        if (!log_frames(call)) {
+            g_task_return_new_error(task, EINSORA_DOCKER_ERROR, EINSORA_DOCKER_ERROR_FAILED,
+                                    "the Docker Engine's log stream isn't one");
+            return;
+        }
+    } else if (call->layers != NULL ? !pull_lines(call) : call->body->len > MAX_BODY_BYTES) {
         g_task_return_new_error(task, EINSORA_DOCKER_ERROR, EINSORA_DOCKER_ERROR_FAILED,
                                 "the Docker Engine's answer is too large");
         return;
@@ -399,9 +452,11 @@ on_sent(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     call->body = g_byte_array_new();
-    /* A failed pull answers an error body, not a stream. */
-    if (call->layers != NULL && !SOUP_STATUS_IS_SUCCESSFUL(soup_message_get_status(call->message)))
+    /* A failed pull or log request answers an error body, not a stream. */
+    if (!SOUP_STATUS_IS_SUCCESSFUL(soup_message_get_status(call->message))) {
         g_clear_pointer(&call->layers, g_hash_table_unref);
+        call->log_chunk = NULL;
+    }
     g_input_stream_read_bytes_async(call->stream, READ_CHUNK_BYTES, G_PRIORITY_DEFAULT,
                                     call->cancellable, on_read, g_steal_pointer(&task));
 }
@@ -495,6 +550,55 @@ einsora_docker_engine_pull_finish(EinsoraDockerEngine *self, GAsyncResult *resul
     g_return_val_if_fail(g_task_get_source_tag(G_TASK(result)) == einsora_docker_engine_pull_async,
                          FALSE);
     /* A refused pull (404, 500) ends as an ordinary call with a body. */
+    node = g_task_propagate_pointer(G_TASK(result), &local_error);
+    if (node == NULL) {
+        g_propagate_error(error, g_steal_pointer(&local_error));
+        return FALSE;
+    }
+    json_node_unref(node);
+    return TRUE;
+}
+
+void
+einsora_docker_engine_follow_logs_async(EinsoraDockerEngine *self, const char *container,
+                                        gint64 since_s, EinsoraDockerLogFunc chunk,
+                                        gpointer chunk_data, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    g_autofree gchar *escaped = g_uri_escape_string(container, NULL, FALSE);
+    g_autofree gchar *path =
+        g_strdup_printf("/containers/%s/logs?follow=1&stdout=1&stderr=1&since=%" G_GINT64_FORMAT,
+                        escaped, MAX(since_s, 0));
+    Call *call;
+
+    g_return_if_fail(EINSORA_IS_DOCKER_ENGINE(self));
+    g_return_if_fail(chunk != NULL);
+    g_task_set_source_tag(task, einsora_docker_engine_follow_logs_async);
+    /* As long as the container runs: no time limit but the caller's. */
+    call = call_new(task, self, SOUP_METHOD_GET, path, NULL, 0, cancellable);
+    if (call->message == NULL) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                                "\"%s\" is not a container name", container);
+        return;
+    }
+    call->log_chunk = chunk;
+    call->log_data = chunk_data;
+    soup_session_send_async(self->stream_session, call->message, G_PRIORITY_DEFAULT,
+                            call->cancellable, on_sent, g_steal_pointer(&task));
+}
+
+gboolean
+einsora_docker_engine_follow_logs_finish(EinsoraDockerEngine *self, GAsyncResult *result,
+                                         GError **error)
+{
+    g_autoptr(GError) local_error = NULL;
+    JsonNode *node;
+
+    g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+    g_return_val_if_fail(
+        g_task_get_source_tag(G_TASK(result)) == einsora_docker_engine_follow_logs_async, FALSE);
+    /* A refused request (404: the container is gone) ends as a call. */
     node = g_task_propagate_pointer(G_TASK(result), &local_error);
     if (node == NULL) {
         g_propagate_error(error, g_steal_pointer(&local_error));

@@ -78,6 +78,20 @@ void einsora_docker_engine_pull_async(EinsoraDockerEngine *self, const char *ref
 gboolean einsora_docker_engine_pull_finish(EinsoraDockerEngine *self, GAsyncResult *result,
                                            GError **error);
 
+/* A container's output, as the Engine gives it: stdout and stderr
+ * interleaved, a frame at a time. */
+typedef void (*EinsoraDockerLogFunc)(const guint8 *data, gsize length, gpointer user_data);
+/* Follows @container's output from @since_s (a Unix time; 0: from its
+ * start), calling @chunk (in the caller's context) for each frame, until
+ * the container ends (TRUE), the Engine goes away or the request is
+ * refused (FALSE and why), or @cancellable. Each stream holds one
+ * connection of its own, never one that calls need. */
+void einsora_docker_engine_follow_logs_async(EinsoraDockerEngine *self, const char *container,
+                                             gint64 since_s, EinsoraDockerLogFunc chunk,
+                                             gpointer chunk_data, GCancellable *cancellable,
+                                             GAsyncReadyCallback callback, gpointer user_data);
+gboolean einsora_docker_engine_follow_logs_finish(EinsoraDockerEngine *self, GAsyncResult *result,
+                                                  GError **error);
 /* @reference as the Engine's image create query: fromImage and tag. */
 gchar *einsora_docker_engine_pull_query(const char *reference);
 
