@@ -299,6 +299,18 @@ static const InvalidCase invalid_cases[] = {
     {"runtime-driver-narrowed-away",
      WITH_IMAGES(IMAGE("'endpoint'", "'nvidia': {'reference': 'r', 'driver_refs': ['docker']}")),
      "images[0] 'img': runtimes.nvidia: driver 'docker' runs none of the image"},
+    {"runtime-server-unknown",
+     WITH_IMAGES(
+         IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 'tgi'}")),
+     "images[0] 'img': runtimes.cpu: unknown server \"tgi\"; one of jupyter, llama-server, vllm"},
+    {"runtime-server-wrong-kind",
+     WITH_IMAGES(IMAGE("'notebook'",
+                       "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 'vllm'}")),
+     "images[0] 'img': runtimes.cpu: server \"vllm\" serves endpoints, and the image runs none"},
+    {"runtime-server-not-a-string",
+     WITH_IMAGES(
+         IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 1}")),
+     "images[0] 'img': runtimes.cpu: 'server' must be a string"},
     {"runtime-driver-twice",
      WITH_IMAGES(IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim', 'sim']}")),
      "images[0] 'img': runtimes.cpu: 'driver_refs' lists 'sim' twice"},
@@ -483,6 +495,10 @@ test_builtin_images(void)
     g_assert_true(einsora_image_supports_kind(image, EINSORA_WORKLOAD_KIND_ENDPOINT));
     g_assert_nonnull(einsora_image_lookup_runtime(image, EINSORA_ACCELERATOR_NVIDIA));
     g_assert_null(einsora_image_lookup_runtime(image, EINSORA_ACCELERATOR_CPU));
+    /* Its server is vLLM, not the endpoint kind's llama-server. */
+    g_assert_cmpstr(einsora_image_lookup_runtime(image, EINSORA_ACCELERATOR_NVIDIA)->server, ==,
+                    "vllm");
+    g_assert_null(runtime->server);
 
     image = einsora_catalog_lookup_image(catalog, "mlx-lm");
     g_assert_nonnull(image);

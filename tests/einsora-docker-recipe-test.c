@@ -284,6 +284,103 @@ test_endpoint(void)
                     "endpoint.sock");
 }
 
+/* The catalog's vllm image: vLLM's own server on the same socket, offline,
+ * with shared memory for its processes, its key in VLLM_API_KEY; what a
+ * server can't serve is refused. Not run here (no NVIDIA machine, no
+ * registry): only its recipe. */
+static void
+test_vllm(void)
+{
+    EinsoraDockerRecipe recipe = base;
+    g_autofree gchar *fingerprint = NULL;
+    g_autofree gchar *llama_fingerprint = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) llama = NULL;
+    JsonObject *object;
+    JsonObject *host;
+    JsonArray *entrypoint;
+    JsonArray *environment;
+
+    recipe.kind = EINSORA_WORKLOAD_KIND_ENDPOINT;
+    recipe.image = "docker.io/vllm/vllm-openai:v0.11.0";
+    recipe.data_dir = NULL;
+    recipe.model_path = "/var/lib/einsora/models/blobs/sha256-00";
+    recipe.model_name = "tiny";
+    recipe.model_digest = "sha256:00";
+    recipe.memory_mib = 65536;
+    recipe.devices = 1;
+    recipe.gpu_mask = 0x2;
+    llama = einsora_docker_recipe_build(&recipe, &llama_fingerprint, &error);
+    g_assert_no_error(error);
+    recipe.server = "vllm";
+    body = einsora_docker_recipe_build(&recipe, &fingerprint, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(fingerprint, !=, llama_fingerprint);
+    object = json_node_get_object(body);
+    host = host_config(body);
+    entrypoint = json_object_get_array_member(object, "Entrypoint");
+    g_assert_cmpstr(json_array_get_string_element(entrypoint, 0), ==, "vllm");
+    g_assert_cmpstr(json_array_get_string_element(entrypoint, 1), ==, "serve");
+    g_assert_cmpstr(json_array_get_string_element(entrypoint, 2), ==, "/run/einsora/model.gguf");
+    g_assert_true(array_has(entrypoint, "--uds=/run/einsora/endpoint.sock"));
+    g_assert_true(array_has(entrypoint, "--served-model-name=tiny"));
+    /* No port: the socket replaces --host and --port. */
+    for (guint i = 0; i < json_array_get_length(entrypoint); i++)
+        g_assert_false(g_str_has_prefix(json_array_get_string_element(entrypoint, i), "--port"));
+    environment = json_object_get_array_member(object, "Env");
+    g_assert_true(array_has(environment, "HF_HUB_OFFLINE=1"));
+    g_assert_true(array_has(environment, "VLLM_NO_USAGE_STATS=1"));
+    g_assert_true(array_has(environment, "HOME=/tmp"));
+    /* A quarter of 64 GiB for shared memory and for /tmp's caches. */
+    g_assert_cmpint(json_object_get_int_member(host, "ShmSize"), ==,
+                    G_GINT64_CONSTANT(16384) << 20);
+    g_assert_cmpstr(
+        json_object_get_string_member(json_object_get_object_member(host, "Tmpfs"), "/tmp"), ==,
+        "rw,nosuid,nodev,size=8192m");
+    g_assert_false(json_object_has_member(host_config(llama), "ShmSize"));
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_object_get_object_member(host_config(llama), "Tmpfs"), "/tmp"),
+                    ==, "rw,nosuid,nodev,size=1024m");
+    /* Its key where vLLM reads it, and the server in its labels for a
+     * restarted daemon. */
+    einsora_docker_recipe_finish(body, &recipe, "01a23ad5-ed57-70b8-823a-6c2fca57445d", "w", 1,
+                                 fingerprint, "k3y");
+    g_assert_true(array_has(json_object_get_array_member(object, "Env"), "VLLM_API_KEY=k3y"));
+    g_assert_false(array_has(json_object_get_array_member(object, "Env"), "LLAMA_API_KEY=k3y"));
+    g_assert_cmpstr(json_object_get_string_member(json_object_get_object_member(object, "Labels"),
+                                                  EINSORA_DOCKER_LABEL_SERVER),
+                    ==, "vllm");
+    g_assert_cmpstr(einsora_docker_recipe_token_variable(EINSORA_WORKLOAD_KIND_ENDPOINT, NULL), ==,
+                    "LLAMA_API_KEY");
+
+    /* vLLM serves no notebook; Jupyter no endpoint; nothing unknown. */
+    {
+        const struct {
+            EinsoraWorkloadKind kind;
+            const char *server;
+        } wrong[] = {
+            {EINSORA_WORKLOAD_KIND_NOTEBOOK, "vllm"},
+            {EINSORA_WORKLOAD_KIND_ENDPOINT, "jupyter"},
+            {EINSORA_WORKLOAD_KIND_ENDPOINT, "tgi"},
+        };
+
+        for (guint i = 0; i < G_N_ELEMENTS(wrong); i++) {
+            EinsoraDockerRecipe refused = recipe;
+            g_autofree gchar *unused = NULL;
+            g_autoptr(GError) refusal = NULL;
+            g_autoptr(JsonNode) none = NULL;
+
+            refused.kind = wrong[i].kind;
+            refused.server = wrong[i].server;
+            refused.data_dir = base.data_dir;
+            none = einsora_docker_recipe_build(&refused, &unused, &refusal);
+            g_assert_null(none);
+            g_assert_error(refusal, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+        }
+    }
+}
+
 static void
 test_refusals(void)
 {
@@ -374,6 +471,7 @@ main(int argc, char **argv)
     g_test_add_func("/docker-recipe/policy", test_policy);
     g_test_add_func("/docker-recipe/gpus", test_gpus);
     g_test_add_func("/docker-recipe/endpoint", test_endpoint);
+    g_test_add_func("/docker-recipe/vllm", test_vllm);
     g_test_add_func("/docker-recipe/fingerprint", test_fingerprint);
     g_test_add_func("/docker-recipe/finish", test_finish);
     g_test_add_func("/docker-recipe/refusals", test_refusals);

@@ -48,7 +48,8 @@ static const char test_catalog[] =
     "   \"nvidia\": {\"reference\": \"jupyter-cuda\", \"driver_refs\": [\"sim\", \"docker\"]},"
     "   \"apple\": {\"reference\": \"jupyter-metal\", \"driver_refs\": [\"macos-native\"]}}},"
     "  {\"name\": \"vllm\", \"kinds\": [\"endpoint\"], \"runtimes\": {"
-    "   \"nvidia\": {\"reference\": \"vllm-cuda\", \"driver_refs\": [\"docker\", \"sim\"]}}}],"
+    "   \"nvidia\": {\"reference\": \"vllm-cuda\", \"driver_refs\": [\"docker\", \"sim\"],"
+    "    \"server\": \"vllm\"}}}],"
     " \"gpu_models\": ["
     "  {\"vendor\": \"nvidia\", \"model\": \"NVIDIA L40S\", \"memory_mib\": 46068,"
     "   \"class\": \"l40s-48gb\"}]}";
@@ -783,6 +784,7 @@ test_desired_modes(Fixture *f, gconstpointer data)
     workload = find_desired(state, ids->pdata[8]);
     g_assert_cmpint(workload->kind, ==, EINSORA_WORKLOAD_KIND_ENDPOINT);
     g_assert_cmpstr(workload->runtime_reference, ==, "vllm-cuda");
+    g_assert_cmpstr(workload->server, ==, "vllm");
     /* An endpoint's model goes with it: by name and by its file's digest. */
     g_assert_cmpstr(workload->model, ==, "tiny");
     g_assert_true(einsora_desired_workload_digest_is_valid(workload->model_digest));

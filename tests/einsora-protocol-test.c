@@ -31,7 +31,7 @@ static const char *const desired_json =
     "  {\"workload_id\": \"" WORKLOAD_1 "\", \"tenant_id\": \"" TENANT_ID "\","
     "   \"mode\": \"run\", \"attempt\": 3, \"kind\": \"notebook\", \"driver\": \"linux-native\","
     "   \"placed_class\": \"cpu-4c-16g\", \"image\": \"jupyter-scipy\","
-    "   \"runtime_reference\": \"debian:jupyter-notebook\", \"cpus\": 4,"
+    "   \"runtime_reference\": \"debian:jupyter-notebook\", \"server\": \"jupyter\", \"cpus\": 4,"
     "   \"memory_mib\": 16384, \"devices\": 0},"
     "  {\"workload_id\": \"" WORKLOAD_2 "\", \"tenant_id\": \"" TENANT_ID "\","
     "   \"mode\": \"remove\", \"attempt\": 1, \"kind\": \"endpoint\", \"driver\": \"docker\","
@@ -324,6 +324,8 @@ test_desired_round_trip(void)
     g_assert_cmpint(removal->devices, ==, 1);
     g_assert_cmphex(removal->gpu_mask, ==, 0x4);
     g_assert_cmphex(run->gpu_mask, ==, 0);
+    g_assert_cmpstr(run->server, ==, "jupyter");
+    g_assert_null(removal->server);
     g_assert_cmpstr(removal->model, ==, "tiny:1m");
     g_assert_cmpstr(removal->model_digest, ==, MODEL_DIGEST);
     g_assert_null(run->model);
@@ -534,6 +536,9 @@ test_desired_refusals(void)
          "workloads[0]: \"memory_mib\" must be between 0 and 67108864"},
         {"workloads.0.devices", "65", "workloads[0]: \"devices\" must be between 0 and 64"},
         {"workloads.0.devices", "-1", "workloads[0]: \"devices\" must be between 0 and 64"},
+        {"workloads.0.server", "\"tgi\"",
+         "workloads[0]: \"server\" must be jupyter, llama-server or vllm"},
+        {"workloads.0.server", "1", "workloads[0]: \"server\" must be a string"},
         {"workloads.1.gpu_indexes", "[0, 1]",
          "workloads[1]: \"gpu_indexes\" must name as many GPUs as \"devices\""},
         {"workloads.0.gpu_indexes", "[]",

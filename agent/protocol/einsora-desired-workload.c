@@ -30,6 +30,7 @@ einsora_desired_workload_copy(const EinsoraDesiredWorkload *workload)
     copy->placed_class = g_strdup(workload->placed_class);
     copy->image = g_strdup(workload->image);
     copy->runtime_reference = g_strdup(workload->runtime_reference);
+    copy->server = g_strdup(workload->server);
     copy->model = g_strdup(workload->model);
     copy->model_digest = g_strdup(workload->model_digest);
     return copy;
@@ -42,7 +43,8 @@ einsora_desired_workload_equal(const EinsoraDesiredWorkload *a, const EinsoraDes
            g_strcmp0(a->tenant_id, b->tenant_id) == 0 && a->mode == b->mode &&
            a->attempt == b->attempt && a->kind == b->kind && g_strcmp0(a->driver, b->driver) == 0 &&
            g_strcmp0(a->placed_class, b->placed_class) == 0 && g_strcmp0(a->image, b->image) == 0 &&
-           g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 && a->cpus == b->cpus &&
+           g_strcmp0(a->runtime_reference, b->runtime_reference) == 0 &&
+           g_strcmp0(a->server, b->server) == 0 && a->cpus == b->cpus &&
            a->memory_mib == b->memory_mib && a->devices == b->devices &&
            a->gpu_mask == b->gpu_mask && g_strcmp0(a->model, b->model) == 0 &&
            g_strcmp0(a->model_digest, b->model_digest) == 0;
@@ -59,6 +61,7 @@ einsora_desired_workload_free(EinsoraDesiredWorkload *workload)
     g_free(workload->placed_class);
     g_free(workload->image);
     g_free(workload->runtime_reference);
+    g_free(workload->server);
     g_free(workload->model);
     g_free(workload->model_digest);
     g_free(workload);
@@ -85,6 +88,8 @@ einsora_desired_workload_to_json(const EinsoraDesiredWorkload *workload)
     einsora_json_add_string(builder, "placed_class", workload->placed_class);
     einsora_json_add_string(builder, "image", workload->image);
     einsora_json_add_string(builder, "runtime_reference", workload->runtime_reference);
+    if (workload->server != NULL)
+        einsora_json_add_string(builder, "server", workload->server);
     einsora_json_add_int(builder, "cpus", workload->cpus);
     einsora_json_add_int(builder, "memory_mib", workload->memory_mib);
     einsora_json_add_int(builder, "devices", workload->devices);
@@ -144,7 +149,7 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
         "workload_id", "tenant_id",    "mode",  "attempt",           "kind",
         "driver",      "placed_class", "image", "runtime_reference", "cpus",
         "memory_mib",  "devices",      "model", "model_digest",      "gpu_indexes",
-        NULL,
+        "server",      NULL,
     };
     g_autoptr(EinsoraDesiredWorkload) workload = einsora_desired_workload_new();
     g_autofree gchar *mode = NULL;
@@ -180,6 +185,13 @@ einsora_desired_workload_from_json(JsonNode *node, GError **error)
         !einsora_json_read_string(object, "model", FALSE, &workload->model, error) ||
         !einsora_json_read_string(object, "model_digest", FALSE, &workload->model_digest, error))
         return NULL;
+    if (!einsora_json_read_string(object, "server", FALSE, &workload->server, error))
+        return NULL;
+    if (workload->server != NULL && !g_str_equal(workload->server, "jupyter") &&
+        !g_str_equal(workload->server, "llama-server") && !g_str_equal(workload->server, "vllm")) {
+        einsora_json_invalid(error, "\"server\" must be jupyter, llama-server or vllm");
+        return NULL;
+    }
     if (json_object_has_member(object, "gpu_indexes") &&
         !read_gpu_indexes(object, workload->devices, &workload->gpu_mask, error))
         return NULL;

@@ -23,6 +23,9 @@ typedef struct {
      * the catalog no longer offers. */
     gchar *image;
     gchar *runtime_reference;
+    /* The program its image serves with, as the catalog says ("jupyter",
+     * "llama-server", "vllm"); NULL: the kind's own. */
+    gchar *server;
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices; /* GPUs; 0 for CPU classes */

@@ -58,6 +58,7 @@ image_runtime_free(EinsoraImageRuntime *runtime)
         return;
     g_free(runtime->reference);
     g_strfreev(runtime->driver_refs);
+    g_free(runtime->server);
     g_free(runtime);
 }
 
@@ -502,7 +503,7 @@ static gboolean
 parse_runtime(EinsoraCatalog *self, const EinsoraImage *image, EinsoraAccelerator accelerator,
               JsonNode *node, EinsoraImageRuntime **out, GError **error)
 {
-    static const char *const fields[] = {"reference", "driver_refs", NULL};
+    static const char *const fields[] = {"reference", "driver_refs", "server", NULL};
     g_autoptr(EinsoraImageRuntime) runtime = g_new0(EinsoraImageRuntime, 1);
     const char *accelerator_name = einsora_accelerator_to_string(accelerator);
     JsonObject *object;
@@ -532,6 +533,21 @@ parse_runtime(EinsoraCatalog *self, const EinsoraImage *image, EinsoraAccelerato
             g_autofree gchar *kinds = kinds_to_string(image->kinds);
             return invalid(error, "driver \"%s\" runs none of the image's kinds (%s)", ref, kinds);
         }
+    }
+
+    if (json_object_has_member(object, "server")) {
+        const char *server;
+        EinsoraWorkloadKind serves;
+
+        if (!read_string(object, "server", TRUE, &server, error))
+            return FALSE;
+        if (!einsora_catalog_server_serves(server, &serves))
+            return invalid(error, "unknown server \"%s\"; one of jupyter, llama-server, vllm",
+                           server);
+        if ((image->kinds & (1u << serves)) == 0)
+            return invalid(error, "server \"%s\" serves %ss, and the image runs none", server,
+                           einsora_workload_kind_to_string(serves));
+        runtime->server = g_strdup(server);
     }
 
     runtime->accelerator = accelerator;
@@ -1013,4 +1029,25 @@ einsora_catalog_class_for_gpu(EinsoraCatalog *self, const char *region, EinsoraA
             best = klass;
     }
     return best != NULL ? best->name : NULL;
+}
+
+gboolean
+einsora_catalog_server_serves(const char *server, EinsoraWorkloadKind *kind)
+{
+    static const struct {
+        const char *name;
+        EinsoraWorkloadKind kind;
+    } servers[] = {
+        {"jupyter", EINSORA_WORKLOAD_KIND_NOTEBOOK},
+        {"llama-server", EINSORA_WORKLOAD_KIND_ENDPOINT},
+        {"vllm", EINSORA_WORKLOAD_KIND_ENDPOINT},
+    };
+
+    for (guint i = 0; server != NULL && i < G_N_ELEMENTS(servers); i++) {
+        if (g_str_equal(server, servers[i].name)) {
+            *kind = servers[i].kind;
+            return TRUE;
+        }
+    }
+    return FALSE;
 }

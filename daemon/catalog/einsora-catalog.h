@@ -33,6 +33,10 @@ typedef struct {
     EinsoraAccelerator accelerator;
     gchar *reference; /* e.g. a container image or a native environment name */
     GStrv driver_refs;
+    /* The program its image serves with: "jupyter", "llama-server" or
+     * "vllm"; NULL: the kind's own (Jupyter, or llama-server for an
+     * endpoint). Container drivers can't tell it from the reference. */
+    gchar *server;
 } EinsoraImageRuntime;
 
 typedef struct {
@@ -124,5 +128,8 @@ const char *einsora_catalog_class_for_gpu_model(EinsoraCatalog *self, EinsoraAcc
 const char *einsora_catalog_class_for_gpu(EinsoraCatalog *self, const char *region,
                                           EinsoraAccelerator vendor, const char *model,
                                           gint64 machine_memory_mib);
+
+/* Whether @server is a server a runtime may name, and the kind it serves. */
+gboolean einsora_catalog_server_serves(const char *server, EinsoraWorkloadKind *kind);
 
 G_END_DECLS

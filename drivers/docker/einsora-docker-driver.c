@@ -52,6 +52,7 @@ typedef struct {
     gint64 attempt;
     EinsoraWorkloadKind kind;
     gchar *image;
+    gchar *serves_with; /* its image's server, as the catalog says; NULL: the kind's own */
     gint64 cpus;
     gint64 memory_mib;
     gint64 devices;
@@ -162,6 +163,7 @@ workload_free(DockerWorkload *workload)
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
     g_free(workload->image);
+    g_free(workload->serves_with);
     g_free(workload->model);
     g_free(workload->model_digest);
     g_free(workload);
@@ -262,6 +264,7 @@ build_recipe(EinsoraDockerDriver *self, const DockerWorkload *workload, EinsoraD
     *recipe = (EinsoraDockerRecipe){
         .kind = workload->kind,
         .image = workload->image,
+        .server = workload->serves_with,
         .data_dir = *data_dir,
         .run_dir = *run_dir,
         .model_path = *model_path,
@@ -766,6 +769,8 @@ docker_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
     workload->kind = desired->kind;
     g_free(workload->image);
     workload->image = g_strdup(desired->runtime_reference);
+    g_free(workload->serves_with);
+    workload->serves_with = g_strdup(desired->server);
     workload->cpus = desired->cpus;
     workload->memory_mib = desired->memory_mib;
     workload->devices = desired->devices;
@@ -999,10 +1004,11 @@ inspect_free(Inspect *inspect)
 /* The token a previous daemon gave the container, from its environment:
  * that is where it lives, so it is never written down. */
 static gchar *
-token_from_config(JsonObject *config, EinsoraWorkloadKind kind)
+token_from_config(JsonObject *config, EinsoraWorkloadKind kind, const char *server)
 {
     JsonArray *environment = config != NULL ? json_object_get_array_member(config, "Env") : NULL;
-    g_autofree gchar *prefix = g_strdup_printf("%s=", einsora_docker_recipe_token_variable(kind));
+    g_autofree gchar *prefix =
+        g_strdup_printf("%s=", einsora_docker_recipe_token_variable(kind, server));
 
     for (guint i = 0; environment != NULL && i < json_array_get_length(environment); i++) {
         const char *entry = json_array_get_string_element(environment, i);
@@ -1033,9 +1039,9 @@ on_inspected(GObject *source, GAsyncResult *result, gpointer user_data)
     workload->inspecting = FALSE;
     if (inspect->adopting) {
         g_autofree gchar *token =
-            object != NULL
-                ? token_from_config(json_object_get_object_member(object, "Config"), workload->kind)
-                : NULL;
+            object != NULL ? token_from_config(json_object_get_object_member(object, "Config"),
+                                               workload->kind, workload->serves_with)
+                           : NULL;
         if (workload->code != EINSORA_STATUS_CODE_STARTING) {
             /* stopped meanwhile */
         } else if (token == NULL) {
@@ -1105,6 +1111,8 @@ adopt(EinsoraDockerDriver *self, JsonObject *container, const char *workload_id,
         workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
     g_free(workload->image);
     workload->image = g_strdup(label_of(container, EINSORA_DOCKER_LABEL_IMAGE));
+    g_free(workload->serves_with);
+    workload->serves_with = g_strdup(label_of(container, EINSORA_DOCKER_LABEL_SERVER));
     workload->cpus = label_number(container, EINSORA_DOCKER_LABEL_CPUS);
     workload->memory_mib = label_number(container, EINSORA_DOCKER_LABEL_MEMORY);
     workload->devices = MAX(label_number(container, EINSORA_DOCKER_LABEL_DEVICES), 0);

@@ -12,6 +12,18 @@
 /* The private /tmp counts against the memory limit: a quarter of it, at
  * most 1 GiB. */
 #define TMP_MAX_MIB 1024
+/* vLLM keeps torch and triton caches under HOME (/tmp) and talks to its
+ * engine process through shared memory, which Docker's default 64 MiB
+ * starves: both a quarter of the memory, within these. */
+#define VLLM_TMP_MAX_MIB 8192
+#define VLLM_SHM_MAX_MIB 16384
+#define VLLM_MAX_MODEL_LEN 8192
+
+static gboolean
+is_vllm(const EinsoraDockerRecipe *recipe)
+{
+    return recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT && g_strcmp0(recipe->server, "vllm") == 0;
+}
 
 gchar *
 einsora_docker_recipe_container_name(const char *workload_id)
@@ -64,7 +76,8 @@ add_bind_read_only(JsonBuilder *builder, const char *source, const char *target)
 static void
 add_host_config(JsonBuilder *builder, const EinsoraDockerRecipe *recipe)
 {
-    gint64 tmp_mib = CLAMP(recipe->memory_mib / 4, 16, TMP_MAX_MIB);
+    gint64 tmp_mib =
+        CLAMP(recipe->memory_mib / 4, 16, is_vllm(recipe) ? VLLM_TMP_MAX_MIB : TMP_MAX_MIB);
     g_autofree gchar *tmp_options =
         g_strdup_printf("rw,nosuid,nodev,size=%" G_GINT64_FORMAT "m", tmp_mib);
     const char *const cap_drop[] = {"ALL", NULL};
@@ -107,6 +120,11 @@ add_host_config(JsonBuilder *builder, const EinsoraDockerRecipe *recipe)
     json_builder_add_boolean_value(builder, TRUE);
     json_builder_set_member_name(builder, "IpcMode");
     json_builder_add_string_value(builder, "private");
+    if (is_vllm(recipe)) {
+        json_builder_set_member_name(builder, "ShmSize");
+        json_builder_add_int_value(builder,
+                                   CLAMP(recipe->memory_mib / 4, 64, VLLM_SHM_MAX_MIB) * MIB);
+    }
     json_builder_set_member_name(builder, "RestartPolicy");
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "Name");
@@ -187,6 +205,19 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     };
     gboolean endpoint = recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT;
     const char *const endpoint_environment[] = {"HOME=/tmp", "LANG=C.UTF-8", NULL};
+    /* Nothing to fetch and nowhere to send: no network, so say so before
+     * it tries (a tokenizer download, usage statistics). */
+    const char *const vllm_environment[] = {
+        "HOME=/tmp",
+        "LANG=C.UTF-8",
+        "HF_HUB_OFFLINE=1",
+        "TRANSFORMERS_OFFLINE=1",
+        "VLLM_NO_USAGE_STATS=1",
+        "DO_NOT_TRACK=1",
+        "XDG_CACHE_HOME=/tmp/.cache",
+        "VLLM_CACHE_ROOT=/tmp/.cache/vllm",
+        NULL,
+    };
     g_auto(GStrv) endpoint_command = NULL;
 
     if (recipe->kind != EINSORA_WORKLOAD_KIND_NOTEBOOK && !endpoint) {
@@ -205,7 +236,32 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
                                      : "a docker notebook needs its image and its directories");
         return NULL;
     }
-    if (endpoint) {
+    if (endpoint ? recipe->server != NULL && !g_str_equal(recipe->server, "llama-server") &&
+                       !g_str_equal(recipe->server, "vllm")
+                 : recipe->server != NULL && !g_str_equal(recipe->server, "jupyter")) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                    "the docker driver doesn't run %ss with %s",
+                    einsora_workload_kind_to_string(recipe->kind), recipe->server);
+        return NULL;
+    }
+    if (is_vllm(recipe)) {
+        g_autofree gchar *served = g_strdup_printf("--served-model-name=%s", recipe->model_name);
+        g_autofree gchar *length = g_strdup_printf("--max-model-len=%d", VLLM_MAX_MODEL_LEN);
+        /* The model from the store's GGUF, its tokenizer read from the
+         * file; the socket replaces --host and --port; the key comes
+         * from VLLM_API_KEY. */
+        const char *const argv[] = {
+            "vllm",
+            "serve",
+            EINSORA_NATIVE_MODEL_IN_SANDBOX,
+            served,
+            "--uds=" EINSORA_DOCKER_RUN_DIR "/" EINSORA_DOCKER_ENDPOINT_SOCKET_NAME,
+            length,
+            "--disable-fastapi-docs",
+            NULL,
+        };
+        endpoint_command = g_strdupv((gchar **)argv);
+    } else if (endpoint) {
         const EinsoraEndpointSandbox sandbox = {
             .llama_server_path = "llama-server",
             .model_path = recipe->model_path,
@@ -249,7 +305,10 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     json_builder_add_string_value(builder, user);
     json_builder_set_member_name(builder, "WorkingDir");
     json_builder_add_string_value(builder, endpoint ? "/tmp" : EINSORA_DOCKER_HOME);
-    add_strings(builder, "Env", endpoint ? endpoint_environment : environment);
+    add_strings(builder, "Env",
+                is_vllm(recipe) ? vllm_environment
+                : endpoint      ? endpoint_environment
+                                : environment);
     json_builder_set_member_name(builder, "NetworkDisabled");
     json_builder_add_boolean_value(builder, TRUE);
     json_builder_set_member_name(builder, "StopSignal");
@@ -299,22 +358,26 @@ einsora_docker_recipe_finish(JsonNode *body, const EinsoraDockerRecipe *recipe,
         g_autofree gchar *gpus = einsora_gpu_mask_to_string(recipe->gpu_mask);
         set_label(labels, EINSORA_DOCKER_LABEL_GPUS, gpus);
     }
+    if (recipe->server != NULL)
+        set_label(labels, EINSORA_DOCKER_LABEL_SERVER, recipe->server);
     if (recipe->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
         set_label(labels, EINSORA_DOCKER_LABEL_MODEL, recipe->model_name);
         set_label(labels, EINSORA_DOCKER_LABEL_MODEL_DIGEST, recipe->model_digest);
     }
     json_object_set_object_member(object, "Labels", labels);
-    g_autofree gchar *variable =
-        g_strdup_printf("%s=%s", einsora_docker_recipe_token_variable(recipe->kind), token);
+    g_autofree gchar *variable = g_strdup_printf(
+        "%s=%s", einsora_docker_recipe_token_variable(recipe->kind, recipe->server), token);
 
     json_array_add_string_element(environment, variable);
     explicit_bzero(variable, strlen(variable));
 }
 
 const char *
-einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind)
+einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind, const char *server)
 {
-    return kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? "LLAMA_API_KEY" : "JUPYTER_TOKEN";
+    if (kind != EINSORA_WORKLOAD_KIND_ENDPOINT)
+        return "JUPYTER_TOKEN";
+    return g_strcmp0(server, "vllm") == 0 ? "VLLM_API_KEY" : "LLAMA_API_KEY";
 }
 
 const char *

@@ -36,6 +36,7 @@ G_BEGIN_DECLS
 #define EINSORA_DOCKER_LABEL_MEMORY "org.einsora.memory_mib"
 #define EINSORA_DOCKER_LABEL_DEVICES "org.einsora.devices"
 #define EINSORA_DOCKER_LABEL_GPUS "org.einsora.gpus"
+#define EINSORA_DOCKER_LABEL_SERVER "org.einsora.server"
 #define EINSORA_DOCKER_LABEL_MODEL "org.einsora.model"
 #define EINSORA_DOCKER_LABEL_MODEL_DIGEST "org.einsora.model_digest"
 
@@ -44,9 +45,13 @@ typedef struct {
     const char *image;    /* the runtime's reference, e.g. quay.io/jupyter/...:tag */
     const char *data_dir; /* on the host; NULL for an endpoint, which keeps nothing */
     const char *run_dir;
+    /* What the image serves with, as the catalog says: "jupyter" for a
+     * notebook; "llama-server" (llama.cpp's, found on the image's PATH)
+     * or "vllm" for an endpoint; NULL: the kind's own (Jupyter,
+     * llama-server). */
+    const char *server;
     /* An endpoint's: the model store's file, bound read-only, and the
-     * name /v1/models gives it; its image runs llama.cpp's llama-server
-     * (found on the image's PATH). */
+     * name /v1/models gives it. */
     const char *model_path;
     const char *model_name;
     const char *model_digest;
@@ -64,16 +69,18 @@ typedef struct {
 gchar *einsora_docker_recipe_container_name(const char *workload_id);
 
 /* The create body without token or labels, and its fingerprint; NULL and
- * why when the recipe can't be run (a kind this driver doesn't run, no
- * image, limits out of range). A notebook's server is Jupyter; an
- * endpoint's is llama-server with the linux-native driver's options, on
- * /run/einsora/endpoint.sock, its key in LLAMA_API_KEY. */
+ * why when the recipe can't be run (a kind this driver doesn't run, a
+ * server that doesn't serve it, no image, limits out of range). A
+ * notebook's server is Jupyter; an endpoint's is llama-server with the
+ * linux-native driver's options, or vLLM (`vllm serve --uds`, offline,
+ * with shared memory for its processes), on /run/einsora/endpoint.sock
+ * either way. */
 JsonNode *einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerprint,
                                       GError **error);
 
 /* The variable its token is in: JUPYTER_TOKEN, or an endpoint's
- * LLAMA_API_KEY. */
-const char *einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind);
+ * LLAMA_API_KEY, or VLLM_API_KEY for vLLM (@server as in the recipe). */
+const char *einsora_docker_recipe_token_variable(EinsoraWorkloadKind kind, const char *server);
 /* Its server's socket in the run directory: notebook.sock or
  * endpoint.sock. */
 const char *einsora_docker_recipe_socket_name(EinsoraWorkloadKind kind);

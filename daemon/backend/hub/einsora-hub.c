@@ -337,6 +337,7 @@ desired_workload_for(EinsoraHub *self, const EinsoraWorkload *workload)
     desired->placed_class = g_strdup(workload->placed_class);
     desired->image = g_strdup(workload->image);
     desired->runtime_reference = runtime != NULL ? g_strdup(runtime->reference) : NULL;
+    desired->server = runtime != NULL ? g_strdup(runtime->server) : NULL;
     desired->cpus = klass != NULL ? klass->cpus : 0;
     desired->memory_mib = klass != NULL ? klass->memory_mib : 0;
     desired->devices = klass != NULL ? klass->devices : 0;
