@@ -308,10 +308,11 @@ test_nvml_missing(void)
     g_assert_nonnull(strstr(error->message, "nvmlInit_v2"));
 }
 
-/* One GPU NVML can't reach, or whose name can't be sent, is left out;
- * the rest are still reported. */
+/* One GPU NVML can't reach, or whose name can't be sent, keeps its place
+ * as a GPU no class serves (so that the i-th GPU is NVML's GPU i, which
+ * placement's choices name); the rest are still reported. */
 static void
-test_nvml_unusable_gpu_left_out(void)
+test_nvml_unusable_gpu_keeps_its_place(void)
 {
     FakeNvml fake = {0};
     g_autoptr(EinsoraInventory) lost = NULL;
@@ -322,14 +323,16 @@ test_nvml_unusable_gpu_left_out(void)
     g_setenv("FAKE_NVML_GPUS", "NVIDIA H100 80GB HBM3:81559,NVIDIA L4:23034", TRUE);
     g_setenv("FAKE_NVML_LOST", "0", TRUE);
     lost = read_fixture("cgroup-v2-max", g_getenv("EINSORA_FAKE_NVML"));
-    g_assert_cmpuint(lost->gpus->len, ==, 1);
-    assert_gpu(lost, 0, "nvidia", "NVIDIA L4", 23034);
+    g_assert_cmpuint(lost->gpus->len, ==, 2);
+    assert_gpu(lost, 0, "nvidia", EINSORA_NVML_UNREADABLE_MODEL, 0);
+    assert_gpu(lost, 1, "nvidia", "NVIDIA L4", 23034);
     g_unsetenv("FAKE_NVML_LOST");
 
     g_setenv("FAKE_NVML_GPUS", "NVIDIA\tBad:1024,NVIDIA L4:23034", TRUE);
     unnamed = read_fixture("cgroup-v2-max", g_getenv("EINSORA_FAKE_NVML"));
-    g_assert_cmpuint(unnamed->gpus->len, ==, 1);
-    assert_gpu(unnamed, 0, "nvidia", "NVIDIA L4", 23034);
+    g_assert_cmpuint(unnamed->gpus->len, ==, 2);
+    assert_gpu(unnamed, 0, "nvidia", EINSORA_NVML_UNREADABLE_MODEL, 0);
+    assert_gpu(unnamed, 1, "nvidia", "NVIDIA L4", 23034);
     g_assert_cmpint(fake.shutdown_calls(), ==, fake.init_calls());
     fake_nvml_close(&fake);
 }
@@ -588,7 +591,8 @@ main(int argc, char **argv)
     g_test_add_func("/inventory/gpus/nvml-and-amd-together", test_nvml_and_amd_together);
     g_test_add_func("/inventory/gpus/nvml-init-failure-is-no-gpus", test_nvml_init_failure);
     g_test_add_func("/inventory/gpus/nvml-missing-is-no-gpus", test_nvml_missing);
-    g_test_add_func("/inventory/gpus/nvml-unusable-gpu-left-out", test_nvml_unusable_gpu_left_out);
+    g_test_add_func("/inventory/gpus/nvml-unusable-gpu-keeps-its-place",
+                    test_nvml_unusable_gpu_keeps_its_place);
     g_test_add_func("/inventory/devices/nvidia-nodes", test_nvidia_device_nodes);
     g_test_add_func("/inventory/devices/no-nvidia-nodes", test_no_nvidia_device_nodes);
     g_test_add_func("/inventory/real-machine", test_real_machine);

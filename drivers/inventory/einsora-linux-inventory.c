@@ -372,8 +372,10 @@ read_nvidia_gpus(const char *library, GPtrArray *gpus)
     }
     for (guint i = 0; i < found->len; i++) {
         EinsoraInventoryGpu *gpu = found->pdata[i];
+        /* Kept in its place either way: the i-th is NVML's GPU i. */
         if (!is_sendable_model(gpu->model)) {
-            g_message("NVIDIA GPU %u left out: NVML gives it no usable name", i);
+            g_message("NVIDIA GPU %u offered as nothing: NVML gives it no usable name", i);
+            g_ptr_array_add(gpus, einsora_nvml_unreadable_gpu());
             continue;
         }
         g_ptr_array_add(gpus, g_steal_pointer(&found->pdata[i]));

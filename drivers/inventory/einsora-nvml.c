@@ -102,7 +102,18 @@ nvml_open(const char *library, GError **error)
     return g_steal_pointer(&nvml);
 }
 
-/* NULL when NVML can't read the GPU; the reason goes to the log. */
+EinsoraInventoryGpu *
+einsora_nvml_unreadable_gpu(void)
+{
+    EinsoraInventoryGpu *gpu = einsora_inventory_gpu_new();
+
+    gpu->vendor = g_strdup("nvidia");
+    gpu->model = g_strdup(EINSORA_NVML_UNREADABLE_MODEL);
+    gpu->memory_mib = 0;
+    return gpu;
+}
+
+/* A placeholder when NVML can't read the GPU; the reason goes to the log. */
 static EinsoraInventoryGpu *
 nvml_read_gpu(const Nvml *nvml, unsigned int index)
 {
@@ -118,9 +129,9 @@ nvml_read_gpu(const Nvml *nvml, unsigned int index)
     if (result == NVML_SUCCESS)
         result = nvml->get_memory(device, &memory);
     if (result != NVML_SUCCESS) {
-        g_message("NVIDIA GPU %u left out: NVML can't read it: %s (%d)", index,
+        g_message("NVIDIA GPU %u offered as nothing: NVML can't read it: %s (%d)", index,
                   nvml_describe(nvml, result), result);
-        return NULL;
+        return einsora_nvml_unreadable_gpu();
     }
     /* A name that fills the buffer has no terminator of its own. */
     name[sizeof(name) - 1] = '\0';
@@ -153,9 +164,7 @@ einsora_nvml_read_gpus(const char *library, GError **error)
     }
     /* More than an inventory may hold would only be refused later. */
     for (unsigned int i = 0; i < count && gpus->len < EINSORA_PROTOCOL_MAX_GPUS; i++) {
-        EinsoraInventoryGpu *gpu = nvml_read_gpu(nvml, i);
-        if (gpu != NULL)
-            g_ptr_array_add(gpus, gpu);
+        g_ptr_array_add(gpus, nvml_read_gpu(nvml, i));
     }
     return g_steal_pointer(&gpus);
 }

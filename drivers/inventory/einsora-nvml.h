@@ -5,13 +5,22 @@
 
 #include <gio/gio.h>
 
+#include "einsora-inventory-gpu.h"
+
 G_BEGIN_DECLS
 
+/* What a GPU NVML can't read (or name) is reported as: no catalog class
+ * serves it, so it is offered as nothing, but it keeps its place. */
+#define EINSORA_NVML_UNREADABLE_MODEL "unreadable NVIDIA GPU"
+
 /* @library: a file name for the dynamic loader's search, or a path.
- * Returns the GPUs (EinsoraInventoryGpu, owned; vendor "nvidia", model
- * exactly as NVML names it), or NULL when NVML can't be used at all (no
- * library, a missing symbol, nvmlInit failed). A GPU NVML can't read is
- * left out, and the others are still reported. */
+ * Returns the GPUs in NVML's index order (EinsoraInventoryGpu, owned;
+ * vendor "nvidia", model exactly as NVML names it), or NULL when NVML
+ * can't be used at all (no library, a missing symbol, nvmlInit failed).
+ * A GPU NVML can't read keeps its place as EINSORA_NVML_UNREADABLE_MODEL,
+ * so that the i-th GPU of an inventory is NVML's (and nvidia-smi's, and
+ * the container runtime's) GPU i, which placement's choices name. */
 GPtrArray *einsora_nvml_read_gpus(const char *library, GError **error);
+EinsoraInventoryGpu *einsora_nvml_unreadable_gpu(void);
 
 G_END_DECLS
