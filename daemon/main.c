@@ -659,6 +659,7 @@ native_config(const EinsoraDaemonSettings *settings, gchar **notebooks, gchar **
         .models_dir = *models,
         .outbound_network = g_str_equal(settings->notebook_network, "outbound"),
         .device_root = "/",
+        .nvml_library = g_getenv("EINSORA_NVML_LIBRARY"),
     };
 }
 

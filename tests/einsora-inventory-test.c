@@ -337,6 +337,41 @@ test_nvml_unusable_gpu_keeps_its_place(void)
     fake_nvml_close(&fake);
 }
 
+/* Which device node is which GPU: NVML's minor for each index, not the
+ * index itself; one NVML can't reach has none. */
+static void
+test_nvml_minors(void)
+{
+    FakeNvml fake = {0};
+    const char *library = g_getenv("EINSORA_FAKE_NVML");
+    g_autoptr(GError) error = NULL;
+
+    if (!fake_nvml_open(&fake))
+        return;
+    g_setenv("FAKE_NVML_GPUS", "NVIDIA L4:23034,NVIDIA L4:23034", TRUE);
+    g_setenv("FAKE_NVML_MINORS", "5,2", TRUE);
+    {
+        g_autoptr(GArray) minors = einsora_nvml_read_minors(library, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(minors->len, ==, 2);
+        g_assert_cmpuint(g_array_index(minors, guint, 0), ==, 5);
+        g_assert_cmpuint(g_array_index(minors, guint, 1), ==, 2);
+    }
+    g_setenv("FAKE_NVML_LOST", "0", TRUE);
+    {
+        g_autoptr(GArray) minors = einsora_nvml_read_minors(library, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_array_index(minors, guint, 0), ==, G_MAXUINT);
+        g_assert_cmpuint(g_array_index(minors, guint, 1), ==, 2);
+    }
+    g_unsetenv("FAKE_NVML_LOST");
+    g_unsetenv("FAKE_NVML_MINORS");
+    g_assert_null(einsora_nvml_read_minors("/nonexistent/libnvidia-ml.so.1", &error));
+    g_assert_nonnull(error);
+    g_assert_cmpint(fake.shutdown_calls(), ==, fake.init_calls());
+    fake_nvml_close(&fake);
+}
+
 /* Top-level nvidia* nodes, sorted, as full paths; not nvidia-caps/ (a
  * directory) nor other devices. */
 static void
@@ -591,6 +626,7 @@ main(int argc, char **argv)
     g_test_add_func("/inventory/gpus/nvml-and-amd-together", test_nvml_and_amd_together);
     g_test_add_func("/inventory/gpus/nvml-init-failure-is-no-gpus", test_nvml_init_failure);
     g_test_add_func("/inventory/gpus/nvml-missing-is-no-gpus", test_nvml_missing);
+    g_test_add_func("/inventory/gpus/nvml-minors", test_nvml_minors);
     g_test_add_func("/inventory/gpus/nvml-unusable-gpu-keeps-its-place",
                     test_nvml_unusable_gpu_keeps_its_place);
     g_test_add_func("/inventory/devices/nvidia-nodes", test_nvidia_device_nodes);

@@ -775,6 +775,69 @@ test_adoption(Fixture *f, gconstpointer data)
     g_assert_cmpint(attempt, ==, 4);
 }
 
+/* GPUs: with a choice, its GPUs' nodes and the driver's shared ones, never
+ * another GPU's (which may be another workload's); without one, every
+ * node, as before; a chosen node that isn't there fails the start. */
+static void
+test_gpu_sandbox(void)
+{
+    g_autofree gchar *root = einsora_test_dir_new();
+    g_autofree gchar *dev = g_build_filename(root, "dev", NULL);
+    const char *const files[] = {"nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm"};
+    const char *const chosen[] = {"nvidia2", NULL};
+    const char *const missing[] = {"nvidia7", NULL};
+    EinsoraNativeSandbox sandbox = {
+        .bwrap_path = "/usr/bin/bwrap",
+        .jupyter_path = "/usr/bin/jupyter-notebook",
+        .device_root = root,
+        .data_dir = "/data/w1",
+        .run_dir = "/run/n/w1",
+        .socket_path = "/run/n/w1/notebook.sock",
+        .devices = 1,
+        .gpu_nodes = chosen,
+    };
+
+    g_assert_cmpint(g_mkdir(dev, 0700), ==, 0);
+    for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree gchar *path = g_build_filename(dev, files[i], NULL);
+        g_assert_true(g_file_set_contents(path, "", 0, NULL));
+    }
+    for (guint pass = 0; pass < 2; pass++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraBwrapArgs) args = einsora_native_sandbox_build(&sandbox, &error);
+        g_auto(GStrv) argv = NULL;
+        g_autofree gchar *joined = NULL;
+        g_autofree gchar *bind_0 = g_strdup_printf("--dev-bind %s/nvidia0 /dev/nvidia0 ", dev);
+        g_autofree gchar *bind_2 = g_strdup_printf("--dev-bind %s/nvidia2 /dev/nvidia2 ", dev);
+        g_autofree gchar *bind_ctl =
+            g_strdup_printf("--dev-bind %s/nvidiactl /dev/nvidiactl ", dev);
+        g_autofree gchar *bind_uvm =
+            g_strdup_printf("--dev-bind %s/nvidia-uvm /dev/nvidia-uvm ", dev);
+
+        g_assert_no_error(error);
+        argv = einsora_bwrap_args_to_strv(args);
+        joined = g_strjoinv(" ", argv);
+        g_assert_nonnull(strstr(joined, bind_2));
+        g_assert_nonnull(strstr(joined, bind_ctl));
+        g_assert_nonnull(strstr(joined, bind_uvm));
+        if (pass == 0)
+            g_assert_null(strstr(joined, bind_0));
+        else
+            g_assert_nonnull(strstr(joined, bind_0));
+        sandbox.gpu_nodes = NULL;
+    }
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(EinsoraBwrapArgs) args = NULL;
+
+        sandbox.gpu_nodes = missing;
+        args = einsora_native_sandbox_build(&sandbox, &error);
+        g_assert_null(args);
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
+    }
+    einsora_test_dir_remove(root);
+}
+
 /* Endpoints: llama.cpp's llama-server */
 
 /* An endpoint's sandbox: its model read-only, its run directory, no
@@ -1042,6 +1105,7 @@ main(int argc, char **argv)
     g_test_add_func("/native/args/fingerprint", test_args_fingerprint);
     g_test_add_func("/native/safe-remove/links-not-followed", test_safe_remove_links_not_followed);
     g_test_add_func("/native/endpoint/sandbox", test_endpoint_sandbox);
+    g_test_add_func("/native/gpu/only-its-own-nodes", test_gpu_sandbox);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/native/run-dir-too-long", test_run_dir_too_long);
     ADD("/native/missing-binaries", test_missing_binaries);

@@ -3,6 +3,8 @@
  *   FAKE_NVML_GPUS="NVIDIA H200:143771,NVIDIA L4:23034"  name:memory MiB
  *   FAKE_NVML_INIT_FAIL=1   nvmlInit_v2 fails
  *   FAKE_NVML_LOST=N        the GPU at index N can't be reached
+ *   FAKE_NVML_MINORS="5,2"  each GPU's device minor (/dev/nvidiaN), by
+ *                           index; unset: its index
  * It counts nvmlInit_v2 and nvmlShutdown calls, so a test holding the
  * module open can check that every init was shut down. Plain C, no GLib:
  * it stands for a vendor library. */
@@ -44,6 +46,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor);
 const char *nvmlErrorString(nvmlReturn_t result);
 int fake_nvml_init_calls(void);
 int fake_nvml_shutdown_calls(void);
@@ -135,6 +138,29 @@ nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
     memory->total = device->memory_mib * 1024 * 1024;
     memory->used = memory->total / 4;
     memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t
+nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor)
+{
+    const char *minors = getenv("FAKE_NVML_MINORS");
+    unsigned int index = (unsigned int)(device - devices);
+
+    if (!initialized)
+        return NVML_ERROR_UNINITIALIZED;
+    *minor = index;
+    if (minors != NULL) {
+        const char *at = minors;
+        for (unsigned int i = 0; i < index && at != NULL; i++) {
+            at = strchr(at, ',');
+            if (at != NULL)
+                at++;
+        }
+        if (at == NULL || *at == '\0')
+            return NVML_ERROR_INVALID_ARGUMENT;
+        *minor = (unsigned int)strtoul(at, NULL, 10);
+    }
     return NVML_SUCCESS;
 }
 

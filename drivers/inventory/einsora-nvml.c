@@ -168,3 +168,36 @@ einsora_nvml_read_gpus(const char *library, GError **error)
     }
     return g_steal_pointer(&gpus);
 }
+
+GArray *
+einsora_nvml_read_minors(const char *library, GError **error)
+{
+    g_autoptr(Nvml) nvml = NULL;
+    g_autoptr(GArray) minors = g_array_new(FALSE, FALSE, sizeof(guint));
+    nvmlReturn_t (*get_minor)(nvmlDevice_t device, unsigned int *minor) = NULL;
+    unsigned int count = 0;
+    nvmlReturn_t result;
+
+    g_return_val_if_fail(library != NULL, NULL);
+    nvml = nvml_open(library, error);
+    if (nvml == NULL ||
+        !nvml_resolve(nvml, library, "nvmlDeviceGetMinorNumber", (gpointer *)&get_minor, error))
+        return NULL;
+    result = nvml->get_count(&count);
+    if (result != NVML_SUCCESS) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "NVML can't count GPUs: %s (%d)",
+                    nvml_describe(nvml, result), result);
+        return NULL;
+    }
+    for (unsigned int i = 0; i < count && i < EINSORA_PROTOCOL_MAX_GPUS; i++) {
+        nvmlDevice_t device = NULL;
+        unsigned int minor = 0;
+        guint value = G_MAXUINT;
+
+        if (nvml->get_handle(i, &device) == NVML_SUCCESS &&
+            get_minor(device, &minor) == NVML_SUCCESS)
+            value = minor;
+        g_array_append_val(minors, value);
+    }
+    return g_steal_pointer(&minors);
+}

@@ -22,5 +22,10 @@ G_BEGIN_DECLS
  * the container runtime's) GPU i, which placement's choices name. */
 GPtrArray *einsora_nvml_read_gpus(const char *library, GError **error);
 EinsoraInventoryGpu *einsora_nvml_unreadable_gpu(void);
+/* Each GPU's device minor (its node is /dev/nvidia<minor>), by NVML
+ * index, G_MAXUINT where NVML can't say; NULL when NVML can't be used. A
+ * GPU's index is not always its minor: only NVML knows which node is
+ * which. */
+GArray *einsora_nvml_read_minors(const char *library, GError **error);
 
 G_END_DECLS

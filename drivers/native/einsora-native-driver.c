@@ -10,8 +10,11 @@
 #include <sys/un.h>
 
 #include "einsora-bwrap-args.h"
+#include "einsora-gpu-mask.h"
+#include "einsora-linux-inventory.h"
 #include "einsora-native-probe.h"
 #include "einsora-native-sandbox.h"
+#include "einsora-nvml.h"
 #include "einsora-sandbox-server.h"
 #include "einsora-process-supervisor.h"
 #include "einsora-safe-remove.h"
@@ -27,6 +30,7 @@
 #define READY_CHECK_TIMEOUT_MS 2000
 #define LABEL_ATTEMPT "attempt"
 #define LABEL_DEVICES "devices"
+#define LABEL_GPUS "gpus"
 /* An endpoint's, so that a restarted daemon rebuilds the same sandbox. */
 #define LABEL_KIND "kind"
 #define LABEL_MODEL "model"
@@ -47,6 +51,7 @@ typedef struct {
     gint64 attempt;
     EinsoraWorkloadKind kind;
     gint64 devices;
+    guint64 gpu_mask; /* which GPUs, by NVML index; 0: none chosen */
     /* An endpoint's model and what it gets to run it. */
     gchar *model;
     gchar *model_digest;
@@ -76,6 +81,7 @@ struct _EinsoraNativeDriver {
     gchar *models_dir;
     gchar *pasta_path; /* NULL unless outbound networking is on */
     gchar *device_root;
+    gchar *nvml_library;
     guint ready_timeout_ms;
     EinsoraProcessSupervisor *supervisor;
     GHashTable *workloads; /* workload ID -> NativeWorkload */
@@ -219,6 +225,38 @@ build_endpoint_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload
     return einsora_native_sandbox_build_endpoint(&sandbox, error);
 }
 
+/* The device nodes of the GPUs placement chose: only NVML knows which
+ * /dev/nvidia<minor> is GPU i. A GPU it can't place isn't lent some
+ * other node: the start fails. */
+static gchar **
+chosen_gpu_nodes(EinsoraNativeDriver *self, guint64 gpu_mask, GError **error)
+{
+    g_autoptr(GArray) minors = einsora_nvml_read_minors(self->nvml_library, error);
+    g_autoptr(GStrvBuilder) nodes = g_strv_builder_new();
+
+    if (minors == NULL) {
+        g_prefix_error(error, "can't tell its GPUs' device nodes: ");
+        return NULL;
+    }
+    for (guint i = 0; i < EINSORA_GPU_MASK_BITS; i++) {
+        guint minor;
+
+        if ((gpu_mask & (G_GUINT64_CONSTANT(1) << i)) == 0)
+            continue;
+        minor = i < minors->len ? g_array_index(minors, guint, i) : G_MAXUINT;
+        if (minor == G_MAXUINT) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                        "NVML can't say which device node is GPU %u", i);
+            return NULL;
+        }
+        {
+            g_autofree gchar *node = g_strdup_printf("nvidia%u", minor);
+            g_strv_builder_add(nodes, node);
+        }
+    }
+    return g_strv_builder_end(nodes);
+}
+
 static EinsoraBwrapArgs *
 build_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload, GError **error)
 {
@@ -227,9 +265,15 @@ build_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload, GError 
     g_autofree gchar *data_dir = NULL;
     g_autofree gchar *run_dir = NULL;
     g_autofree gchar *socket_path = NULL;
+    g_auto(GStrv) gpu_nodes = NULL;
 
     if (workload->kind == EINSORA_WORKLOAD_KIND_ENDPOINT)
         return build_endpoint_sandbox(self, workload, error);
+    if (devices > 0 && workload->gpu_mask != 0) {
+        gpu_nodes = chosen_gpu_nodes(self, workload->gpu_mask, error);
+        if (gpu_nodes == NULL)
+            return NULL;
+    }
     data_dir = workload_data_dir(self, workload_id);
     run_dir = workload_run_dir(self, workload_id);
     socket_path = workload_socket(self, workload);
@@ -242,6 +286,7 @@ build_sandbox(EinsoraNativeDriver *self, const NativeWorkload *workload, GError 
         .run_dir = run_dir,
         .socket_path = socket_path,
         .devices = devices,
+        .gpu_nodes = (const char *const *)gpu_nodes,
     };
 
     return einsora_native_sandbox_build(&sandbox, error);
@@ -523,6 +568,7 @@ launch(NativeWorkload *workload, GError **error)
     g_autofree gchar *fingerprint = NULL;
     g_autofree gchar *attempt_label = NULL;
     g_autofree gchar *devices_label = NULL;
+    g_autofree gchar *gpus_label = NULL;
     g_autofree gchar *kind_label = NULL;
     g_autofree gchar *model_label = NULL;
     g_autofree gchar *digest_label = NULL;
@@ -581,6 +627,10 @@ launch(NativeWorkload *workload, GError **error)
                     : einsora_native_sandbox_environment(data_dir, token);
     attempt_label = g_strdup_printf(LABEL_ATTEMPT "=%" G_GINT64_FORMAT, workload->attempt);
     devices_label = g_strdup_printf(LABEL_DEVICES "=%" G_GINT64_FORMAT, workload->devices);
+    {
+        g_autofree gchar *gpus = einsora_gpu_mask_to_string(workload->gpu_mask);
+        gpus_label = g_strdup_printf(LABEL_GPUS "=%s", gpus);
+    }
     kind_label = g_strdup_printf(LABEL_KIND "=%s", einsora_workload_kind_to_string(workload->kind));
     if (endpoint) {
         model_label = g_strdup_printf(LABEL_MODEL "=%s", workload->model);
@@ -589,8 +639,11 @@ launch(NativeWorkload *workload, GError **error)
         memory_label = g_strdup_printf(LABEL_MEMORY "=%" G_GINT64_FORMAT, workload->memory_mib);
     }
     {
-        const char *const labels[] = {attempt_label, devices_label, kind_label,   model_label,
-                                      digest_label,  cpus_label,    memory_label, NULL};
+        /* Those after a NULL (a notebook has no model) are left out, so
+         * the GPUs come first. */
+        const char *const labels[] = {attempt_label, devices_label, gpus_label,
+                                      kind_label,    model_label,   digest_label,
+                                      cpus_label,    memory_label,  NULL};
         started = einsora_process_supervisor_start(
             self->supervisor, id, (const char *const *)argv, (const char *const *)envp,
             endpoint ? run_dir : data_dir, fingerprint, labels, error);
@@ -671,6 +724,7 @@ native_start_async(EinsoraAgentDriver *driver, const EinsoraDesiredWorkload *des
     workload->attempt = desired->attempt;
     workload->kind = desired->kind;
     workload->devices = desired->devices;
+    workload->gpu_mask = desired->gpu_mask;
     workload->cpus = desired->cpus;
     workload->memory_mib = desired->memory_mib;
     g_free(workload->model);
@@ -956,6 +1010,7 @@ einsora_native_driver_finalize(GObject *object)
     g_free(self->models_dir);
     g_free(self->pasta_path);
     g_free(self->device_root);
+    g_free(self->nvml_library);
     g_clear_pointer(&self->context, g_main_context_unref);
     G_OBJECT_CLASS(einsora_native_driver_parent_class)->finalize(object);
 }
@@ -1013,6 +1068,13 @@ adopt_recorded(EinsoraNativeDriver *self)
         workload = workload_ensure(self, id);
         workload->attempt = attempt;
         workload->devices = MAX(devices, 0);
+        {
+            g_autofree gchar *gpus =
+                einsora_process_supervisor_read_label(self->supervisor, id, LABEL_GPUS);
+            /* Recorded before GPUs were chosen, or unreadable: none. */
+            if (gpus == NULL || !einsora_gpu_mask_from_string(gpus, &workload->gpu_mask))
+                workload->gpu_mask = 0;
+        }
         /* Recorded before endpoints ran here: a notebook. */
         if (kind == NULL || !einsora_workload_kind_from_string(kind, &workload->kind))
             workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
@@ -1090,6 +1152,8 @@ einsora_native_driver_new(const EinsoraNativeDriverConfig *config, GError **erro
     self->data_dir = g_strdup(config->data_dir);
     self->run_dir = g_strdup(config->run_dir);
     self->device_root = g_strdup(config->device_root != NULL ? config->device_root : "/");
+    self->nvml_library =
+        g_strdup(config->nvml_library != NULL ? config->nvml_library : EINSORA_NVML_LIBRARY);
     self->bwrap_path = einsora_native_probe_find_program(config->bwrap_path, "bwrap");
     self->jupyter_path =
         einsora_native_probe_find_program(config->jupyter_path, "jupyter-notebook");

@@ -39,6 +39,8 @@ typedef struct {
     gboolean outbound_network;
     /* "/" normally: where /dev/nvidia* are looked for. */
     const char *device_root;
+    /* NVML, which says which node is which GPU; NULL: EINSORA_NVML_LIBRARY. */
+    const char *nvml_library;
 } EinsoraNativeDriverConfig;
 
 #define EINSORA_TYPE_NATIVE_DRIVER (einsora_native_driver_get_type())

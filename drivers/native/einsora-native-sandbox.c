@@ -81,6 +81,21 @@ add_network(EinsoraBwrapArgs *args, const char *pasta_path)
         einsora_bwrap_args_set_prefix(args, prefix);
 }
 
+/* "nvidia0": one GPU's node; "nvidiactl", "nvidia-uvm": the driver's. */
+static gboolean
+is_gpu_node(const char *name)
+{
+    const char *digits = name + strlen("nvidia");
+
+    if (!g_str_has_prefix(name, "nvidia") || *digits == '\0')
+        return FALSE;
+    for (; *digits != '\0'; digits++) {
+        if (!g_ascii_isdigit(*digits))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 EinsoraBwrapArgs *
 einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error)
 {
@@ -108,8 +123,24 @@ einsora_native_sandbox_build(const EinsoraNativeSandbox *sandbox, GError **error
                                 "this machine has no /dev/nvidia* devices");
             return NULL;
         }
+        for (guint i = 0; sandbox->gpu_nodes != NULL && sandbox->gpu_nodes[i] != NULL; i++) {
+            g_autofree gchar *node = g_build_filename(prefix, "/dev", sandbox->gpu_nodes[i], NULL);
+            if (!g_strv_contains((const char *const *)nodes, node)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                            "its GPU's device node /dev/%s isn't on this machine",
+                            sandbox->gpu_nodes[i]);
+                return NULL;
+            }
+        }
         for (guint i = 0; nodes[i] != NULL; i++) {
             const char *inside = nodes[i] + strlen(prefix);
+            const char *name = inside + strlen("/dev/");
+
+            /* Another GPU's node (nvidia<N>) is left out when placement
+             * chose which: it may be another workload's. */
+            if (sandbox->gpu_nodes != NULL && is_gpu_node(name) &&
+                !g_strv_contains(sandbox->gpu_nodes, name))
+                continue;
             einsora_bwrap_args_add_pair(args, "--dev-bind", nodes[i], inside);
         }
     }

@@ -26,6 +26,10 @@ typedef struct {
     const char *run_dir;
     const char *socket_path;
     gint64 devices;
+    /* The chosen GPUs' nodes by name ("nvidia2"): those and the driver's
+     * shared nodes (nvidiactl, nvidia-uvm, ...) only. NULL: every
+     * /dev/nvidia* node (placement chose none). */
+    const char *const *gpu_nodes;
 } EinsoraNativeSandbox;
 
 /* What one endpoint's sandbox is made from: llama.cpp's llama-server
