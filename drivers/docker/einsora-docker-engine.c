@@ -540,23 +540,26 @@ einsora_docker_engine_pull_async(EinsoraDockerEngine *self, const char *referenc
                             on_sent, g_steal_pointer(&task));
 }
 
+/* A stream's end: a refused request (404, 500) ends as an ordinary call
+ * with a body, and so with its error. */
+static gboolean
+finish_stream(GAsyncResult *result, GError **error)
+{
+    JsonNode *node = g_task_propagate_pointer(G_TASK(result), error);
+
+    if (node == NULL)
+        return FALSE;
+    json_node_unref(node);
+    return TRUE;
+}
+
 gboolean
 einsora_docker_engine_pull_finish(EinsoraDockerEngine *self, GAsyncResult *result, GError **error)
 {
-    g_autoptr(GError) local_error = NULL;
-    JsonNode *node;
-
     g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
     g_return_val_if_fail(g_task_get_source_tag(G_TASK(result)) == einsora_docker_engine_pull_async,
                          FALSE);
-    /* A refused pull (404, 500) ends as an ordinary call with a body. */
-    node = g_task_propagate_pointer(G_TASK(result), &local_error);
-    if (node == NULL) {
-        g_propagate_error(error, g_steal_pointer(&local_error));
-        return FALSE;
-    }
-    json_node_unref(node);
-    return TRUE;
+    return finish_stream(result, error);
 }
 
 void
@@ -592,18 +595,8 @@ gboolean
 einsora_docker_engine_follow_logs_finish(EinsoraDockerEngine *self, GAsyncResult *result,
                                          GError **error)
 {
-    g_autoptr(GError) local_error = NULL;
-    JsonNode *node;
-
     g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
     g_return_val_if_fail(
         g_task_get_source_tag(G_TASK(result)) == einsora_docker_engine_follow_logs_async, FALSE);
-    /* A refused request (404: the container is gone) ends as a call. */
-    node = g_task_propagate_pointer(G_TASK(result), &local_error);
-    if (node == NULL) {
-        g_propagate_error(error, g_steal_pointer(&local_error));
-        return FALSE;
-    }
-    json_node_unref(node);
-    return TRUE;
+    return finish_stream(result, error);
 }

@@ -69,7 +69,6 @@ static Nvml *
 nvml_open(const char *library, GError **error)
 {
     g_autoptr(Nvml) nvml = g_new0(Nvml, 1);
-    nvmlReturn_t result;
 
     nvml->library = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (nvml->library == NULL) {
@@ -92,7 +91,7 @@ nvml_open(const char *library, GError **error)
     /* Only for messages: an NVML without it still works. */
     nvml->error_string = (const char *(*)(nvmlReturn_t))dlsym(nvml->library, "nvmlErrorString");
 
-    result = nvml->init();
+    nvmlReturn_t result = nvml->init();
     if (result != NVML_SUCCESS) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "nvmlInit failed: %s (%d)",
                     nvml_describe(nvml, result), result);
@@ -113,6 +112,19 @@ einsora_nvml_unreadable_gpu(void)
     return gpu;
 }
 
+static gboolean
+nvml_count(const Nvml *nvml, unsigned int *count, GError **error)
+{
+    nvmlReturn_t result = nvml->get_count(count);
+
+    if (result != NVML_SUCCESS) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "NVML can't count GPUs: %s (%d)",
+                    nvml_describe(nvml, result), result);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* A placeholder when NVML can't read the GPU; the reason goes to the log. */
 static EinsoraInventoryGpu *
 nvml_read_gpu(const Nvml *nvml, unsigned int index)
@@ -121,9 +133,8 @@ nvml_read_gpu(const Nvml *nvml, unsigned int index)
     nvmlDevice_t device = NULL;
     nvmlMemory_t memory = {0};
     char name[NVML_DEVICE_NAME_BUFFER_SIZE] = {0};
-    nvmlReturn_t result;
 
-    result = nvml->get_handle(index, &device);
+    nvmlReturn_t result = nvml->get_handle(index, &device);
     if (result == NVML_SUCCESS)
         result = nvml->get_name(device, name, sizeof(name));
     if (result == NVML_SUCCESS)
@@ -149,19 +160,14 @@ einsora_nvml_read_gpus(const char *library, GError **error)
     g_autoptr(GPtrArray) gpus =
         g_ptr_array_new_with_free_func((GDestroyNotify)einsora_inventory_gpu_free);
     unsigned int count = 0;
-    nvmlReturn_t result;
 
     g_return_val_if_fail(library != NULL, NULL);
 
     nvml = nvml_open(library, error);
     if (nvml == NULL)
         return NULL;
-    result = nvml->get_count(&count);
-    if (result != NVML_SUCCESS) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "NVML can't count GPUs: %s (%d)",
-                    nvml_describe(nvml, result), result);
+    if (!nvml_count(nvml, &count, error))
         return NULL;
-    }
     /* More than an inventory may hold would only be refused later. */
     for (unsigned int i = 0; i < count && gpus->len < EINSORA_PROTOCOL_MAX_GPUS; i++) {
         g_ptr_array_add(gpus, nvml_read_gpu(nvml, i));
@@ -176,19 +182,14 @@ einsora_nvml_read_minors(const char *library, GError **error)
     g_autoptr(GArray) minors = g_array_new(FALSE, FALSE, sizeof(guint));
     nvmlReturn_t (*get_minor)(nvmlDevice_t device, unsigned int *minor) = NULL;
     unsigned int count = 0;
-    nvmlReturn_t result;
 
     g_return_val_if_fail(library != NULL, NULL);
     nvml = nvml_open(library, error);
     if (nvml == NULL ||
         !nvml_resolve(nvml, library, "nvmlDeviceGetMinorNumber", (gpointer *)&get_minor, error))
         return NULL;
-    result = nvml->get_count(&count);
-    if (result != NVML_SUCCESS) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "NVML can't count GPUs: %s (%d)",
-                    nvml_describe(nvml, result), result);
+    if (!nvml_count(nvml, &count, error))
         return NULL;
-    }
     for (unsigned int i = 0; i < count && i < EINSORA_PROTOCOL_MAX_GPUS; i++) {
         nvmlDevice_t device = NULL;
         unsigned int minor = 0;
