@@ -325,6 +325,8 @@ test_vllm(void)
     g_assert_cmpstr(json_array_get_string_element(entrypoint, 2), ==, "/run/einsora/model.gguf");
     g_assert_true(array_has(entrypoint, "--uds=/run/einsora/endpoint.sock"));
     g_assert_true(array_has(entrypoint, "--served-model-name=tiny"));
+    /* The same context as llama-server's --ctx-size. */
+    g_assert_true(array_has(entrypoint, "--max-model-len=4096"));
     /* No port: the socket replaces --host and --port. */
     for (guint i = 0; i < json_array_get_length(entrypoint); i++)
         g_assert_false(g_str_has_prefix(json_array_get_string_element(entrypoint, i), "--port"));

@@ -17,7 +17,6 @@
  * starves: both a quarter of the memory, within these. */
 #define VLLM_TMP_MAX_MIB 8192
 #define VLLM_SHM_MAX_MIB 16384
-#define VLLM_MAX_MODEL_LEN 8192
 
 static gboolean
 is_vllm(const EinsoraDockerRecipe *recipe)
@@ -246,7 +245,10 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     }
     if (is_vllm(recipe)) {
         g_autofree gchar *served = g_strdup_printf("--served-model-name=%s", recipe->model_name);
-        g_autofree gchar *length = g_strdup_printf("--max-model-len=%d", VLLM_MAX_MODEL_LEN);
+        /* The context llama-server serves, so an endpoint's prompts fit
+         * whichever server runs it. */
+        g_autofree gchar *length =
+            g_strdup_printf("--max-model-len=%d", EINSORA_NATIVE_ENDPOINT_CONTEXT);
         /* The model from the store's GGUF, its tokenizer read from the
          * file; the socket replaces --host and --port; the key comes
          * from VLLM_API_KEY. */
