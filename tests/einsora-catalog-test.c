@@ -307,6 +307,10 @@ static const InvalidCase invalid_cases[] = {
      WITH_IMAGES(IMAGE("'notebook'",
                        "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 'vllm'}")),
      "images[0] 'img': runtimes.cpu: server \"vllm\" serves endpoints, and the image runs none"},
+    {"runtime-server-jupyter-on-endpoint",
+     WITH_IMAGES(IMAGE("'endpoint'",
+                       "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 'jupyter'}")),
+     "images[0] 'img': runtimes.cpu: server \"jupyter\" serves notebooks, and the image runs none"},
     {"runtime-server-not-a-string",
      WITH_IMAGES(
          IMAGE("'notebook'", "'cpu': {'reference': 'r', 'driver_refs': ['sim'], 'server': 1}")),
