@@ -334,6 +334,7 @@ test_vllm(void)
     g_assert_true(array_has(environment, "HF_HUB_OFFLINE=1"));
     g_assert_true(array_has(environment, "VLLM_NO_USAGE_STATS=1"));
     g_assert_true(array_has(environment, "HOME=/tmp"));
+    g_assert_true(array_has(environment, "USER=einsora"));
     /* A quarter of 64 GiB for shared memory and for /tmp's caches. */
     g_assert_cmpint(json_object_get_int_member(host, "ShmSize"), ==,
                     G_GINT64_CONSTANT(16384) << 20);

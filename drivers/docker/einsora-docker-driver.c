@@ -32,6 +32,7 @@
 #define PULL_REPORT_US (3 * G_USEC_PER_SEC)
 /* As the process supervisor's for native workloads. */
 #define LOG_LIMIT_BYTES EINSORA_PROCESS_LOG_LIMIT_DEFAULT
+#define VLLM_READY_TIMEOUT_MS (20 * 60 * 1000)
 
 typedef enum {
     ENGINE_NOT_ASKED, /* before the first poll: nothing adopted yet */
@@ -357,13 +358,19 @@ begin_probing(DockerWorkload *workload, const char *token)
 {
     EinsoraDockerDriver *self = workload->driver;
     g_autofree gchar *socket_path = workload_socket(self, workload);
+    guint timeout_ms;
 
     workload_stop_probing(workload);
     g_clear_object(&workload->server);
     workload->server = einsora_sandbox_server_new(workload->kind, socket_path, token);
     workload->code = EINSORA_STATUS_CODE_STARTING;
+    /* vLLM loads weights, compiles and captures CUDA graphs before it
+     * answers: minutes for a large model, where Jupyter takes seconds. */
+    timeout_ms = g_strcmp0(workload->serves_with, "vllm") == 0
+                     ? MAX(self->ready_timeout_ms, VLLM_READY_TIMEOUT_MS)
+                     : self->ready_timeout_ms;
     workload->ready_deadline_us =
-        g_get_monotonic_time() + (gint64)self->ready_timeout_ms * G_TIME_SPAN_MILLISECOND;
+        g_get_monotonic_time() + (gint64)timeout_ms * G_TIME_SPAN_MILLISECOND;
     workload->ready_backoff_ms = READY_BACKOFF_FIRST_MS;
     schedule_ready_check(workload, 0);
 }

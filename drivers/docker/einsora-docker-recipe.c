@@ -209,6 +209,10 @@ einsora_docker_recipe_build(const EinsoraDockerRecipe *recipe, gchar **fingerpri
     const char *const vllm_environment[] = {
         "HOME=/tmp",
         "LANG=C.UTF-8",
+        /* Its user may have no passwd entry: torch names caches after
+         * getpass.getuser(), which reads these first. */
+        "USER=einsora",
+        "LOGNAME=einsora",
         "HF_HUB_OFFLINE=1",
         "TRANSFORMERS_OFFLINE=1",
         "VLLM_NO_USAGE_STATS=1",
