@@ -152,3 +152,21 @@ einsora_agent_driver_get_pull_progress(EinsoraAgentDriver *self, const char *wor
         return FALSE;
     return iface->get_pull_progress(self, workload_id, progress);
 }
+
+gchar *
+einsora_agent_driver_find_log(EinsoraAgentDriver *self, const char *workload_id, gint64 attempt,
+                              gint64 *found_attempt, GError **error)
+{
+    EinsoraAgentDriverInterface *iface;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(self), NULL);
+    g_return_val_if_fail(workload_id != NULL && found_attempt != NULL, NULL);
+    iface = EINSORA_AGENT_DRIVER_GET_IFACE(self);
+    *found_attempt = 0;
+    if (iface->find_log == NULL) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "the %s driver keeps no output",
+                    einsora_agent_driver_get_name(self));
+        return NULL;
+    }
+    return iface->find_log(self, workload_id, attempt, found_attempt, error);
+}

@@ -47,6 +47,9 @@ struct _EinsoraAgentDriverInterface {
     /* Optional: NULL for drivers that pull nothing. */
     gboolean (*get_pull_progress)(EinsoraAgentDriver *self, const char *workload_id,
                                   EinsoraPullProgress *progress);
+    /* Optional: NULL for drivers that keep no output. */
+    gchar *(*find_log)(EinsoraAgentDriver *self, const char *workload_id, gint64 attempt,
+                       gint64 *found_attempt, GError **error);
 };
 
 const char *einsora_agent_driver_get_name(EinsoraAgentDriver *self);
@@ -76,5 +79,13 @@ gboolean einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *w
  * (progress then all zero). A driver says "status-changed" as it goes. */
 gboolean einsora_agent_driver_get_pull_progress(EinsoraAgentDriver *self, const char *workload_id,
                                                 EinsoraPullProgress *progress);
+
+/* Where attempt @attempt's output (<= 0: the latest attempt's) is on
+ * this machine: the path of its .log, laid out as einsora-log-files.h
+ * says; @found_attempt says which attempt it is. G_IO_ERROR_NOT_FOUND
+ * when nothing is kept, G_IO_ERROR_NOT_SUPPORTED for a driver that
+ * keeps no output. */
+gchar *einsora_agent_driver_find_log(EinsoraAgentDriver *self, const char *workload_id,
+                                     gint64 attempt, gint64 *found_attempt, GError **error);
 
 G_END_DECLS

@@ -1078,8 +1078,42 @@ agent_lookup_access(EinsoraAccessSource *source, const char *workload_id, gint64
                                     token);
 }
 
+gchar *
+einsora_agent_find_log(EinsoraAgent *self, const char *workload_id, gint64 attempt,
+                       gint64 *found_attempt, GError **error)
+{
+    const EinsoraDesiredWorkload *desired;
+    EinsoraAgentDriver *driver;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT(self), NULL);
+    *found_attempt = 0;
+    /* A workload it was told to run or park; one it removes has none. */
+    desired = self->desired_index != NULL ? desired_lookup(self, workload_id) : NULL;
+    if (desired == NULL || desired->mode == EINSORA_WORKLOAD_MODE_REMOVE) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                            "this machine keeps nothing of it");
+        return NULL;
+    }
+    driver = find_driver(self, desired->driver);
+    if (driver == NULL) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "this machine has no %s driver",
+                    desired->driver);
+        return NULL;
+    }
+    return einsora_agent_driver_find_log(driver, workload_id, attempt, found_attempt, error);
+}
+
+static gchar *
+agent_find_log(EinsoraAccessSource *source, const char *workload_id, gint64 attempt,
+               gint64 *found_attempt, GError **error)
+{
+    return einsora_agent_find_log(EINSORA_AGENT(source), workload_id, attempt, found_attempt,
+                                  error);
+}
+
 static void
 einsora_agent_access_iface_init(EinsoraAccessSourceInterface *iface)
 {
     iface->lookup = agent_lookup_access;
+    iface->find_log = agent_find_log;
 }

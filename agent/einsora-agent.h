@@ -37,6 +37,10 @@ gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
 /* The way into a ready workload (its driver's socket and token), for the
  * access proxy in this process only; FALSE when it isn't ready here. The
  * agent is the hub's EinsoraAccessSource through this. */
+/* Where attempt @attempt's output of a workload it runs or parks is
+ * (einsora_agent_driver_find_log()). */
+gchar *einsora_agent_find_log(EinsoraAgent *self, const char *workload_id, gint64 attempt,
+                              gint64 *found_attempt, GError **error);
 gboolean einsora_agent_get_access(EinsoraAgent *self, const char *workload_id, gint64 *attempt,
                                   gchar **socket_path, gchar **token);
 

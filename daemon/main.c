@@ -763,6 +763,8 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     /* Sockets and tokens reach the hub from this agent only, in-process. */
     einsora_hub_set_access_source(machine->hub, registered->id,
                                   EINSORA_ACCESS_SOURCE(machine->agent));
+    /* Its output too, read from the files its drivers write. */
+    einsora_service_set_workload_logs(service, EINSORA_WORKLOAD_LOGS(machine->hub));
     machine->inventory = g_steal_pointer(&inventory);
     /* What users ask for, and what agents report, is acted on at once,
      * not a tick later (docs/adr/0029); off keeps to the interval. */

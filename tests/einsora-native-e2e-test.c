@@ -8,6 +8,7 @@
  * host, and a kill -9 of the daemon leaves the server running, adopted by
  * the next daemon with no new attempt. */
 #include <errno.h>
+#include <string.h>
 #include <gio/gio.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -234,6 +235,200 @@ test_lifecycle(Fixture *f, gconstpointer data)
     log = einsora_test_daemon_read_log(f->daemon);
     g_assert_null(strstr(log, token));
     g_assert_null(strstr(log, second_token));
+}
+
+static gchar *
+logs_of(Fixture *f, const char *id, const char *query, const char *token, guint status,
+        gint64 *attempt)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/logs%s%s", id,
+                                             query != NULL ? "?" : "", query != NULL ? query : "");
+    g_autoptr(EinsoraTestResponse) response = NULL;
+
+    response = einsora_test_request(f->daemon, "GET", path, token, NULL, NULL, NULL);
+    g_assert_cmpuint(response->status, ==, status);
+    if (status == 200) {
+        g_assert_cmpstr(soup_message_headers_get_content_type(response->headers, NULL), ==,
+                        "text/plain");
+        if (attempt != NULL)
+            *attempt = g_ascii_strtoll(
+                soup_message_headers_get_one(response->headers, "Einsora-Attempt"), NULL, 10);
+    }
+    return g_strdup(response->body);
+}
+
+static gchar *
+read_file_or_empty(const char *path)
+{
+    gchar *text = NULL;
+    return g_file_get_contents(path, &text, NULL, NULL) ? text : g_strdup("");
+}
+
+/* Waits until @path holds @needle (the CLI's output, the raw log). */
+static void
+wait_for_text(const char *path, const char *needle)
+{
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autofree gchar *text = read_file_or_empty(path);
+        if (strstr(text, needle) != NULL)
+            return;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s never held \"%s\"; it holds:\n%s", path, needle, text);
+        g_usleep(100 * 1000);
+    }
+}
+
+static guint
+count_lines(const char *text)
+{
+    guint lines = 0;
+    for (const char *c = text; *c != '\0'; c++)
+        lines += *c == '\n';
+    return lines;
+}
+
+/* The kernel's own stderr is its server's: what it writes there is in
+ * the workload's output, as the server's start-up lines are. */
+static void
+kernel_prints(const char *socket_path, const char *token, const char *kernel, const char *text)
+{
+    g_autofree gchar *code =
+        g_strdup_printf("import os\nos.write(2, b'%s\\n')\nprint('written')", text);
+    g_autofree gchar *printed = einsora_test_jupyter_execute(socket_path, token, kernel, code);
+    g_assert_cmpstr(printed, ==, "written\n");
+}
+
+/* GET /v1/workloads/{id}/logs and `einsora logs` with the real Jupyter:
+ * its start-up output is there, its token never is, tail/since/attempt
+ * choose, -f follows until the attempt ends, another tenant gets 404,
+ * and a deleted workload's logs are gone. */
+static void
+test_logs(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "logs");
+    g_autofree gchar *socket_path = socket_of(f, id);
+    g_autofree gchar *raw_path = g_strdup_printf("%s/%s.log", f->run_dir, id);
+    g_autofree gchar *cli_out = g_build_filename(f->daemon->dir, "cli-logs.txt", NULL);
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autofree gchar *leak = NULL;
+    g_autofree gchar *logs = NULL;
+    g_autofree gchar *other = NULL;
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
+    g_autoptr(GSubprocess) cli = NULL;
+    g_autoptr(GError) error = NULL;
+    gint64 attempt = 0;
+
+    wait_for_state(f, id, "running");
+    token = einsora_test_jupyter_token_of(server_pid(f, id, NULL));
+    g_assert_nonnull(token);
+    kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+    /* As a notebook server prints its token at start, and bare. */
+    leak = g_strdup_printf("open http://127.0.0.1:8888/lab?token=%s\\nbare %s end\\nmarker-one",
+                           token, token);
+    kernel_prints(socket_path, token, kernel, leak);
+    wait_for_text(raw_path, "marker-one");
+    {
+        /* The file has it in clear: only what leaves the daemon is redacted. */
+        g_autofree gchar *raw = read_file_or_empty(raw_path);
+        g_assert_nonnull(strstr(raw, token));
+    }
+
+    logs = logs_of(f, id, NULL, f->daemon->owner_token, 200, &attempt);
+    g_assert_cmpint(attempt, ==, 1);
+    /* Jupyter's own start-up lines (Debian 12's is Notebook 6.4, which
+     * names no token for a Unix socket: the kernel's line above is the
+     * token a server prints). */
+    g_assert_nonnull(strstr(logs, "NotebookApp] Jupyter Notebook"));
+    g_assert_nonnull(strstr(logs, "is running at"));
+    g_assert_nonnull(strstr(logs, "marker-one"));
+    g_assert_nonnull(strstr(logs, "bare [redacted] end"));
+    g_assert_nonnull(strstr(logs, "lab?token=[redacted]"));
+    g_assert_null(strstr(logs, token));
+    g_clear_pointer(&logs, g_free);
+
+    logs = logs_of(f, id, "tail=2", f->daemon->owner_token, 200, NULL);
+    g_assert_cmpuint(count_lines(logs), ==, 2);
+    g_clear_pointer(&logs, g_free);
+    logs = logs_of(f, id, "since=2m", f->daemon->owner_token, 200, NULL);
+    g_assert_nonnull(strstr(logs, "marker-one"));
+    g_clear_pointer(&logs, g_free);
+    logs = logs_of(f, id, "since=2100-01-01T00:00:00Z", f->daemon->owner_token, 200, NULL);
+    g_assert_cmpstr(logs, ==, "");
+    g_clear_pointer(&logs, g_free);
+    g_free(logs_of(f, id, "since=yesterday", f->daemon->owner_token, 400, NULL));
+    g_free(logs_of(f, id, "attempt=2", f->daemon->owner_token, 400, NULL));
+    g_free(logs_of(f, id, "tail=-1", f->daemon->owner_token, 400, NULL));
+
+    /* einsora logs -f: what is there, then what comes, until the attempt ends. */
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", f->daemon->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", f->daemon->owner_token, TRUE);
+    g_subprocess_launcher_set_stdout_file_path(launcher, cli_out);
+    cli = g_subprocess_launcher_spawn(launcher, &error, g_getenv("EINSORA_CLI"), "logs", "-f",
+                                      "--tail", "3", id, NULL);
+    g_assert_no_error(error);
+    wait_for_text(cli_out, "marker-one");
+    kernel_prints(socket_path, token, kernel, "marker-two");
+    wait_for_text(cli_out, "marker-two");
+    act(f, id, "stop");
+    wait_for_state(f, id, "stopped");
+    g_assert_true(g_subprocess_wait(cli, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(cli));
+    g_assert_cmpint(g_subprocess_get_exit_status(cli), ==, 0);
+    {
+        g_autofree gchar *printed = read_file_or_empty(cli_out);
+        g_assert_null(strstr(printed, token));
+        g_assert_nonnull(strstr(printed, "bare [redacted] end"));
+    }
+
+    /* A new attempt has its own output; the first one's is kept. */
+    act(f, id, "start");
+    wait_for_state(f, id, "running");
+    logs = logs_of(f, id, NULL, f->daemon->owner_token, 200, &attempt);
+    g_assert_cmpint(attempt, ==, 2);
+    g_assert_null(strstr(logs, "marker-one"));
+    g_clear_pointer(&logs, g_free);
+    logs = logs_of(f, id, "attempt=1", f->daemon->owner_token, 200, &attempt);
+    g_assert_cmpint(attempt, ==, 1);
+    g_assert_nonnull(strstr(logs, "marker-two"));
+    g_assert_null(strstr(logs, token));
+    g_clear_pointer(&logs, g_free);
+
+    /* Another tenant's workload is not there at all. */
+    einsora_test_daemon_stop(f->daemon);
+    other = einsora_test_daemon_create_account(f->daemon, "other", "other@example.com",
+                                               "another long passphrase");
+    einsora_test_daemon_start(f->daemon);
+    wait_for_state(f, id, "running");
+    g_free(logs_of(f, id, NULL, other, 404, NULL));
+    g_free(logs_of(f, id, "follow=true", other, 404, NULL));
+    /* After the daemon's restart the output is read as before. */
+    logs = logs_of(f, id, "attempt=1", f->daemon->owner_token, 200, NULL);
+    g_assert_nonnull(strstr(logs, "marker-two"));
+    g_clear_pointer(&logs, g_free);
+
+    /* Deleted: its logs went with its data, and the answer says so. */
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+        g_autoptr(EinsoraTestResponse) response = call(f, "DELETE", path, NULL);
+        g_assert_cmpuint(response->status, ==, 202);
+    }
+    wait_for_state(f, id, "deleted");
+    logs = logs_of(f, id, NULL, f->daemon->owner_token, 404, NULL);
+    g_assert_nonnull(strstr(logs, "deleted, and its logs with its data"));
+    g_assert_false(g_file_test(raw_path, G_FILE_TEST_EXISTS));
+    {
+        g_autofree gchar *archived = g_strdup_printf("%s/%s.attempt-1.log", f->run_dir, id);
+        g_assert_false(g_file_test(archived, G_FILE_TEST_EXISTS));
+    }
+    {
+        g_autofree gchar *log = einsora_test_daemon_read_log(f->daemon);
+        g_assert_null(strstr(log, token));
+    }
 }
 
 static gboolean
@@ -721,6 +916,7 @@ main(int argc, char **argv)
     }
     g_test_add("/native/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
                fixture_tear_down);
+    g_test_add("/native/logs", Fixture, NULL, fixture_set_up, test_logs, fixture_tear_down);
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);

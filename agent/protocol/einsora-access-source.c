@@ -21,3 +21,21 @@ einsora_access_source_lookup(EinsoraAccessSource *self, const char *workload_id,
     return EINSORA_ACCESS_SOURCE_GET_IFACE(self)->lookup(self, workload_id, attempt, socket_path,
                                                          token);
 }
+
+gchar *
+einsora_access_source_find_log(EinsoraAccessSource *self, const char *workload_id, gint64 attempt,
+                               gint64 *found_attempt, GError **error)
+{
+    EinsoraAccessSourceInterface *iface;
+
+    g_return_val_if_fail(EINSORA_IS_ACCESS_SOURCE(self), NULL);
+    g_return_val_if_fail(workload_id != NULL && found_attempt != NULL, NULL);
+    iface = EINSORA_ACCESS_SOURCE_GET_IFACE(self);
+    *found_attempt = 0;
+    if (iface->find_log == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                            "its machine's output can't be read from here");
+        return NULL;
+    }
+    return iface->find_log(self, workload_id, attempt, found_attempt, error);
+}

@@ -118,6 +118,8 @@ gboolean einsora_cli_events(EinsoraCli *cli, const EinsoraCliCommand *command, i
                             char **argv, GError **error);
 gboolean einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                           GError **error);
+gboolean einsora_cli_logs(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                          GError **error);
 gboolean einsora_cli_export(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                             char **argv, GError **error);
 gboolean einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,

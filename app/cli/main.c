@@ -21,6 +21,10 @@ static const EinsoraCliCommand commands[] = {
      einsora_cli_open},
     {"chat", N_("ID PROMPT"), N_("Stream a running endpoint's answer to PROMPT"), einsora_cli_chat},
     {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events},
+    {"logs", N_("ID"),
+     N_("Print a workload's output (-f: follow it while the attempt runs; --tail N, --attempt N, "
+        "--since WHEN)"),
+     einsora_cli_logs},
     {"watch", N_("[ID]"), N_("Print events as they happen, of all your workloads or of one"),
      einsora_cli_watch},
     {"export", N_("ID"), N_("Print a workload's complete record and timeline, as the API gives it"),

@@ -24,6 +24,7 @@ struct _EinsoraClient {
     gchar *base_url;
     gchar *token;
     SoupSession *session;
+    SoupSession *stream_session; /* no I/O timeout: a followed log may be quiet for hours */
 };
 
 G_DEFINE_TYPE(EinsoraClient, einsora_client, G_TYPE_OBJECT)
@@ -77,6 +78,7 @@ einsora_client_finalize(GObject *object)
     EinsoraClient *self = EINSORA_CLIENT(object);
 
     g_clear_object(&self->session);
+    g_clear_object(&self->stream_session);
     g_clear_pointer(&self->base_url, g_free);
     g_clear_pointer(&self->token, g_free);
     G_OBJECT_CLASS(einsora_client_parent_class)->finalize(object);
@@ -939,4 +941,200 @@ einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
                                  GAsyncReadyCallback callback, gpointer user_data)
 {
     request_object_async(self, "GET", "/v1/catalog", NULL, NULL, cancellable, callback, user_data);
+}
+
+/* Logs: text, not JSON, and possibly endless, so read as a stream. */
+
+static SoupSession *
+stream_session(EinsoraClient *self)
+{
+    if (self->stream_session == NULL)
+        self->stream_session =
+            soup_session_new_with_options("user-agent", "einsora/" EINSORA_VERSION, NULL);
+    return self->stream_session;
+}
+
+static SoupMessage *
+logs_message(EinsoraClient *self, const char *id, const char *query, GError **error)
+{
+    g_autofree gchar *base = workload_path(id, "/logs");
+    g_autofree gchar *path =
+        query != NULL && *query != '\0' ? g_strconcat(base, "?", query, NULL) : g_strdup(base);
+    SoupMessage *message = build_message(self, "GET", path, NULL, NULL, error);
+
+    if (message != NULL)
+        soup_message_headers_replace(soup_message_get_request_headers(message), "Accept",
+                                     "text/plain, application/json");
+    return message;
+}
+
+#define LOGS_READ_BYTES 16384
+#define LOGS_ERROR_BYTES 65536
+
+gboolean
+einsora_client_read_logs(EinsoraClient *self, const char *id, const char *query,
+                         EinsoraClientTextFunc on_text, gpointer user_data,
+                         GCancellable *cancellable, GError **error)
+{
+    g_autoptr(SoupMessage) message = NULL;
+    g_autoptr(GInputStream) stream = NULL;
+    g_autoptr(GError) local_error = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), FALSE);
+    message = logs_message(self, id, query, error);
+    if (message == NULL)
+        return FALSE;
+    stream = soup_session_send(stream_session(self), message, cancellable, &local_error);
+    if (stream == NULL) {
+        if (g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            g_propagate_error(error, g_steal_pointer(&local_error));
+        else
+            g_propagate_error(error, unreachable_error(self, local_error));
+        return FALSE;
+    }
+    if (!SOUP_STATUS_IS_SUCCESSFUL(soup_message_get_status(message))) {
+        g_autoptr(GBytes) body =
+            g_input_stream_read_bytes(stream, LOGS_ERROR_BYTES, cancellable, NULL);
+        g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
+        g_propagate_error(error, response_error(message, body != NULL ? body : empty));
+        return FALSE;
+    }
+    for (;;) {
+        g_autoptr(GBytes) bytes =
+            g_input_stream_read_bytes(stream, LOGS_READ_BYTES, cancellable, &local_error);
+        gsize size = 0;
+        const char *data;
+
+        if (bytes == NULL) {
+            if (g_error_matches(local_error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+                g_propagate_error(error, g_steal_pointer(&local_error));
+            else
+                g_propagate_error(error, unreachable_error(self, local_error));
+            return FALSE;
+        }
+        data = g_bytes_get_data(bytes, &size);
+        if (size == 0)
+            return TRUE;
+        on_text(data, size, user_data);
+    }
+}
+
+typedef struct {
+    EinsoraClient *client; /* owned */
+    SoupMessage *message;  /* owned */
+    GInputStream *stream;  /* owned */
+    EinsoraClientTextFunc on_text;
+    gpointer text_data;
+} LogsRead;
+
+static void
+logs_read_free(LogsRead *read)
+{
+    g_clear_object(&read->client);
+    g_clear_object(&read->message);
+    g_clear_object(&read->stream);
+    g_free(read);
+}
+
+static void
+logs_fail(GTask *task, GError *error)
+{
+    LogsRead *read = g_task_get_task_data(task);
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_task_return_error(task, error);
+        return;
+    }
+    g_task_return_error(task, unreachable_error(read->client, error));
+    g_error_free(error);
+}
+
+static void
+on_logs_error_body(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    LogsRead *read = g_task_get_task_data(task);
+    g_autoptr(GBytes) body = g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, NULL);
+    g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
+
+    g_task_return_error(task, response_error(read->message, body != NULL ? body : empty));
+}
+
+static void
+on_logs_bytes(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    LogsRead *read = g_task_get_task_data(task);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) bytes =
+        g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
+    gsize size = 0;
+    const char *data;
+
+    if (bytes == NULL) {
+        logs_fail(task, g_steal_pointer(&error));
+        return;
+    }
+    data = g_bytes_get_data(bytes, &size);
+    if (size == 0) {
+        g_task_return_boolean(task, TRUE);
+        return;
+    }
+    read->on_text(data, size, read->text_data);
+    g_input_stream_read_bytes_async(read->stream, LOGS_READ_BYTES, G_PRIORITY_DEFAULT,
+                                    g_task_get_cancellable(task), on_logs_bytes,
+                                    g_steal_pointer(&task));
+}
+
+static void
+on_logs_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    LogsRead *read = g_task_get_task_data(task);
+    g_autoptr(GError) error = NULL;
+
+    read->stream = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+    if (read->stream == NULL) {
+        logs_fail(task, g_steal_pointer(&error));
+        return;
+    }
+    if (!SOUP_STATUS_IS_SUCCESSFUL(soup_message_get_status(read->message))) {
+        g_input_stream_read_bytes_async(read->stream, LOGS_ERROR_BYTES, G_PRIORITY_DEFAULT,
+                                        g_task_get_cancellable(task), on_logs_error_body,
+                                        g_steal_pointer(&task));
+        return;
+    }
+    g_input_stream_read_bytes_async(read->stream, LOGS_READ_BYTES, G_PRIORITY_DEFAULT,
+                                    g_task_get_cancellable(task), on_logs_bytes,
+                                    g_steal_pointer(&task));
+}
+
+void
+einsora_client_read_logs_async(EinsoraClient *self, const char *id, const char *query,
+                               EinsoraClientTextFunc on_text, gpointer text_data,
+                               GCancellable *cancellable, GAsyncReadyCallback callback,
+                               gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    g_autoptr(GError) error = NULL;
+    LogsRead *read = g_new0(LogsRead, 1);
+
+    read->client = g_object_ref(self);
+    read->on_text = on_text;
+    read->text_data = text_data;
+    g_task_set_task_data(task, read, (GDestroyNotify)logs_read_free);
+    read->message = logs_message(self, id, query, &error);
+    if (read->message == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    soup_session_send_async(stream_session(self), read->message, G_PRIORITY_DEFAULT, cancellable,
+                            on_logs_sent, g_steal_pointer(&task));
+}
+
+gboolean
+einsora_client_read_logs_finish(EinsoraClient *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+    return g_task_propagate_boolean(G_TASK(result), error);
 }

@@ -143,4 +143,19 @@ void einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cance
 void einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
                                       GAsyncReadyCallback callback, gpointer user_data);
 
+/* A workload's logs (GET /v1/workloads/{id}/logs), as text: @query is
+ * the query already escaped ("tail=20&follow=true"; NULL: none), and
+ * each piece of text goes to @on_text as it arrives, until the answer
+ * ends (with follow=true: when the attempt does, or @cancellable says).
+ * No I/O timeout: a followed log may be quiet for hours. */
+typedef void (*EinsoraClientTextFunc)(const char *text, gsize length, gpointer user_data);
+gboolean einsora_client_read_logs(EinsoraClient *self, const char *id, const char *query,
+                                  EinsoraClientTextFunc on_text, gpointer user_data,
+                                  GCancellable *cancellable, GError **error);
+void einsora_client_read_logs_async(EinsoraClient *self, const char *id, const char *query,
+                                    EinsoraClientTextFunc on_text, gpointer text_data,
+                                    GCancellable *cancellable, GAsyncReadyCallback callback,
+                                    gpointer user_data);
+gboolean einsora_client_read_logs_finish(EinsoraClient *self, GAsyncResult *result, GError **error);
+
 G_END_DECLS

@@ -9,6 +9,7 @@ static const char *const with_deleted[] = {"include_deleted", NULL};
 static const char *const paged_with_deleted[] = {"include_deleted", "limit", "cursor", NULL};
 static const char *const paged[] = {"limit", "cursor", NULL};
 static const char *const event_feed[] = {"follow", "after", "limit", NULL};
+static const char *const log_query[] = {"follow", "attempt", "tail", "since", NULL};
 
 static const EinsoraApiRoute routes[] = {
     {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
@@ -24,6 +25,7 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/workloads/{id}/stop", AUTH, TRUE, FALSE, NULL, einsora_api_workloads_stop},
     {"GET", "/v1/workloads/{id}/events", AUTH, FALSE, FALSE, paged, einsora_api_workloads_events},
     {"GET", "/v1/workloads/{id}/export", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_export},
+    {"GET", "/v1/workloads/{id}/logs", AUTH, FALSE, FALSE, log_query, einsora_api_workloads_logs},
     {"GET", "/v1/events", AUTH, FALSE, FALSE, event_feed, einsora_api_events_feed},
     /* Its answer holds a ticket's secret: no Idempotency-Key replay. */
     {"POST", "/v1/workloads/{id}/access", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_access},

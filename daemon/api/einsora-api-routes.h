@@ -51,6 +51,7 @@ void einsora_api_workloads_stop(EinsoraApiServer *server, EinsoraApiRequest *req
 void einsora_api_workloads_delete(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_events(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_export(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_workloads_logs(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_workloads_access(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);

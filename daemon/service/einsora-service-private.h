@@ -23,6 +23,8 @@ struct _EinsoraService {
     /* NULL until einsora_service_set_model_store(). */
     EinsoraModelStore *models;
     gchar *models_owner;
+    /* NULL until einsora_service_set_workload_logs(). */
+    EinsoraWorkloadLogs *logs;
 };
 
 /* einsora-service.c */

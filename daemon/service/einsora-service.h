@@ -16,6 +16,7 @@
 #include "einsora-model-store.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
+#include "einsora-workload-logs.h"
 #include "einsora-workload.h"
 
 G_BEGIN_DECLS
@@ -197,6 +198,20 @@ gboolean einsora_service_group_commit(EinsoraService *self, GError **error);
 void einsora_service_group_rollback(EinsoraService *self);
 /* Whether a write in the open group failed, so that it can only roll back. */
 gboolean einsora_service_group_failed(EinsoraService *self);
+
+/* Workload output (einsora-service-logs.c): where the backend that runs
+ * a workload keeps it. Without one, every workload has none. */
+void einsora_service_set_workload_logs(EinsoraService *self, EinsoraWorkloadLogs *logs);
+/* The path of the .log of @tenant_id's workload's attempt @attempt (<= 0:
+ * the latest), @found_attempt which, @token its own token while it runs
+ * (the caller redacts and wipes it); with the workload itself, so the
+ * caller can tell when the attempt is over. NOT_FOUND for another
+ * tenant's workload, one deleted (its logs went with its data), or one
+ * with nothing kept; INVALID_REQUEST for an attempt it never had. */
+gchar *einsora_service_find_workload_log(EinsoraService *self, const char *tenant_id,
+                                         const char *workload_id, gint64 attempt,
+                                         gint64 *found_attempt, gchar **token,
+                                         EinsoraWorkload **workload, GError **error);
 
 /* The model store (einsora-service-models.c). Endpoints are launched on a
  * model of it; only @owner_tenant_id, the tenant whose machine the daemon

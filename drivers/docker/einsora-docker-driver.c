@@ -15,6 +15,7 @@
 #include "einsora-process-supervisor.h"
 #include "einsora-docker-recipe.h"
 #include "einsora-gpu-mask.h"
+#include "einsora-log-files.h"
 #include "einsora-safe-remove.h"
 #include "einsora-sandbox-server.h"
 #include "einsora-uuid.h"
@@ -286,12 +287,22 @@ build_recipe(EinsoraDockerDriver *self, const DockerWorkload *workload, EinsoraD
 static void schedule_ready_check(DockerWorkload *workload, guint delay_ms);
 static void remove_container(EinsoraDockerDriver *self, const char *workload_id);
 
+/* Its server's token dies with it, and goes from its log too. */
+static void
+drop_server(DockerWorkload *workload)
+{
+    if (workload->server != NULL)
+        einsora_log_files_scrub(workload->driver->run_dir, workload->workload_id,
+                                einsora_sandbox_server_get_token(workload->server));
+    g_clear_object(&workload->server);
+}
+
 static void
 fail_unready(DockerWorkload *workload, EinsoraStatusCode code, const char *message)
 {
     log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
     workload_stop_probing(workload);
-    g_clear_object(&workload->server);
+    drop_server(workload);
     /* What is left of it goes; its data is kept. */
     remove_container(workload->driver, workload->workload_id);
     set_code(workload, code);
@@ -361,7 +372,7 @@ begin_probing(DockerWorkload *workload, const char *token)
     guint timeout_ms;
 
     workload_stop_probing(workload);
-    g_clear_object(&workload->server);
+    drop_server(workload);
     workload->server = einsora_sandbox_server_new(workload->kind, socket_path, token);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     /* vLLM loads weights, compiles and captures CUDA graphs before it
@@ -575,6 +586,13 @@ create_container(Launch *launch, DockerWorkload *workload)
     if ((data_dir != NULL && !make_private_dir(data_dir, self->uid, self->gid, &error)) ||
         !make_private_dir(run_dir, self->uid, self->gid, &error)) {
         launch_failed(workload, EINSORA_STATUS_CODE_FAILED_TO_START, "its directories", error);
+        launch_free(launch);
+        return;
+    }
+    /* Each attempt's output in its own files, the last few kept. */
+    if (!einsora_log_files_begin_attempt(self->run_dir, workload->workload_id, workload->attempt,
+                                         &error)) {
+        launch_failed(workload, EINSORA_STATUS_CODE_FAILED_TO_START, "its log", error);
         launch_free(launch);
         return;
     }
@@ -921,7 +939,7 @@ begin_op(EinsoraDockerDriver *self, DockerOp op, const char *workload_id, GCance
     workload_stop_probing(workload);
     cancel_and_clear(&workload->launching);
     workload->deferred = FALSE;
-    g_clear_object(&workload->server);
+    drop_server(workload);
     workload->op = op;
     workload->task = g_steal_pointer(&task);
     if (op == OP_REMOVE)
@@ -1073,7 +1091,7 @@ on_inspected(GObject *source, GAsyncResult *result, gpointer user_data)
                             oom ? ": the Engine says it was killed for memory" : "");
 
         workload_stop_probing(workload);
-        g_clear_object(&workload->server);
+        drop_server(workload);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, message);
         set_code(workload, oom ? EINSORA_STATUS_CODE_OUT_OF_MEMORY
                            : workload->code == EINSORA_STATUS_CODE_STARTING
@@ -1276,7 +1294,7 @@ reconcile(EinsoraDockerDriver *self, JsonArray *containers, gboolean first)
             /* As it was; an exit meanwhile is seen by the next poll. */
             log_workload(workload, G_LOG_LEVEL_MESSAGE, "the Docker Engine answers again");
             if (!g_hash_table_contains(seen, workload->workload_id)) {
-                g_clear_object(&workload->server);
+                drop_server(workload);
                 set_code(workload, EINSORA_STATUS_CODE_EXITED);
             } else {
                 set_code(workload, workload->code_before_down);
@@ -1295,7 +1313,7 @@ reconcile(EinsoraDockerDriver *self, JsonArray *containers, gboolean first)
             log_workload(workload, G_LOG_LEVEL_MESSAGE,
                          "its container is gone (removed outside Einsora)");
             workload_stop_probing(workload);
-            g_clear_object(&workload->server);
+            drop_server(workload);
             set_code(workload, EINSORA_STATUS_CODE_EXITED);
         }
     }
@@ -1478,6 +1496,20 @@ docker_get_pull_progress(EinsoraAgentDriver *driver, const char *workload_id,
     return TRUE;
 }
 
+static gchar *
+docker_find_log(EinsoraAgentDriver *driver, const char *workload_id, gint64 attempt,
+                gint64 *found_attempt, GError **error)
+{
+    EinsoraDockerDriver *self = EINSORA_DOCKER_DRIVER(driver);
+
+    /* A name in its run directory: never a path of the caller's. */
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return einsora_log_files_find(self->run_dir, workload_id, attempt, found_attempt, error);
+}
+
 static const char *
 docker_get_name(EinsoraAgentDriver *driver)
 {
@@ -1498,6 +1530,7 @@ einsora_docker_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->list_workloads = docker_list_workloads;
     iface->get_access = docker_get_access;
     iface->get_pull_progress = docker_get_pull_progress;
+    iface->find_log = docker_find_log;
 }
 
 /* Construction */

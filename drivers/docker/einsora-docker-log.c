@@ -2,6 +2,8 @@
 
 #include "einsora-docker-log.h"
 
+#include "einsora-log-files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
@@ -16,6 +18,7 @@ struct _EinsoraDockerLog {
     gsize size;
     int fd;
     gboolean failed; /* said once */
+    EinsoraLogTimes *times;
 };
 
 static int
@@ -53,6 +56,7 @@ einsora_docker_log_open(const char *dir, const char *name, gsize limit, GError *
     log->limit = MAX(limit, 1);
     log->size = size;
     log->fd = fd;
+    log->times = einsora_log_times_new(log->path);
     return log;
 }
 
@@ -88,6 +92,7 @@ rotate(EinsoraDockerLog *log)
     }
     close(log->fd);
     log->fd = fd;
+    einsora_log_times_rotated(log->times);
 }
 
 void
@@ -107,6 +112,7 @@ einsora_docker_log_write(EinsoraDockerLog *log, const guint8 *data, gsize length
         data += written;
         length -= (gsize)written;
     }
+    einsora_log_times_note(log->times, (gint64)log->size, g_get_real_time() / 1000);
     if (log->size > log->limit)
         rotate(log);
 }
@@ -118,6 +124,7 @@ einsora_docker_log_close(EinsoraDockerLog *log)
         return;
     if (log->fd >= 0)
         close(log->fd);
+    einsora_log_times_free(log->times);
     g_free(log->path);
     g_free(log->previous);
     g_free(log);
@@ -138,13 +145,5 @@ einsora_docker_log_last_written(const char *dir, const char *name)
 void
 einsora_docker_log_remove(const char *dir, const char *name)
 {
-    const char *const suffixes[] = {".log", ".log.1"};
-
-    for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
-        g_autofree gchar *file = g_strconcat(name, suffixes[i], NULL);
-        g_autofree gchar *path = g_build_filename(dir, file, NULL);
-
-        if (g_unlink(path) != 0 && errno != ENOENT)
-            g_message("can't remove %s: %s", path, g_strerror(errno));
-    }
+    einsora_log_files_remove(dir, name);
 }

@@ -1,9 +1,9 @@
 /* A docker workload's output on disk, kept as the process supervisor
  * keeps a native workload's, so that whoever reads logs reads both the
- * same way: <dir>/<name>.log, 0600, appended; once past the limit it
- * becomes <name>.log.1 (replacing the one before) and a new file starts,
- * so about twice the limit is kept. The container never sees the
- * directory: only the driver writes there. */
+ * same way (einsora-log-files.h): <dir>/<name>.log, 0600, appended, with
+ * its times; once past the limit it becomes <name>.log.1 (replacing the
+ * one before) and a new file starts, so about twice the limit is kept.
+ * The container never sees the directory: only the driver writes there. */
 #pragma once
 
 #include <glib.h>
@@ -22,7 +22,8 @@ void einsora_docker_log_close(EinsoraDockerLog *log);
 /* When <dir>/<name>.log was last written, in Unix seconds; 0 when there
  * is none. A follower that starts again asks for output from then. */
 gint64 einsora_docker_log_last_written(const char *dir, const char *name);
-/* Deletes <name>.log and <name>.log.1: the workload is gone. */
+/* Deletes every log file of <name>, earlier attempts' too: the
+ * workload is gone. */
 void einsora_docker_log_remove(const char *dir, const char *name);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraDockerLog, einsora_docker_log_close)

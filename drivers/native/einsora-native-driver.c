@@ -12,6 +12,7 @@
 #include "einsora-bwrap-args.h"
 #include "einsora-gpu-mask.h"
 #include "einsora-linux-inventory.h"
+#include "einsora-log-files.h"
 #include "einsora-native-probe.h"
 #include "einsora-native-sandbox.h"
 #include "einsora-nvml.h"
@@ -357,6 +358,16 @@ stop_in_background(EinsoraNativeDriver *self, const char *workload_id)
                                           g_strdup(workload_id));
 }
 
+/* Its server's token dies with it, and goes from its log too. */
+static void
+drop_server(NativeWorkload *workload)
+{
+    if (workload->server != NULL)
+        einsora_log_files_scrub(workload->driver->run_dir, workload->workload_id,
+                                einsora_sandbox_server_get_token(workload->server));
+    g_clear_object(&workload->server);
+}
+
 static void
 kill_unready(NativeWorkload *workload)
 {
@@ -365,7 +376,7 @@ kill_unready(NativeWorkload *workload)
     /* It failed; what runs of it is stopped, its data kept. The agent
      * sees the code at once; the stop finishes on its own. */
     workload->code = EINSORA_STATUS_CODE_FAILED_TO_START;
-    g_clear_object(&workload->server);
+    drop_server(workload);
     stop_in_background(self, workload->workload_id);
 }
 
@@ -480,7 +491,7 @@ begin_probing(NativeWorkload *workload, const char *token)
     g_autoptr(GError) error = NULL;
 
     workload_stop_probing(workload);
-    g_clear_object(&workload->server);
+    drop_server(workload);
     workload->server = einsora_sandbox_server_new(workload->kind, socket_path, token);
     workload->code = EINSORA_STATUS_CODE_STARTING;
     workload->ready_deadline_us =
@@ -517,7 +528,7 @@ on_process_changed(EinsoraProcessSupervisor *supervisor, const char *name, gpoin
     if (state == EINSORA_PROCESS_RUNNING || state == EINSORA_PROCESS_STOPPED)
         return;
     workload_stop_probing(workload);
-    g_clear_object(&workload->server);
+    drop_server(workload);
     /* bwrap passes on a signal death of its command as 128 + signal. */
     if (((state == EINSORA_PROCESS_KILLED && exit_status == SIGKILL) ||
          (state == EINSORA_PROCESS_EXITED && exit_status == 128 + SIGKILL)) &&
@@ -620,6 +631,9 @@ launch(NativeWorkload *workload, GError **error)
     }
     token = einsora_sandbox_server_new_token(error);
     if (token == NULL)
+        return EINSORA_STATUS_CODE_FAILED_TO_START;
+    /* Each attempt's output in its own files, the last few kept. */
+    if (!einsora_log_files_begin_attempt(self->run_dir, id, workload->attempt, error))
         return EINSORA_STATUS_CODE_FAILED_TO_START;
     argv = einsora_bwrap_args_to_strv(args);
     fingerprint = einsora_bwrap_args_fingerprint(args);
@@ -775,6 +789,7 @@ on_removed(GObject *source, GAsyncResult *result, gpointer user_data)
         finish_op(workload, g_steal_pointer(&error));
         return;
     }
+    einsora_log_files_remove(self->run_dir, workload->workload_id);
     workload->code = EINSORA_STATUS_CODE_REMOVED;
     log_workload(workload, G_LOG_LEVEL_MESSAGE, "its data and run files are deleted");
     finish_op(workload, NULL);
@@ -841,7 +856,7 @@ begin_op(EinsoraNativeDriver *self, NativeOp op, const char *workload_id, GCance
         return;
     }
     workload_stop_probing(workload);
-    g_clear_object(&workload->server);
+    drop_server(workload);
     workload->op = op;
     workload->task = g_steal_pointer(&task);
     if (op == OP_REMOVE)
@@ -962,6 +977,20 @@ native_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *a
     return TRUE;
 }
 
+static gchar *
+native_find_log(EinsoraAgentDriver *driver, const char *workload_id, gint64 attempt,
+                gint64 *found_attempt, GError **error)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+
+    /* A name in its run directory: never a path of the caller's. */
+    if (!einsora_uuid_is_valid(workload_id)) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no such workload");
+        return NULL;
+    }
+    return einsora_log_files_find(self->run_dir, workload_id, attempt, found_attempt, error);
+}
+
 static const char *
 native_get_name(EinsoraAgentDriver *driver)
 {
@@ -981,6 +1010,7 @@ einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->get_status = native_get_status;
     iface->list_workloads = native_list_workloads;
     iface->get_access = native_get_access;
+    iface->find_log = native_find_log;
 }
 
 /* Construction and adoption */

@@ -2,6 +2,8 @@
 
 #include "einsora-process-supervisor.h"
 
+#include "einsora-log-files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
@@ -36,6 +38,7 @@ typedef struct {
     guint64 start_time;
     gchar *fingerprint;
     GHashTable *labels; /* key -> value */
+    EinsoraLogTimes *log_times;
     /* Started here: our child, reaped by its watch. Adopted ones are
      * watched by polling. */
     gboolean own_child;
@@ -79,6 +82,7 @@ process_free(Process *process)
 {
     /* The child keeps running; only our watch on it ends. */
     clear_source(&process->child_watch);
+    g_clear_pointer(&process->log_times, einsora_log_times_free);
     g_clear_pointer(&process->labels, g_hash_table_unref);
     g_free(process->fingerprint);
     g_free(process->name);
@@ -94,6 +98,11 @@ process_new(EinsoraProcessSupervisor *self, const char *name)
     process->name = g_strdup(name);
     process->state = EINSORA_PROCESS_UNKNOWN;
     process->labels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    {
+        g_autofree gchar *log = g_strconcat(name, ".log", NULL);
+        g_autofree gchar *path = g_build_filename(self->dir, log, NULL);
+        process->log_times = einsora_log_times_new(path);
+    }
     return process;
 }
 
@@ -379,16 +388,20 @@ copy_fd(int from, int to, GError **error)
  * the child's next write lands at the new end. Output written between the
  * copy and the truncation is lost. */
 static gboolean
-rotate_log(EinsoraProcessSupervisor *self, const char *name, GError **error)
+rotate_log(EinsoraProcessSupervisor *self, Process *process, GError **error)
 {
-    g_autofree gchar *path = file_for(self, name, ".log");
-    g_autofree gchar *old_path = file_for(self, name, ".log.1");
+    g_autofree gchar *path = file_for(self, process->name, ".log");
+    g_autofree gchar *old_path = file_for(self, process->name, ".log.1");
     struct stat st;
     int from;
     int to;
     gboolean ok;
 
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || (gsize)st.st_size <= self->log_limit)
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return TRUE;
+    /* How long it was when, for readers asking for output since a time. */
+    einsora_log_times_note(process->log_times, (gint64)st.st_size, g_get_real_time() / 1000);
+    if ((gsize)st.st_size <= self->log_limit)
         return TRUE;
     from = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (from < 0) {
@@ -422,6 +435,8 @@ rotate_log(EinsoraProcessSupervisor *self, const char *name, GError **error)
         ok = FALSE;
     }
     close(from);
+    if (ok)
+        einsora_log_times_rotated(process->log_times);
     return ok;
 }
 
@@ -469,7 +484,7 @@ on_poll(gpointer user_data)
 
         if (process->state != EINSORA_PROCESS_RUNNING)
             continue;
-        if (!rotate_log(self, process->name, &error))
+        if (!rotate_log(self, process, &error))
             g_message("%s: log not rotated: %s", process->name, error->message);
         if (!process->own_child && !process_is_alive(process->pid, process->start_time))
             g_ptr_array_add(gone, g_strdup(process->name));
@@ -1043,7 +1058,7 @@ remove_file(const char *path, GError **error)
 gboolean
 einsora_process_supervisor_forget(EinsoraProcessSupervisor *self, const char *name, GError **error)
 {
-    const char *const suffixes[] = {".state", ".log", ".log.1"};
+    const char *const suffixes[] = {".state", ".log", ".log.1", ".log.times", ".log.1.times"};
     Process *process;
 
     g_return_val_if_fail(EINSORA_IS_PROCESS_SUPERVISOR(self), FALSE);

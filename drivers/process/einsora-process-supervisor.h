@@ -12,7 +12,8 @@
  *                        poll) it is copied to <name>.log.1 and truncated
  *                        in place (the child's O_APPEND descriptor then
  *                        writes at the new end), so about twice the limit
- *                        is kept
+ *                        is kept; <name>.log.times says how long it
+ *                        was when (einsora-log-files.h)
  * Timers and child watches run on the main context that was
  * thread-default when the supervisor was made; there are no threads.
  * Dropping the supervisor leaves its processes running (a child that

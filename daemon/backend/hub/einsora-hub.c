@@ -73,12 +73,14 @@ struct _EinsoraHub {
 static void einsora_hub_backend_iface_init(EinsoraBackendInterface *iface);
 static void einsora_hub_transport_iface_init(EinsoraSyncTransportInterface *iface);
 static void einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface);
+static void einsora_hub_logs_iface_init(EinsoraWorkloadLogsInterface *iface);
 
 G_DEFINE_FINAL_TYPE_WITH_CODE(
     EinsoraHub, einsora_hub, G_TYPE_OBJECT,
     G_IMPLEMENT_INTERFACE(EINSORA_TYPE_BACKEND, einsora_hub_backend_iface_init)
         G_IMPLEMENT_INTERFACE(EINSORA_TYPE_SYNC_TRANSPORT, einsora_hub_transport_iface_init)
-            G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_ACCESS, einsora_hub_access_iface_init))
+            G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_ACCESS, einsora_hub_access_iface_init)
+                G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_LOGS, einsora_hub_logs_iface_init))
 
 /* Detaches the waiting sync from its machine and returns its task, which
  * the caller completes. */
@@ -979,6 +981,49 @@ static void
 einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface)
 {
     iface->lookup = hub_lookup_access;
+}
+
+/* Output is read where it is written: only the machine whose agent
+ * runs in this process (ADR-0016: never through Sync). */
+static gchar *
+hub_find_log(EinsoraWorkloadLogs *logs, const EinsoraWorkload *workload, gint64 attempt,
+             gint64 *found_attempt, gchar **token, GError **error)
+{
+    EinsoraHub *self = EINSORA_HUB(logs);
+    g_autoptr(EinsoraAccessSource) source = g_weak_ref_get(&self->access_source);
+    g_autoptr(GError) local_error = NULL;
+    g_autofree gchar *socket_path = NULL;
+    gchar *path;
+    gint64 running = -1;
+
+    if (source == NULL || workload->machine_id == NULL ||
+        g_strcmp0(workload->machine_id, self->access_machine_id) != 0) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                    "workload %s has no output on this machine%s", workload->id,
+                    workload->machine_id == NULL ? " (it never ran)"
+                                                 : " (its logs stay on the machine that ran it)");
+        return NULL;
+    }
+    path =
+        einsora_access_source_find_log(source, workload->id, attempt, found_attempt, &local_error);
+    if (path == NULL) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "workload %s: %s", workload->id,
+                    local_error->message);
+        return NULL;
+    }
+    /* The running attempt's own token, to keep it out of what is read. */
+    if (einsora_access_source_lookup(source, workload->id, &running, &socket_path, token) &&
+        running != *found_attempt) {
+        explicit_bzero(*token, strlen(*token));
+        g_clear_pointer(token, g_free);
+    }
+    return path;
+}
+
+static void
+einsora_hub_logs_iface_init(EinsoraWorkloadLogsInterface *iface)
+{
+    iface->find = hub_find_log;
 }
 
 guint64

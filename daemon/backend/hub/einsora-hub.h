@@ -17,6 +17,7 @@
 #include "einsora-store.h"
 #include "einsora-access-source.h"
 #include "einsora-workload-access.h"
+#include "einsora-workload-logs.h"
 #include "einsora-sync-transport.h"
 #include "einsora-timestamp.h"
 
