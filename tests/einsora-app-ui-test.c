@@ -234,6 +234,15 @@ page_has_events(gpointer data)
 }
 
 static gboolean
+page_log_has(gpointer needle)
+{
+    EinsoraWorkloadPage *page = einsora_window_get_workload_page(main_window());
+    g_autofree gchar *text = einsora_workload_page_get_log_text(page);
+
+    return strstr(text, needle) != NULL;
+}
+
+static gboolean
 notebook_window_shown(gpointer data)
 {
     return find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW) != NULL;
@@ -556,6 +565,9 @@ test_notebook_through_the_ui(void)
     g_assert_true(einsora_workload_page_get_item(page) == item);
     /* created, admitted (provisioning), running at least */
     g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    /* Its Logs: the real Jupyter's start-up lines, followed while open. */
+    g_assert_true(wait_for(page_log_has, "Jupyter Notebook", 30));
+    g_assert_true(wait_for(page_log_has, "is running at", 30));
     settle(5500); /* the "Created" toast goes (libadwaita's 5 s) */
     save_screenshot(GTK_WIDGET(window), "workload-page.png");
 
@@ -589,6 +601,13 @@ test_notebook_through_the_ui(void)
         g_assert_nonnull(strstr(browser_url, host));
         g_assert_nonnull(strstr(browser_url, "/_einsora/open?ticket=tkt_"));
         gtk_window_destroy(GTK_WINDOW(notebook));
+    }
+
+    /* No token reaches the view. */
+    {
+        g_autofree gchar *text = einsora_workload_page_get_log_text(page);
+        g_assert_null(strstr(text, "token="));
+        g_assert_null(strstr(text, "ticket="));
     }
 
     /* Stop from the page: the timeline grows as it stops. */
