@@ -633,6 +633,27 @@ test_notebook_through_the_ui(void)
         g_assert_nonnull(strstr(contents, einsora_workload_item_get_id(item)));
         g_assert_nonnull(strstr(contents, "\"events\""));
     }
+
+    /* A notebook with a three-second idle limit, through the API: once
+     * it runs and nothing uses it, it is stopped and the app says so. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonNode) body = json_from_string(
+            "{\"kind\": \"notebook\", \"name\": \"ui-idle\", \"gpu_class\": \"cpu-1c-2g\", "
+            "\"image\": \"jupyter-linux\", \"idle_timeout\": 3}",
+            &error);
+        g_autoptr(JsonNode) created =
+            einsora_client_request(einsora_application_get_client(fixture.app), "POST",
+                                   "/v1/workloads", body, NULL, NULL, &error);
+
+        g_assert_no_error(error);
+        g_assert_nonnull(created);
+        g_assert_true(wait_for(notified, "ui-idle is running|", 120));
+        g_assert_true(wait_for(notified,
+                               "ui-idle was stopped after 3s idle|stopped after 3s idle: no "
+                               "activity since ",
+                               60));
+    }
 }
 
 static void
@@ -653,6 +674,8 @@ set_up_daemon_env(void)
     g_setenv("EINSORA_SERVER", server, TRUE);
     g_setenv("EINSORA_CONTROLLER_INTERVAL", "1s", TRUE);
     g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
+    /* Jupyter's activity read twice a second, not every 30 s. */
+    g_setenv("EINSORA_TEST_ACTIVITY_INTERVAL_MS", "500", TRUE);
     g_setenv("XDG_STATE_HOME", state_dir, TRUE);
     g_unsetenv("EINSORA_DRIVERS"); /* the real ones that work here */
     /* Never this machine's own Docker, if it has one. */

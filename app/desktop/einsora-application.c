@@ -3,6 +3,7 @@
 #include "einsora-application.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "einsora-chat-window.h"
 #include "einsora-connection.h"
@@ -142,7 +143,14 @@ notify_event(EinsoraApplication *self, JsonObject *event, EinsoraWorkloadItem *i
         return;
     if (g_strcmp0(to, "running") == 0)
         title = g_strdup_printf(_("%s is running"), name);
-    else if (g_strcmp0(to, "failed") == 0)
+    else if (g_strcmp0(to, "stopping") == 0 && g_str_has_prefix(reason, "stopped after ") &&
+             strstr(reason, " idle: ") != NULL) {
+        /* Idle auto-stop (docs/adr/0044): the reason names the span. */
+        const char *span = reason + strlen("stopped after ");
+        g_autofree gchar *limit = g_strndup(span, (gsize)(strstr(span, " idle: ") - span));
+        /* TRANSLATORS: a workload's name, then a span as "1h" or "30m" */
+        title = g_strdup_printf(_("%s was stopped after %s idle"), name, limit);
+    } else if (g_strcmp0(to, "failed") == 0)
         title = g_strdup_printf(_("%s failed"), name);
     else if (g_strcmp0(to, "stopped") == 0 && g_strcmp0(from, "stopping") != 0)
         title = g_strdup_printf(_("%s stopped by itself"), name);
