@@ -325,6 +325,51 @@ save_screenshot(GtkWidget *widget, const char *name)
     g_test_message("screenshot: %s", path);
 }
 
+/* The real CLI's output as a terminal would show it: the command line,
+ * then what it printed, in a window of its own, for a screenshot. */
+static void
+save_terminal_screenshot(const char *command_line, const char *output, const char *name)
+{
+    GtkWidget *window = gtk_window_new();
+    GtkWidget *view = gtk_text_view_new();
+    g_autofree gchar *text = g_strdup_printf("$ %s\n%s", command_line, output);
+    g_autoptr(GtkCssProvider) css = gtk_css_provider_new();
+
+    gtk_css_provider_load_from_data(
+        css, "textview.terminal, textview.terminal text { background: #1e1e1e; color: #e8e8e8; }",
+        -1);
+    gtk_style_context_add_provider_for_display(gdk_display_get_default(), GTK_STYLE_PROVIDER(css),
+                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+    gtk_widget_add_css_class(view, "terminal");
+    gtk_text_view_set_monospace(GTK_TEXT_VIEW(view), TRUE);
+    gtk_text_view_set_editable(GTK_TEXT_VIEW(view), FALSE);
+    gtk_text_view_set_wrap_mode(GTK_TEXT_VIEW(view), GTK_WRAP_CHAR);
+    gtk_text_view_set_left_margin(GTK_TEXT_VIEW(view), 8);
+    gtk_text_view_set_top_margin(GTK_TEXT_VIEW(view), 8);
+    gtk_text_buffer_set_text(gtk_text_view_get_buffer(GTK_TEXT_VIEW(view)), text, -1);
+    gtk_window_set_title(GTK_WINDOW(window), "Terminal");
+    gtk_window_set_default_size(GTK_WINDOW(window), 900, 420);
+    gtk_window_set_child(GTK_WINDOW(window), view);
+    gtk_window_present(GTK_WINDOW(window));
+    save_screenshot(view, name);
+    gtk_window_destroy(GTK_WINDOW(window));
+}
+
+static gchar *
+read_or_empty(const char *path)
+{
+    gchar *text = NULL;
+    return g_file_get_contents(path, &text, NULL, NULL) ? text : g_strdup("");
+}
+
+static gboolean
+file_has(gpointer data)
+{
+    const char *const *pair = data;
+    g_autofree gchar *text = read_or_empty(pair[0]);
+    return strstr(text, pair[1]) != NULL;
+}
+
 /* ---- the tests ------------------------------------------------------- */
 
 /* Once for the run, whichever test comes first (-p runs one alone). */
@@ -499,6 +544,8 @@ test_notebook_through_the_ui(void)
     GtkWidget *create_button;
     EinsoraWorkloadPage *page;
     EinsoraWorkloadItem *item;
+    g_autofree gchar *cli_out = NULL;
+    g_autoptr(GSubprocess) logs_cli = NULL;
 
     start_app();
     window = main_window();
@@ -609,6 +656,25 @@ test_notebook_through_the_ui(void)
         g_assert_null(strstr(text, "token="));
         g_assert_null(strstr(text, "ticket="));
     }
+    /* `einsora logs -f` follows the same output from a terminal. */
+    cli_out = g_build_filename(fixture.dir, "cli-logs.txt", NULL);
+    {
+        g_autoptr(GSubprocessLauncher) launcher =
+            g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+        g_autoptr(GError) error = NULL;
+        const char *id = einsora_workload_item_get_id(item);
+        g_autofree gchar *command_line = g_strdup_printf("einsora logs -f --tail 12 %s", id);
+        const char *pair[] = {cli_out, "is running at"};
+        g_autofree gchar *printed = NULL;
+
+        g_subprocess_launcher_set_stdout_file_path(launcher, cli_out);
+        logs_cli = g_subprocess_launcher_spawn(launcher, &error, g_getenv("EINSORA_CLI"), "logs",
+                                               "-f", "--tail", "12", id, NULL);
+        g_assert_no_error(error);
+        g_assert_true(wait_for(file_has, pair, 30));
+        printed = read_or_empty(cli_out);
+        save_terminal_screenshot(command_line, printed, "cli-logs-follow.png");
+    }
 
     /* Stop from the page: the timeline grows as it stops. */
     {
@@ -616,6 +682,14 @@ test_notebook_through_the_ui(void)
         gtk_widget_activate_action(GTK_WIDGET(page), "page.stop", NULL);
         g_assert_true(wait_for(notebook_in_state, "stopped", 60));
         g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(before + 2), 30));
+    }
+    /* Its attempt is over, and so is `einsora logs -f`, with success. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_assert_true(g_subprocess_wait(logs_cli, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_get_if_exited(logs_cli));
+        g_assert_cmpint(g_subprocess_get_exit_status(logs_cli), ==, 0);
     }
     /* Asked to stop: no "stopped by itself" notification. */
     g_assert_false(notified(NOTEBOOK_NAME " stopped by itself"));
