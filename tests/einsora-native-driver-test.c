@@ -21,6 +21,7 @@
 #include "einsora-native-driver.h"
 #include "einsora-native-sandbox.h"
 #include "einsora-safe-remove.h"
+#include "einsora-sandbox-server.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-jupyter.h"
 #include "einsora-test-llama.h"
@@ -1141,6 +1142,80 @@ test_activity_parse(void)
     g_assert_cmpint(activity.busy_kernels, ==, 7);
 }
 
+/* What the hostile server got written before its peer hung up. */
+static gint hostile_written;
+static gint hostile_done;
+
+/* In a thread of its own: it writes more than a socket holds. */
+static gboolean
+on_hostile_client(GThreadedSocketService *service, GSocketConnection *connection, GObject *source,
+                  gpointer user_data)
+{
+    GOutputStream *out = g_io_stream_get_output_stream(G_IO_STREAM(connection));
+    GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(connection));
+    const char *head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 4194304\r\n\r\n";
+    g_autofree gchar *chunk = g_strnfill(65536, 'x');
+    char request[4096];
+
+    /* The request's head, then a 4 MiB answer, whatever was asked. */
+    (void)g_input_stream_read(in, request, sizeof request, NULL, NULL);
+    g_output_stream_write_all(out, head, strlen(head), NULL, NULL, NULL);
+    for (guint i = 0; i < 64; i++) {
+        gsize written = 0;
+        gboolean ok = g_output_stream_write_all(out, chunk, 65536, &written, NULL, NULL);
+        g_atomic_int_add(&hostile_written, (gint)written);
+        if (!ok)
+            break;
+    }
+    g_io_stream_close(G_IO_STREAM(connection), NULL, NULL);
+    g_atomic_int_set(&hostile_done, 1);
+    return TRUE;
+}
+
+static void
+on_hostile_answer(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    GError **error = user_data;
+    GBytes *body = einsora_sandbox_server_get_finish(EINSORA_SANDBOX_SERVER(source), result, error);
+
+    g_assert_null(body);
+    g_assert_nonnull(*error);
+}
+
+/* The workload writes its server's answers: one longer than the bound is
+ * refused, read no further than the bound. */
+static void
+test_sandbox_answer_bounded(void)
+{
+    g_autofree gchar *dir = einsora_test_dir_new();
+    g_autofree gchar *path = g_build_filename(dir, "notebook.sock", NULL);
+    g_autoptr(GSocketAddress) address = g_unix_socket_address_new(path);
+    g_autoptr(GSocketService) service = g_threaded_socket_service_new(1);
+    g_autoptr(EinsoraSandboxServer) server =
+        einsora_sandbox_server_new(EINSORA_WORKLOAD_KIND_NOTEBOOK, path, "token");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(g_socket_listener_add_address(G_SOCKET_LISTENER(service), address,
+                                                G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT,
+                                                NULL, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(chmod(path, 0600), ==, 0);
+    g_signal_connect(service, "run", G_CALLBACK(on_hostile_client), NULL);
+    g_socket_service_start(service);
+    einsora_sandbox_server_get_async(server, "/api/kernels", 5000, 1000, NULL, on_hostile_answer,
+                                     &error);
+    while (error == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE);
+    /* The client hung up early: most of the 4 MiB was never taken. */
+    while (!g_atomic_int_get(&hostile_done))
+        g_main_context_iteration(NULL, FALSE);
+    g_assert_cmpint(g_atomic_int_get(&hostile_written), <, 2 * 1024 * 1024);
+    g_socket_service_stop(service);
+    einsora_test_dir_remove(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1152,6 +1227,7 @@ main(int argc, char **argv)
     g_test_add_func("/native/endpoint/sandbox", test_endpoint_sandbox);
     g_test_add_func("/native/gpu/only-its-own-nodes", test_gpu_sandbox);
     g_test_add_func("/native/activity/jupyter-answers", test_activity_parse);
+    g_test_add_func("/native/sandbox/answer-bounded", test_sandbox_answer_bounded);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/native/run-dir-too-long", test_run_dir_too_long);
     ADD("/native/missing-binaries", test_missing_binaries);

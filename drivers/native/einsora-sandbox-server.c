@@ -103,127 +103,94 @@ einsora_sandbox_server_open_address(EinsoraSandboxServer *self, int *fd, GError 
 }
 
 /* The session lives as long as its one request, and the socket's O_PATH
- * descriptor as long as the session may connect. */
+ * descriptor as long as the session may connect. The workload writes the
+ * answer, so it is read from the stream no further than its bound. */
 typedef struct {
     SoupSession *session;
     SoupMessage *message;
-    int fd;
-} StatusCheck;
-
-static void
-status_check_free(StatusCheck *check)
-{
-    g_clear_object(&check->message);
-    g_clear_object(&check->session);
-    if (check->fd >= 0)
-        close(check->fd);
-    g_free(check);
-}
-
-static void
-on_status_read(GObject *source, GAsyncResult *result, gpointer user_data)
-{
-    g_autoptr(GTask) task = user_data;
-    StatusCheck *check = g_task_get_task_data(task);
-    EinsoraSandboxServer *self = g_task_get_source_object(task);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GBytes) body =
-        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
-    guint status;
-
-    if (body == NULL) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    status = soup_message_get_status(check->message);
-    if (status != SOUP_STATUS_OK) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
-                                "the %s server answered %u to its status",
-                                einsora_workload_kind_to_string(self->kind), status);
-        return;
-    }
-    g_task_return_boolean(task, TRUE);
-}
-
-void
-einsora_sandbox_server_check_ready_async(EinsoraSandboxServer *self, guint timeout_ms,
-                                         GCancellable *cancellable, GAsyncReadyCallback callback,
-                                         gpointer user_data)
-{
-    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
-    g_autoptr(GSocketAddress) address = NULL;
-    g_autoptr(GError) error = NULL;
-    StatusCheck *check = g_new0(StatusCheck, 1);
-    g_autofree gchar *authorization = NULL;
-
-    g_task_set_source_tag(task, einsora_sandbox_server_check_ready_async);
-    g_task_set_task_data(task, check, (GDestroyNotify)status_check_free);
-    address = einsora_sandbox_server_open_address(self, &check->fd, &error);
-    if (address == NULL) {
-        g_task_return_error(task, g_steal_pointer(&error));
-        return;
-    }
-    /* Jupyter's status once its server is up; llama-server's health,
-     * which is 503 while it loads the model and 200 once it serves. */
-    if (self->kind == EINSORA_WORKLOAD_KIND_ENDPOINT) {
-        authorization = g_strdup_printf("Bearer %s", self->token);
-        check->message = soup_message_new("GET", "http://localhost/health");
-    } else {
-        authorization = g_strdup_printf("token %s", self->token);
-        check->message = soup_message_new("GET", "http://localhost/api/status");
-    }
-    /* A new session each time: nothing is reused across server runs. */
-    check->session =
-        soup_session_new_with_options("remote-connectable", address, "timeout",
-                                      MAX(1u, (timeout_ms + 999) / 1000), "idle-timeout", 1u, NULL);
-    soup_message_headers_replace(soup_message_get_request_headers(check->message), "Authorization",
-                                 authorization);
-    explicit_bzero(authorization, strlen(authorization));
-    soup_session_send_and_read_async(check->session, check->message, G_PRIORITY_DEFAULT,
-                                     cancellable, on_status_read, g_steal_pointer(&task));
-}
-
-gboolean
-einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, GAsyncResult *result,
-                                          GError **error)
-{
-    g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
-    return g_task_propagate_boolean(G_TASK(result), error);
-}
-
-typedef struct {
-    StatusCheck check;
+    GInputStream *body;
+    GByteArray *read;
     gsize max_bytes;
-} GetCall;
+    int fd;
+} Get;
 
 static void
-on_get_read(GObject *source, GAsyncResult *result, gpointer user_data)
+get_free(Get *get)
+{
+    g_clear_object(&get->body);
+    g_clear_object(&get->message);
+    g_clear_object(&get->session);
+    g_clear_pointer(&get->read, g_byte_array_unref);
+    if (get->fd >= 0)
+        close(get->fd);
+    g_free(get);
+}
+
+static void read_more(GTask *task);
+
+static void
+on_get_bytes(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     g_autoptr(GTask) task = user_data;
-    StatusCheck *check = g_task_get_task_data(task);
-    GetCall *call = (GetCall *)check;
+    Get *get = g_task_get_task_data(task);
     g_autoptr(GError) error = NULL;
-    g_autoptr(GBytes) body =
-        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
-    guint status;
+    g_autoptr(GBytes) bytes =
+        g_input_stream_read_bytes_finish(G_INPUT_STREAM(source), result, &error);
 
-    if (body == NULL) {
+    if (bytes == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
-    status = soup_message_get_status(check->message);
-    if (status != SOUP_STATUS_OK) {
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "its server answered %u",
-                                status);
+    if (g_bytes_get_size(bytes) == 0) {
+        g_task_return_pointer(task, g_byte_array_free_to_bytes(g_steal_pointer(&get->read)),
+                              (GDestroyNotify)g_bytes_unref);
         return;
     }
-    if (g_bytes_get_size(body) > call->max_bytes) {
+    g_byte_array_append(get->read, g_bytes_get_data(bytes, NULL), (guint)g_bytes_get_size(bytes));
+    if (get->read->len > get->max_bytes) {
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
                                 "its server's answer is over %" G_GSIZE_FORMAT " bytes",
-                                call->max_bytes);
+                                get->max_bytes);
         return;
     }
-    g_task_return_pointer(task, g_steal_pointer(&body), (GDestroyNotify)g_bytes_unref);
+    read_more(task);
+}
+
+/* At most one byte past the bound, so an answer too long is known. */
+static void
+read_more(GTask *task)
+{
+    Get *get = g_task_get_task_data(task);
+    GCancellable *cancellable = g_task_get_cancellable(task);
+
+    g_input_stream_read_bytes_async(get->body, get->max_bytes + 1 - get->read->len,
+                                    G_PRIORITY_DEFAULT, cancellable, on_get_bytes,
+                                    g_object_ref(task));
+}
+
+static void
+on_get_sent(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    Get *get = g_task_get_task_data(task);
+    EinsoraSandboxServer *self = g_task_get_source_object(task);
+    g_autoptr(GError) error = NULL;
+    guint status;
+
+    get->body = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+    if (get->body == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    status = soup_message_get_status(get->message);
+    if (status != SOUP_STATUS_OK) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED,
+                                "the %s server answered %u to GET %s",
+                                einsora_workload_kind_to_string(self->kind), status,
+                                g_uri_get_path(soup_message_get_uri(get->message)));
+        return;
+    }
+    read_more(task);
 }
 
 void
@@ -234,16 +201,16 @@ einsora_sandbox_server_get_async(EinsoraSandboxServer *self, const char *path, g
     g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
     g_autoptr(GSocketAddress) address = NULL;
     g_autoptr(GError) error = NULL;
-    GetCall *call = g_new0(GetCall, 1);
+    Get *get = g_new0(Get, 1);
     g_autofree gchar *authorization = NULL;
     g_autofree gchar *url = g_strconcat("http://localhost", path, NULL);
 
-    call->check.fd = -1;
-    call->max_bytes = max_bytes;
+    get->fd = -1;
+    get->max_bytes = max_bytes;
+    get->read = g_byte_array_new();
     g_task_set_source_tag(task, einsora_sandbox_server_get_async);
-    /* GetCall begins with its StatusCheck, which frees the whole. */
-    g_task_set_task_data(task, call, (GDestroyNotify)status_check_free);
-    address = einsora_sandbox_server_open_address(self, &call->check.fd, &error);
+    g_task_set_task_data(task, get, (GDestroyNotify)get_free);
+    address = einsora_sandbox_server_open_address(self, &get->fd, &error);
     if (address == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
@@ -251,15 +218,16 @@ einsora_sandbox_server_get_async(EinsoraSandboxServer *self, const char *path, g
     authorization = self->kind == EINSORA_WORKLOAD_KIND_ENDPOINT
                         ? g_strdup_printf("Bearer %s", self->token)
                         : g_strdup_printf("token %s", self->token);
-    call->check.message = soup_message_new("GET", url);
-    call->check.session =
+    get->message = soup_message_new("GET", url);
+    /* A new session each time: nothing is reused across server runs. */
+    get->session =
         soup_session_new_with_options("remote-connectable", address, "timeout",
                                       MAX(1u, (timeout_ms + 999) / 1000), "idle-timeout", 1u, NULL);
-    soup_message_headers_replace(soup_message_get_request_headers(call->check.message),
-                                 "Authorization", authorization);
+    soup_message_headers_replace(soup_message_get_request_headers(get->message), "Authorization",
+                                 authorization);
     explicit_bzero(authorization, strlen(authorization));
-    soup_session_send_and_read_async(call->check.session, call->check.message, G_PRIORITY_DEFAULT,
-                                     cancellable, on_get_read, g_steal_pointer(&task));
+    soup_session_send_async(get->session, get->message, G_PRIORITY_DEFAULT, cancellable,
+                            on_get_sent, g_steal_pointer(&task));
 }
 
 GBytes *
@@ -267,4 +235,44 @@ einsora_sandbox_server_get_finish(EinsoraSandboxServer *self, GAsyncResult *resu
 {
     g_return_val_if_fail(g_task_is_valid(result, self), NULL);
     return g_task_propagate_pointer(G_TASK(result), error);
+}
+
+/* Readiness reads a status, which is small. */
+#define READY_ANSWER_MAX_BYTES (64 * 1024)
+
+static void
+on_ready_answer(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) body =
+        einsora_sandbox_server_get_finish(EINSORA_SANDBOX_SERVER(source), result, &error);
+
+    if (body == NULL)
+        g_task_return_error(task, g_steal_pointer(&error));
+    else
+        g_task_return_boolean(task, TRUE);
+}
+
+void
+einsora_sandbox_server_check_ready_async(EinsoraSandboxServer *self, guint timeout_ms,
+                                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                                         gpointer user_data)
+{
+    GTask *task = g_task_new(self, cancellable, callback, user_data);
+
+    g_task_set_source_tag(task, einsora_sandbox_server_check_ready_async);
+    /* Jupyter's status once its server is up; llama-server's health,
+     * which is 503 while it loads the model and 200 once it serves. */
+    einsora_sandbox_server_get_async(
+        self, self->kind == EINSORA_WORKLOAD_KIND_ENDPOINT ? "/health" : "/api/status", timeout_ms,
+        READY_ANSWER_MAX_BYTES, cancellable, on_ready_answer, task);
+}
+
+gboolean
+einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, GAsyncResult *result,
+                                          GError **error)
+{
+    g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
+    return g_task_propagate_boolean(G_TASK(result), error);
 }

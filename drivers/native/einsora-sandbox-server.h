@@ -43,8 +43,9 @@ gboolean einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, G
                                                    GError **error);
 
 /* GET @path (as "/api/status") over the socket with the token, a fresh
- * connection each time; the body of a 200, at most @max_bytes (a bigger
- * one is an error), else an error. */
+ * connection each time; the body of a 200, read no further than
+ * @max_bytes (a longer one is G_IO_ERROR_MESSAGE_TOO_LARGE), else an
+ * error. */
 void einsora_sandbox_server_get_async(EinsoraSandboxServer *self, const char *path,
                                       guint timeout_ms, gsize max_bytes, GCancellable *cancellable,
                                       GAsyncReadyCallback callback, gpointer user_data);
