@@ -58,6 +58,13 @@ remove_set(const char *dir, const char *base)
     }
 }
 
+static gint
+highest_first(gconstpointer a, gconstpointer b)
+{
+    gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
 /* The attempts archived for @name, highest first. */
 static GArray *
 archived_attempts(const char *dir, const char *name)
@@ -79,15 +86,7 @@ archived_attempts(const char *dir, const char *name)
         if (g_ascii_string_to_signed(number, 10, 1, G_MAXINT64, &attempt, NULL))
             g_array_append_val(attempts, attempt);
     }
-    for (guint i = 1; i < attempts->len; i++) {
-        for (guint j = i;
-             j > 0 && g_array_index(attempts, gint64, j - 1) < g_array_index(attempts, gint64, j);
-             j--) {
-            gint64 swap = g_array_index(attempts, gint64, j);
-            g_array_index(attempts, gint64, j) = g_array_index(attempts, gint64, j - 1);
-            g_array_index(attempts, gint64, j - 1) = swap;
-        }
-    }
+    g_array_sort(attempts, highest_first);
     return attempts;
 }
 
