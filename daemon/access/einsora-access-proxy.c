@@ -1906,8 +1906,13 @@ einsora_access_proxy_set_metrics(EinsoraAccessProxy *self, EinsoraMetrics *metri
         "From a request's start to the end of its answer (streamed answers included; a "
         "WebSocket's to its switch), by what it was for.",
         (const char *const[]){"kind", NULL}, bounds, G_N_ELEMENTS(bounds));
-    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++)
+    /* Every series from the start, so that a rate sees its first. */
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
         einsora_metric_touch(self->request_duration, (const char *const[]){kinds[i], NULL});
+        for (guint status = 100; status < 600; status += 100)
+            einsora_metric_touch(self->requests,
+                                 (const char *const[]){kinds[i], status_class(status), NULL});
+    }
     self->relays_open =
         einsora_metrics_gauge(metrics, "einsora_proxy_websocket_relays_open",
                               "WebSocket relays between a browser and a notebook open now.", NULL);

@@ -25,6 +25,10 @@ struct _EinsoraService {
     gchar *models_owner;
     /* NULL until einsora_service_set_workload_logs(). */
     EinsoraWorkloadLogs *logs;
+    /* NULL until einsora_service_set_metrics(). */
+    EinsoraMetrics *metrics;
+    gchar *metrics_reader;
+    EinsoraMetric *workloads_gauge;
 };
 
 /* einsora-service.c */
