@@ -29,6 +29,8 @@ struct _EinsoraService {
     EinsoraMetrics *metrics;
     gchar *metrics_reader;
     EinsoraMetric *workloads_gauge;
+    gint64 default_idle_timeout_s;
+    GHashTable *activity; /* workload ID -> last proxied activity (gint64 µs, boxed) */
 };
 
 /* einsora-service.c */
