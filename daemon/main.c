@@ -26,6 +26,7 @@
 #include "einsora-hub.h"
 #include "einsora-linux-inventory.h"
 #include "einsora-local-machine.h"
+#include "einsora-metrics.h"
 #include "einsora-native-driver.h"
 #include "einsora-sim-driver.h"
 #include "einsora-service.h"
@@ -55,6 +56,7 @@ typedef struct {
     gchar *llama_server;
     gchar *docker_host;
     gchar *docker_socket; /* from docker_host */
+    gchar *metrics_open;
     gint64 controller_interval_us;
     gint64 idle_timeout_s; /* 0: none */
     gboolean wakes_controller;
@@ -85,6 +87,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->llama_server, g_free);
     g_clear_pointer(&settings->docker_host, g_free);
     g_clear_pointer(&settings->docker_socket, g_free);
+    g_clear_pointer(&settings->metrics_open, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -213,8 +216,17 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->llama_server, "EINSORA_LLAMA_SERVER", "--llama-server", NULL,
                          error) ||
         !resolve_setting(&settings->docker_host, "EINSORA_DOCKER_HOST", "--docker-host",
-                         "unix://" EINSORA_DOCKER_DEFAULT_SOCKET, error))
+                         "unix://" EINSORA_DOCKER_DEFAULT_SOCKET, error) ||
+        !resolve_setting(&settings->metrics_open, "EINSORA_METRICS_OPEN", "--metrics-open", "off",
+                         error))
         return FALSE;
+    if (!g_str_equal(settings->metrics_open, "off") &&
+        !g_str_equal(settings->metrics_open, "loopback")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_METRICS_OPEN (--metrics-open): \"%s\" is neither off nor loopback",
+                    settings->metrics_open);
+        return FALSE;
+    }
     {
         g_autoptr(GError) local_error = NULL;
         settings->docker_socket =
@@ -716,7 +728,8 @@ start_probes(const EinsoraDaemonSettings *settings, LocalMachine *machine)
 
 static gboolean
 start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, EinsoraCatalog *catalog,
-              EinsoraService *service, const char *region, LocalMachine *machine, GError **error)
+              EinsoraService *service, EinsoraMetrics *metrics, const char *region,
+              LocalMachine *machine, GError **error)
 {
     g_autoptr(GPtrArray) drivers = g_ptr_array_new_with_free_func(g_object_unref);
     g_autoptr(GStrvBuilder) names = g_strv_builder_new();
@@ -763,6 +776,10 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
     machine->hub = einsora_hub_new(store, catalog, region, einsora_now_real, NULL);
     machine->controller = einsora_controller_new(
         service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
+    einsora_hub_set_metrics(machine->hub, metrics);
+    einsora_controller_set_metrics(machine->controller, metrics);
+    /* Machine-wide, as Prometheus scrapes a host: its owner reads them. */
+    einsora_service_set_metrics(service, metrics, registered->tenant_id);
     /* The host lock keeps this machine to one daemon, so its ID can hold
      * the region's lease across a crash. */
     /* The model store is this machine's files: its owner decides what
@@ -915,6 +932,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraApiServer) api = NULL;
     g_autoptr(EinsoraAccessProxy) access = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
     g_auto(LocalMachine) machine = {NULL};
     GMainLoop *loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
@@ -947,6 +965,11 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
+    einsora_metric_set(einsora_metrics_gauge(metrics, "einsora_build_info",
+                                             "Always 1; the version of this einsora-daemon.",
+                                             (const char *const[]){"version", NULL}),
+                       (const char *const[]){EINSORA_VERSION, NULL}, 1);
+    einsora_sqlite_store_set_metrics(store, metrics);
     service = einsora_service_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
     einsora_service_set_default_idle_timeout(service, settings->idle_timeout_s);
     auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);
@@ -962,7 +985,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
 
     machine.loop = g_main_loop_new(NULL, FALSE);
     loop = machine.loop;
-    if (!start_machine(settings, EINSORA_STORE(store), catalog, service, region, &machine,
+    if (!start_machine(settings, EINSORA_STORE(store), catalog, service, metrics, region, &machine,
                        &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
@@ -973,6 +996,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     /* The access proxy, beside the hub whose agent hands it the way in. */
     access = einsora_access_proxy_new(service, auth, EINSORA_WORKLOAD_ACCESS(machine.hub),
                                       einsora_now_real, NULL);
+    einsora_access_proxy_set_metrics(access, metrics);
     if (!einsora_access_proxy_listen(access, settings->access_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -992,6 +1016,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
     }
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
+    einsora_api_server_set_metrics_open_to_loopback(
+        api, g_str_equal(settings->metrics_open, "loopback"));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -1070,6 +1096,10 @@ main(int argc, char **argv)
         {"llama-server", 0, 0, G_OPTION_ARG_FILENAME, &settings.llama_server,
          "the llama-server endpoints run (EINSORA_LLAMA_SERVER, default: llama-server on PATH)",
          "PATH"},
+        {"metrics-open", 0, 0, G_OPTION_ARG_STRING, &settings.metrics_open,
+         "loopback: GET /metrics answers requests from this machine without a token; off: only "
+         "to the machine owner's token (EINSORA_METRICS_OPEN, default off)",
+         "off|loopback"},
         {"agent-state-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_state_dir,
          "Where the agent keeps this machine's ID and its lock (EINSORA_AGENT_STATE_DIR, "
          "default the data directory)",

@@ -1085,6 +1085,69 @@ test_websocket(Fixture *f, gconstpointer data)
     }
 }
 
+static double
+requests_of(EinsoraMetric *requests, const char *kind, const char *code)
+{
+    return einsora_metric_get(requests, (const char *const[]){kind, code, NULL});
+}
+
+/* Every answer is counted once, by what it was for and its status
+ * class, a WebSocket's at its switch; a relay is open from its switch
+ * until both sides closed. */
+static void
+test_metrics(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    g_autofree gchar *cookie = NULL;
+    g_autofree gchar *uri = g_strdup_printf("ws://w-%s.localhost:%u/ws", f->notebook,
+                                            einsora_access_proxy_get_port(f->proxy));
+    g_autoptr(SoupMessage) message = soup_message_new("GET", uri);
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SoupWebsocketConnection) connection = NULL;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    const char *const notebook[] = {"notebook", NULL};
+    EinsoraMetric *requests, *durations, *relays;
+
+    einsora_access_proxy_set_metrics(f->proxy, metrics);
+    requests = einsora_metrics_counter(metrics, "einsora_proxy_requests_total", "",
+                                       (const char *const[]){"kind", "code", NULL});
+    durations = einsora_metrics_histogram(metrics, "einsora_proxy_request_duration_seconds", "",
+                                          (const char *const[]){"kind", NULL}, NULL, 0);
+    relays = einsora_metrics_gauge(metrics, "einsora_proxy_websocket_relays_open", "", NULL);
+
+    cookie = open_session(f, f->notebook);
+    {
+        g_autoptr(Answer) echo = get_with_cookie(f, f->notebook, "/echo", cookie);
+        g_autoptr(Answer) refused = request(f, "GET", "evil.example", "/echo", NULL, NULL);
+        g_assert_cmpuint(echo->status, ==, 200);
+        g_assert_cmpuint(refused->status, ==, 421);
+    }
+    g_assert_cmpfloat(requests_of(requests, "notebook", "2xx"), ==, 2);
+    /* libsoup's client asks once more after a 421, on a new connection. */
+    g_assert_cmpfloat(requests_of(requests, "other", "4xx"), >=, 1);
+    g_assert_cmpfloat(requests_of(requests, "other", "2xx"), ==, 0);
+    g_assert_cmpfloat(einsora_metric_get(relays, NULL), ==, 0);
+
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Cookie", cookie);
+    soup_session_websocket_connect_async(f->browser, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
+                                         on_ws_connected, &result);
+    while (result == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    connection = soup_session_websocket_connect_finish(f->browser, result, &error);
+    g_assert_no_error(error);
+    g_assert_cmpfloat(einsora_metric_get(relays, NULL), ==, 1);
+    g_assert_cmpfloat(requests_of(requests, "notebook", "1xx"), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get(durations, notebook), ==, 3);
+    soup_websocket_connection_close(connection, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+    while (einsora_metric_get(relays, NULL) != 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_assert_cmpfloat(requests_of(requests, "notebook", "1xx"), ==, 1);
+    g_assert_cmpfloat(requests_of(requests, "notebook", "2xx"), ==, 2);
+}
+
 /* A 204 goes out with no Transfer-Encoding (Python's http.client waits
  * for a body that never comes otherwise), and the connection stays. */
 static void
@@ -1652,6 +1715,7 @@ main(int argc, char **argv)
     ADD("/access/redirect-passed-on", test_redirect_passed_on);
     ADD("/access/refused/upload", test_refused_upload);
     ADD("/access/websocket/relayed", test_websocket);
+    ADD("/access/metrics/requests-and-relays", test_metrics);
     ADD("/access/websocket/message-bound", test_websocket_message_bound);
     ADD("/access/websocket/huge-frame", test_websocket_huge_frame);
     ADD("/access/websocket/stalled-side", test_websocket_stalled_side);

@@ -367,6 +367,13 @@ test_admission_group_lost(Fixture *f, gconstpointer data)
     Commits commits = {f, 0, 1, 0, 0, 0};
     gulong handler =
         g_signal_connect(f->service, "events-added", G_CALLBACK(on_events_added), &commits);
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    const char *const notebook[] = {"notebook", NULL};
+    EinsoraMetric *admissions;
+
+    einsora_controller_set_metrics(f->controller, metrics);
+    admissions = einsora_metrics_counter(metrics, "einsora_admissions_total", "",
+                                         (const char *const[]){"kind", NULL});
 
     for (guint i = 0; i < 10; i++)
         g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
@@ -381,6 +388,8 @@ test_admission_group_lost(Fixture *f, gconstpointer data)
     g_assert_cmpuint(commits.commits, ==, 0);
     g_assert_cmpuint(commits.emitted, ==, 0);
     g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_RUN), ==, 0);
+    /* A group that didn't commit admitted nothing. */
+    g_assert_cmpfloat(einsora_metric_get(admissions, notebook), ==, 0);
     for (guint i = 0; i < ids->len; i++) {
         g_autoptr(GPtrArray) events = events_of(f, TENANT_A, g_ptr_array_index(ids, i));
         g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
@@ -391,6 +400,7 @@ test_admission_group_lost(Fixture *f, gconstpointer data)
     pass(f);
     g_assert_cmpuint(commits.commits, ==, 1);
     g_assert_cmpuint(einsora_fake_backend_count_calls(f->backend, EINSORA_FAKE_CALL_RUN), ==, 10);
+    g_assert_cmpfloat(einsora_metric_get(admissions, notebook), ==, 10);
     for (guint i = 0; i < ids->len; i++) {
         g_autoptr(GPtrArray) events = events_of(f, TENANT_A, g_ptr_array_index(ids, i));
         g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
@@ -823,6 +833,57 @@ test_wake_coalesces(Fixture *f, gconstpointer data)
                         EINSORA_WORKLOAD_STATE_PROVISIONING);
 }
 
+/* Admissions are counted by kind, and each one's wait runs from when it
+ * became pending: a workload queued for capacity waited from its
+ * create, not from the pass that queued it. Every pass is timed. */
+static void
+test_metrics_admission_wait(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    const char *const notebook[] = {"notebook", NULL};
+    const char *const endpoint[] = {"endpoint", NULL};
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    EinsoraMetric *admissions, *waits, *passes;
+    g_autoptr(GString) text = NULL;
+
+    einsora_controller_set_metrics(f->controller, metrics);
+    admissions = einsora_metrics_counter(metrics, "einsora_admissions_total", "",
+                                         (const char *const[]){"kind", NULL});
+    waits = einsora_metrics_histogram(metrics, "einsora_admission_wait_seconds", "", NULL, NULL, 0);
+    passes = einsora_metrics_histogram(metrics, "einsora_controller_pass_duration_seconds", "",
+                                       NULL, NULL, 0);
+    for (guint i = 0; i < 3; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "l40s-48gb"));
+
+    /* Two GPUs: two admitted a second after their create, one queued. */
+    pass(f);
+    g_assert_cmpfloat(einsora_metric_get(admissions, notebook), ==, 2);
+    g_assert_cmpfloat(einsora_metric_get(waits, NULL), ==, 2);
+    g_assert_cmpfloat(einsora_metric_get_sum(waits, NULL), ==, 2);
+    g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, 2)), ==,
+                    EINSORA_WORKLOAD_STATE_QUEUED);
+
+    f->clock.now_us += 90 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpfloat(einsora_metric_get(admissions, notebook), ==, 2);
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 3);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, 2)), ==,
+                    EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpfloat(einsora_metric_get(admissions, notebook), ==, 3);
+    g_assert_cmpfloat(einsora_metric_get(admissions, endpoint), ==, 0);
+    g_assert_cmpfloat(einsora_metric_get(waits, NULL), ==, 3);
+    /* 1 + 1 + (1 + 90 + 1 + 1). */
+    g_assert_cmpfloat(einsora_metric_get_sum(waits, NULL), ==, 95);
+    g_assert_cmpfloat(einsora_metric_get(passes, NULL), ==, 3);
+
+    text = einsora_metrics_render(metrics);
+    g_assert_nonnull(strstr(text->str, "einsora_admissions_total{kind=\"endpoint\"} 0\n"
+                                       "einsora_admissions_total{kind=\"notebook\"} 3\n"));
+    g_assert_nonnull(strstr(text->str, "einsora_admission_wait_seconds_bucket{le=\"60\"} 2\n"));
+    g_assert_nonnull(strstr(text->str, "einsora_admission_wait_seconds_bucket{le=\"300\"} 3\n"));
+}
+
 static gchar *
 launch_idle(Fixture *f, gint64 idle_timeout_s)
 {
@@ -959,6 +1020,7 @@ main(int argc, char **argv)
     ADD("/controller/lease/one-leader-per-region", test_region_lease);
     ADD("/controller/wake/create-admits-at-once", test_wake_create_admits_at_once);
     ADD("/controller/wake/coalesces", test_wake_coalesces);
+    ADD("/controller/metrics/admissions-and-their-wait", test_metrics_admission_wait);
     ADD("/controller/idle/stopped-past-its-limit", test_idle_stop);
     ADD("/controller/idle/default-and-none", test_idle_default);
 #undef ADD

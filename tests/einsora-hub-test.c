@@ -939,6 +939,66 @@ test_long_poll_superseded(Fixture *f, gconstpointer data)
     sync_result_clear(&next);
 }
 
+static double
+answered(EinsoraMetric *metric, const char *answer)
+{
+    return einsora_metric_get(metric, (const char *const[]){answer, NULL});
+}
+
+/* The syncs held now, and every answer by how it came: a new desired
+ * state, the long poll's end, a newer sync, a refusal. A cancelled sync
+ * (the agent left) was answered to no one. */
+static void
+test_metrics_syncs(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    g_autoptr(EinsoraDesiredState) first = NULL;
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autofree gchar *stranger = einsora_uuid_v7_new(START_US / 1000);
+    g_autoptr(EinsoraSyncReport) unknown = report_new(stranger, 0, linux_inventory());
+    SyncResult old = {0};
+    SyncResult next = {0};
+    EinsoraMetric *held, *answers;
+
+    einsora_hub_set_metrics(f->hub, metrics);
+    held = einsora_metrics_gauge(metrics, "einsora_hub_syncs_held", "", NULL);
+    answers = einsora_metrics_counter(metrics, "einsora_hub_syncs_answered_total", "",
+                                      (const char *const[]){"answer", NULL});
+    first = connect_machine(f, f->box_id, linux_inventory());
+    report = report_new(f->box_id, first->generation, NULL);
+    g_assert_cmpfloat(answered(answers, "changed"), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get(held, NULL), ==, 0);
+
+    sync_start(f, f->hub, report, NULL, &old);
+    assert_held(&old);
+    g_assert_cmpfloat(einsora_metric_get(held, NULL), ==, 1);
+    sync_start(f, f->hub, report, cancellable, &next);
+    g_assert_true(wait_for(&old, WAIT_MS));
+    assert_held(&next);
+    g_assert_cmpfloat(answered(answers, "superseded"), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get(held, NULL), ==, 1);
+    cancel_and_wait(cancellable, &next);
+    g_assert_cmpfloat(einsora_metric_get(held, NULL), ==, 0);
+    sync_result_clear(&old);
+    sync_result_clear(&next);
+
+    einsora_hub_set_long_poll(f->hub, 100 * 1000);
+    sync_start(f, f->hub, report, NULL, &old);
+    g_assert_true(wait_for(&old, WAIT_MS));
+    g_assert_no_error(old.error);
+    g_assert_cmpfloat(answered(answers, "long_poll"), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get(held, NULL), ==, 0);
+    sync_result_clear(&old);
+
+    sync_start(f, f->hub, unknown, NULL, &old);
+    g_assert_true(wait_for(&old, WAIT_MS));
+    g_assert_nonnull(old.error);
+    g_assert_cmpfloat(answered(answers, "error"), ==, 1);
+    g_assert_cmpfloat(answered(answers, "changed"), ==, 1);
+    sync_result_clear(&old);
+}
+
 static void
 test_offline_after_45s(Fixture *f, gconstpointer data)
 {
@@ -1614,6 +1674,7 @@ main(int argc, char **argv)
     ADD("/hub/long-poll/wakes-on-run-park-remove", test_long_poll_wakes);
     ADD("/hub/long-poll/timeout-answers", test_long_poll_timeout);
     ADD("/hub/long-poll/superseded", test_long_poll_superseded);
+    ADD("/hub/metrics/syncs-held-and-answered", test_metrics_syncs);
     ADD("/hub/offline/after-45s", test_offline_after_45s);
     ADD("/hub/observe/reads-once-per-pass", test_observe_reads_once_per_pass);
     ADD("/hub/observe/controller-pass-reads-each-machine-once",

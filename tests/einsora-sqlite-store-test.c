@@ -826,6 +826,51 @@ test_check_ready(Fixture *f, gconstpointer data)
     g_assert_no_error(error);
 }
 
+/* Each transaction's time is counted once, by how it ended; a rollback
+ * with none open (after a failed commit) counts nothing. */
+static gboolean
+write_tenant(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(
+        "0190a000-0000-7000-8000-0000000000aa", user_data, FALSE, "2026-01-01T00:00:00.000000Z");
+    return einsora_store_insert_tenant(store, tenant, error);
+}
+
+static void
+test_transaction_metrics(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    EinsoraStore *store = EINSORA_STORE(f->store);
+    const char *const commit[] = {"commit", NULL};
+    const char *const rollback[] = {"rollback", NULL};
+    EinsoraMetric *transactions;
+    g_autoptr(GString) text = NULL;
+
+    g_assert_true(einsora_sqlite_store_migrate(f->store, BASE_US, &error));
+    g_assert_no_error(error);
+    einsora_sqlite_store_set_metrics(f->store, metrics);
+    transactions = einsora_metrics_histogram(metrics, "einsora_store_transaction_duration_seconds",
+                                             "", (const char *const[]){"outcome", NULL}, NULL, 0);
+    g_assert_nonnull(transactions);
+    g_assert_cmpfloat(einsora_metric_get(transactions, commit), ==, 0);
+
+    g_assert_true(einsora_store_in_transaction(store, write_tenant, "acme", &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat(einsora_metric_get(transactions, commit), ==, 1);
+    /* The same ID again: the insert fails and the transaction rolls back. */
+    g_assert_false(einsora_store_in_transaction(store, write_tenant, "acme", &error));
+    g_clear_error(&error);
+    g_assert_cmpfloat(einsora_metric_get(transactions, commit), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get(transactions, rollback), ==, 1);
+    einsora_store_rollback(store);
+    g_assert_cmpfloat(einsora_metric_get(transactions, rollback), ==, 1);
+    g_assert_cmpfloat(einsora_metric_get_sum(transactions, commit), >=, 0);
+    text = einsora_metrics_render(metrics);
+    g_assert_nonnull(strstr(text->str, "einsora_store_transaction_duration_seconds_count{outcome="
+                                       "\"commit\"} 1\n"));
+}
+
 /* The database file moved away under the store */
 
 #define V1_USER "0190a000-0000-7000-8000-00000000000c"
@@ -1201,6 +1246,8 @@ main(int argc, char **argv)
                fixture_set_up_store, test_moved_away_single_writes_refused, fixture_tear_down);
     g_test_add("/sqlite/transactions/failed-rollback-recovers", Fixture, NULL, fixture_set_up_store,
                test_failed_rollback_recovers, fixture_tear_down);
+    g_test_add("/sqlite/transactions/counted-in-metrics", Fixture, NULL, fixture_set_up_store,
+               test_transaction_metrics, fixture_tear_down);
     g_test_add("/sqlite/two-stores/busy", Fixture, NULL, fixture_set_up_store, test_two_stores_busy,
                fixture_tear_down);
     g_test_add("/sqlite/two-stores/wait", Fixture, NULL, fixture_set_up_store, test_two_stores_wait,

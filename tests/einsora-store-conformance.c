@@ -589,6 +589,40 @@ test_workload_count_with_model(Fixture *f, gconstpointer data)
     g_assert_null(notebook->model);
 }
 
+/* /metrics counts every tenant's workloads by kind and state, deleted
+ * ones left out, and zeroes what the caller passed. */
+static void
+test_workload_count_by_kind_and_state(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraWorkload) pending = add_workload(f, acme->id, "pending");
+    g_autoptr(EinsoraWorkload) theirs = add_workload(f, globex->id, "theirs");
+    g_autoptr(EinsoraWorkload) running =
+        endpoint_serving(f, acme->id, "running", "tiny", EINSORA_WORKLOAD_STATE_RUNNING);
+    g_autoptr(EinsoraWorkload) deleted =
+        endpoint_serving(f, globex->id, "deleted", "tiny", EINSORA_WORKLOAD_STATE_DELETED);
+    gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT];
+    g_autoptr(GError) error = NULL;
+
+    for (guint k = 0; k < EINSORA_WORKLOAD_KIND_COUNT; k++)
+        for (guint s = 0; s < EINSORA_WORKLOAD_STATE_COUNT; s++)
+            counts[k][s] = 1000;
+    g_assert_true(einsora_store_count_workloads(f->store, counts, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(pending->state, ==, EINSORA_WORKLOAD_STATE_PENDING);
+    for (guint k = 0; k < EINSORA_WORKLOAD_KIND_COUNT; k++) {
+        for (guint s = 0; s < EINSORA_WORKLOAD_STATE_COUNT; s++) {
+            gint64 want = 0;
+            if (k == EINSORA_WORKLOAD_KIND_NOTEBOOK && s == EINSORA_WORKLOAD_STATE_PENDING)
+                want = 2;
+            else if (k == EINSORA_WORKLOAD_KIND_ENDPOINT && s == EINSORA_WORKLOAD_STATE_RUNNING)
+                want = 1;
+            g_assert_cmpint(counts[k][s], ==, want);
+        }
+    }
+}
+
 /* Only an endpoint names a model, and always with its file's digest. */
 static void
 test_workload_model_only_endpoints(Fixture *f, gconstpointer data)
@@ -2978,6 +3012,7 @@ static const struct {
     {"machine/hub-view", test_machine_hub_view},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"workload/count-with-model", test_workload_count_with_model},
+    {"workload/count-by-kind-and-state", test_workload_count_by_kind_and_state},
     {"workload/model-only-endpoints", test_workload_model_only_endpoints},
     {"workload/pages-walk-the-whole-list", test_workload_pages},
     {"workload/pages-stable-under-inserts-and-deletes", test_workload_pages_stable},

@@ -74,7 +74,21 @@ struct _EinsoraAccessProxy {
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
     gulong events_handler;
     guint64 lookups; /* of a session's way in, through @targets */
+    /* /metrics (docs/adr/0043-metrics.md); NULL families count nothing. */
+    EinsoraMetrics *metrics;
+    EinsoraMetric *requests;
+    EinsoraMetric *request_duration;
+    EinsoraMetric *relays_open;
 };
+
+/* When a request began and what it was for, on its message until it is
+ * counted (finished, aborted, or switched to a WebSocket). */
+typedef struct {
+    gint64 started_us;
+    const char *kind; /* "notebook", "endpoint" or "other" (refused before either) */
+} RequestClock;
+
+#define REQUEST_CLOCK "einsora-request-clock"
 
 G_DEFINE_FINAL_TYPE(EinsoraAccessProxy, einsora_access_proxy, G_TYPE_OBJECT)
 
@@ -1056,14 +1070,79 @@ upgrade_fail(Upgrade *upgrade, guint status, const char *why)
     upgrade_free(upgrade);
 }
 
+/* Requests, counted */
+
+static void
+on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+    RequestClock *clock = g_new0(RequestClock, 1);
+
+    clock->started_us = g_get_monotonic_time();
+    clock->kind = "other";
+    g_object_set_data_full(G_OBJECT(msg), REQUEST_CLOCK, clock, g_free);
+}
+
+static void
+set_request_kind(SoupServerMessage *msg, const char *kind)
+{
+    RequestClock *clock = g_object_get_data(G_OBJECT(msg), REQUEST_CLOCK);
+
+    if (clock != NULL)
+        clock->kind = kind;
+}
+
+/* The status sent, by class: a bounded label whatever a workload answers. */
+static const char *
+status_class(guint status)
+{
+    static const char *const classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+
+    if (status < 100 || status > 599)
+        return "other";
+    return classes[status / 100 - 1];
+}
+
+/* Once per request: libsoup says finished or aborted, except for a
+ * WebSocket's, whose connection is taken at the switch (counted there). */
+static void
+count_request(EinsoraAccessProxy *self, SoupServerMessage *msg)
+{
+    g_autofree RequestClock *clock = g_object_steal_data(G_OBJECT(msg), REQUEST_CLOCK);
+
+    if (clock == NULL)
+        return;
+    einsora_metric_add(
+        self->requests,
+        (const char *const[]){clock->kind, status_class(soup_server_message_get_status(msg)), NULL},
+        1);
+    einsora_metric_observe(self->request_duration, (const char *const[]){clock->kind, NULL},
+                           einsora_metrics_seconds(clock->started_us, g_get_monotonic_time()));
+}
+
+static void
+on_request_ended(SoupServer *server, SoupServerMessage *msg, gpointer user_data)
+{
+    count_request(user_data, msg);
+}
+
+/* What a relay's end needs: it may outlive the proxy. */
+typedef struct {
+    gchar *workload_id;
+    EinsoraMetrics *metrics; /* holds @relays_open's registry */
+    EinsoraMetric *relays_open;
+} TunnelDone;
+
 static void
 on_tunnel_done(guint close_code, gpointer user_data)
 {
-    gchar *workload_id = user_data;
+    TunnelDone *done = user_data;
 
-    g_debug("access %s: WebSocket closed%s", workload_id,
+    g_debug("access %s: WebSocket closed%s", done->workload_id,
             close_code != 0 ? " by the proxy (message too big)" : "");
-    g_free(workload_id);
+    einsora_metric_add(done->relays_open, NULL, -1);
+    g_clear_object(&done->metrics);
+    g_free(done->workload_id);
+    g_free(done);
 }
 
 /* The browser has its 101: from here on, frames. */
@@ -1080,11 +1159,19 @@ on_switched(SoupServerMessage *msg, gpointer user_data)
     g_clear_signal_handler(&upgrade->finished_handler, msg);
     pending = g_bytes_new(upgrade->head->data + head_length, upgrade->head->len - head_length);
     socket = einsora_http_message_get_socket(msg);
+    count_request(upgrade->self, msg);
     client = soup_server_message_steal_connection(msg);
-    if (client != NULL)
+    if (client != NULL) {
+        TunnelDone *done = g_new0(TunnelDone, 1);
+
+        done->workload_id = g_strdup(upgrade->target->workload_id);
+        if (upgrade->self->metrics != NULL)
+            done->metrics = g_object_ref(upgrade->self->metrics);
+        done->relays_open = upgrade->self->relays_open;
+        einsora_metric_add(done->relays_open, NULL, 1);
         einsora_websocket_tunnel_start(client, socket, G_IO_STREAM(upgrade->upstream), pending,
-                                       upgrade->self->websocket_max_message, on_tunnel_done,
-                                       g_strdup(upgrade->target->workload_id));
+                                       upgrade->self->websocket_max_message, on_tunnel_done, done);
+    }
     upgrade_free(upgrade);
 }
 
@@ -1651,6 +1738,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
         EinsoraEndpointRoute *route =
             einsora_endpoint_route_parse(soup_server_message_get_method(msg), path);
         if (route != NULL) {
+            set_request_kind(msg, "endpoint");
             endpoint_early(self, msg, route);
             /* Kept by the request it starts, if it does. */
             if (g_object_get_data(G_OBJECT(msg), "einsora-endpoint") == NULL)
@@ -1666,6 +1754,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
         log_request(msg, NULL, SOUP_STATUS_MISDIRECTED_REQUEST, "not a workload host");
         return;
     }
+    set_request_kind(msg, "notebook");
     if (from_another_origin(msg, workload_id, port, opening)) {
         respond_page(msg, SOUP_STATUS_FORBIDDEN, "Refused", "This request came from another site.");
         log_request(msg, workload_id, SOUP_STATUS_FORBIDDEN, "from another origin");
@@ -1728,13 +1817,16 @@ einsora_access_proxy_finalize(GObject *object)
 
     g_clear_object(&self->edge);
     g_clear_signal_handler(&self->events_handler, self->service);
-    if (self->server != NULL)
+    if (self->server != NULL) {
+        g_signal_handlers_disconnect_by_data(self->server, self);
         soup_server_disconnect(self->server);
+    }
     g_clear_object(&self->server);
     g_clear_pointer(&self->sessions, g_hash_table_unref);
     g_clear_object(&self->targets);
     g_clear_object(&self->auth);
     g_clear_object(&self->service);
+    g_clear_object(&self->metrics);
     G_OBJECT_CLASS(einsora_access_proxy_parent_class)->finalize(object);
 }
 
@@ -1793,6 +1885,44 @@ einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GErro
         return FALSE;
     self->port = einsora_http_edge_get_port(self->edge);
     return TRUE;
+}
+
+void
+einsora_access_proxy_set_metrics(EinsoraAccessProxy *self, EinsoraMetrics *metrics)
+{
+    /* A notebook's page and its API answer in milliseconds; an
+     * endpoint's completion streams for up to minutes. */
+    static const double bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                    1,     2.5,  5,     10,   30,  60,   120};
+    static const char *const kinds[] = {"notebook", "endpoint", "other"};
+
+    g_return_if_fail(EINSORA_IS_ACCESS_PROXY(self));
+    g_return_if_fail(EINSORA_IS_METRICS(metrics));
+    g_return_if_fail(self->metrics == NULL);
+    self->metrics = g_object_ref(metrics);
+    self->requests = einsora_metrics_counter(
+        metrics, "einsora_proxy_requests_total",
+        "Requests the access proxy answered, by what they were for (notebook, endpoint, other: "
+        "refused before either) and the status class sent.",
+        (const char *const[]){"kind", "code", NULL});
+    self->request_duration = einsora_metrics_histogram(
+        metrics, "einsora_proxy_request_duration_seconds",
+        "From a request's start to the end of its answer (streamed answers included; a "
+        "WebSocket's to its switch), by what it was for.",
+        (const char *const[]){"kind", NULL}, bounds, G_N_ELEMENTS(bounds));
+    /* Every series from the start, so that a rate sees its first. */
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        einsora_metric_touch(self->request_duration, (const char *const[]){kinds[i], NULL});
+        for (guint status = 100; status < 600; status += 100)
+            einsora_metric_touch(self->requests,
+                                 (const char *const[]){kinds[i], status_class(status), NULL});
+    }
+    self->relays_open =
+        einsora_metrics_gauge(metrics, "einsora_proxy_websocket_relays_open",
+                              "WebSocket relays between a browser and a notebook open now.", NULL);
+    g_signal_connect(self->server, "request-started", G_CALLBACK(on_request_started), self);
+    g_signal_connect(self->server, "request-finished", G_CALLBACK(on_request_ended), self);
+    g_signal_connect(self->server, "request-aborted", G_CALLBACK(on_request_ended), self);
 }
 
 void

@@ -18,6 +18,7 @@
 #include <gio/gio.h>
 
 #include "einsora-auth.h"
+#include "einsora-metrics.h"
 #include "einsora-service.h"
 #include "einsora-timestamp.h"
 #include "einsora-workload-access.h"
@@ -42,6 +43,12 @@ EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service, EinsoraAut
 /* "127.0.0.1:8090", ":0" for any free port; loopback addresses only. */
 gboolean einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error);
 guint einsora_access_proxy_get_port(EinsoraAccessProxy *self);
+/* Counts into @metrics (docs/adr/0043-metrics.md): requests by kind and
+ * status class (einsora_proxy_requests_total), their duration
+ * (einsora_proxy_request_duration_seconds), and the WebSocket relays
+ * open now (einsora_proxy_websocket_relays_open). Once; requests that
+ * began before aren't counted. */
+void einsora_access_proxy_set_metrics(EinsoraAccessProxy *self, EinsoraMetrics *metrics);
 /* EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE unless set. */
 void einsora_access_proxy_set_websocket_max_message(EinsoraAccessProxy *self, guint64 bytes);
 guint einsora_access_proxy_count_sessions(EinsoraAccessProxy *self);

@@ -14,6 +14,9 @@ static const char *const log_query[] = {"follow", "attempt", "tail", "since", NU
 static const EinsoraApiRoute routes[] = {
     {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
     {"GET", "/readyz", OPEN, FALSE, FALSE, NULL, einsora_api_health_ready},
+    /* It authenticates itself: EINSORA_METRICS_OPEN=loopback may let a
+     * local scraper in without credentials. */
+    {"GET", "/metrics", OPEN, FALSE, FALSE, NULL, einsora_api_metrics_get},
     {"POST", "/v1/login", OPEN, FALSE, TRUE, NULL, einsora_api_session_login},
     {"POST", "/v1/logout", AUTH, FALSE, FALSE, NULL, einsora_api_session_logout},
     {"GET", "/v1/me", AUTH, FALSE, FALSE, NULL, einsora_api_session_me},

@@ -40,6 +40,7 @@ extern const EinsoraApiField einsora_api_models_import_fields[];
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_health_ready(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_metrics_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_session_login(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_session_logout(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_session_me(EinsoraApiServer *server, EinsoraApiRequest *request);

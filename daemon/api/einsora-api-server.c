@@ -33,6 +33,7 @@ struct _EinsoraApiServer {
     EinsoraNowFunc now;
     gpointer now_data;
     guint access_port;
+    gboolean metrics_open_to_loopback;
     EinsoraLoginThrottle *login_throttle;
     /* Listening, connections and request hygiene (docs/adr/0025). */
     EinsoraHttpEdge *edge;
@@ -100,6 +101,20 @@ einsora_api_server_get_access_port(EinsoraApiServer *self)
 {
     g_return_val_if_fail(EINSORA_IS_API_SERVER(self), 0);
     return self->access_port;
+}
+
+void
+einsora_api_server_set_metrics_open_to_loopback(EinsoraApiServer *self, gboolean open)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    self->metrics_open_to_loopback = open;
+}
+
+gboolean
+einsora_api_server_get_metrics_open_to_loopback(EinsoraApiServer *self)
+{
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), FALSE);
+    return self->metrics_open_to_loopback;
 }
 
 EinsoraService *

@@ -28,6 +28,11 @@ gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 void einsora_api_server_set_access_port(EinsoraApiServer *self, guint port);
 guint einsora_api_server_get_access_port(EinsoraApiServer *self);
 
+/* EINSORA_METRICS_OPEN=loopback: GET /metrics without credentials from
+ * this machine (docs/adr/0043-metrics.md); off until set. */
+void einsora_api_server_set_metrics_open_to_loopback(EinsoraApiServer *self, gboolean open);
+gboolean einsora_api_server_get_metrics_open_to_loopback(EinsoraApiServer *self);
+
 EinsoraService *einsora_api_server_get_service(EinsoraApiServer *self);
 EinsoraAuth *einsora_api_server_get_auth(EinsoraApiServer *self);
 gint64 einsora_api_server_now(EinsoraApiServer *self);

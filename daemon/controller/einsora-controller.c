@@ -5,6 +5,7 @@
 #include "einsora-error.h"
 #include "einsora-lease.h"
 #include "einsora-log.h"
+#include "einsora-metrics.h"
 #include "einsora-placement.h"
 #include "einsora-reason.h"
 #include "einsora-usage.h"
@@ -31,6 +32,15 @@ struct _EinsoraController {
     guint64 passes;
     /* The store wasn't ready at the last tick: said once, not per pass. */
     gboolean paused;
+    /* /metrics (docs/adr/0043-metrics.md); NULL families count nothing. */
+    EinsoraMetrics *metrics;
+    EinsoraMetric *pass_duration;
+    EinsoraMetric *admissions;
+    EinsoraMetric *admission_wait;
+    /* Workload ID -> when it became pending (a gint64, real time), for
+     * the ones this controller moved on to queued: a queued row's own
+     * time is when it was queued, not when it began to wait. */
+    GHashTable *waiting_since;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
@@ -46,8 +56,9 @@ G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
 typedef struct {
     EinsoraCapacity *capacity;
     EinsoraUsage *usage;
-    GHashTable *trusted; /* tenant ID -> GINT_TO_POINTER(trusted + 1) */
-    GPtrArray *admitted; /* EinsoraWorkload*, borrowed from the pass's list */
+    GHashTable *trusted;    /* tenant ID -> GINT_TO_POINTER(trusted + 1) */
+    GPtrArray *admitted;    /* EinsoraWorkload*, borrowed from the pass's list */
+    GArray *admitted_waits; /* double: how long each of @admitted waited, in seconds */
     /* Where placement of each shape of workload looks first this pass:
      * "class image kind tenant region" -> a guint machine index. */
     GHashTable *first_fit;
@@ -67,6 +78,8 @@ einsora_controller_finalize(GObject *object)
     g_clear_object(&self->backend);
     g_free(self->region);
     g_hash_table_unref(self->last_reasons);
+    g_hash_table_unref(self->waiting_since);
+    g_clear_object(&self->metrics);
     G_OBJECT_CLASS(einsora_controller_parent_class)->finalize(object);
 }
 
@@ -80,6 +93,7 @@ static void
 einsora_controller_init(EinsoraController *self)
 {
     self->last_reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    self->waiting_since = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     self->provisioning_timeout_us = EINSORA_PROVISIONING_TIMEOUT_DEFAULT_US;
 }
 
@@ -104,6 +118,79 @@ void
 einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us)
 {
     self->provisioning_timeout_us = timeout_us;
+}
+
+void
+einsora_controller_set_metrics(EinsoraController *self, EinsoraMetrics *metrics)
+{
+    /* A pass over a few workloads takes a millisecond; over thousands,
+     * seconds. */
+    static const double pass_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,  0.5,    1,     2.5,  5,     10};
+    /* A workload admitted at once waits milliseconds; one queued for a
+     * GPU, up to hours. */
+    static const double wait_bounds[] = {0.01, 0.05, 0.1, 0.5,  1,    5,     10,   30,
+                                         60,   300,  900, 1800, 3600, 14400, 86400};
+    static const char *const kind[] = {"kind", NULL};
+
+    g_return_if_fail(EINSORA_IS_CONTROLLER(self));
+    g_return_if_fail(EINSORA_IS_METRICS(metrics));
+    g_set_object(&self->metrics, metrics);
+    self->pass_duration =
+        einsora_metrics_histogram(metrics, "einsora_controller_pass_duration_seconds",
+                                  "How long each reconcile pass of the controller took.", NULL,
+                                  pass_bounds, G_N_ELEMENTS(pass_bounds));
+    self->admissions = einsora_metrics_counter(
+        metrics, "einsora_admissions_total",
+        "Workloads admitted (placed on a machine and moved to provisioning), by kind.", kind);
+    for (guint i = 0; i < EINSORA_WORKLOAD_KIND_COUNT; i++)
+        einsora_metric_touch(self->admissions,
+                             (const char *const[]){einsora_workload_kind_to_string(i), NULL});
+    self->admission_wait = einsora_metrics_histogram(
+        metrics, "einsora_admission_wait_seconds",
+        "How long each admitted workload waited: from becoming pending (created or started) to "
+        "admitted.",
+        NULL, wait_bounds, G_N_ELEMENTS(wait_bounds));
+}
+
+/* When @workload began to wait, in real time; 0 when unknown. */
+static gint64
+waiting_since(EinsoraController *self, const EinsoraWorkload *workload)
+{
+    const gint64 *known = g_hash_table_lookup(self->waiting_since, workload->id);
+    gint64 since = 0;
+
+    if (known != NULL && workload->state == EINSORA_WORKLOAD_STATE_QUEUED)
+        return *known;
+    /* Pending since its last step; queued with no memory of it (after a
+     * restart): since it was queued, which is the first pass after. */
+    if (!einsora_timestamp_parse(workload->updated_at, &since, NULL))
+        return 0;
+    return since;
+}
+
+/* Forgets the waits of workloads no longer waiting (deleted while
+ * queued), so the table holds only what waits now. */
+static void
+forget_waits(EinsoraController *self, GPtrArray *workloads)
+{
+    g_autoptr(GHashTable) waiting = NULL;
+    GHashTableIter iter;
+    gpointer key;
+
+    if (g_hash_table_size(self->waiting_since) == 0)
+        return;
+    waiting = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < workloads->len; i++) {
+        const EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+        if (workload->state == EINSORA_WORKLOAD_STATE_QUEUED)
+            g_hash_table_add(waiting, workload->id);
+    }
+    g_hash_table_iter_init(&iter, self->waiting_since);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (!g_hash_table_contains(waiting, key))
+            g_hash_table_iter_remove(&iter);
+    }
 }
 
 /* The reason the workload's timeline says last: from memory, else from
@@ -211,10 +298,16 @@ tenant_trusted(EinsoraController *self, Pass *pass, const char *tenant_id)
 static void
 keep_waiting(EinsoraController *self, EinsoraWorkload *workload, const char *reason)
 {
-    if (workload->state == EINSORA_WORKLOAD_STATE_PENDING)
-        move(self, workload, EINSORA_WORKLOAD_STATE_QUEUED, reason, NULL);
-    else
+    gint64 since;
+
+    if (workload->state != EINSORA_WORKLOAD_STATE_PENDING) {
         note_once(self, workload, reason);
+        return;
+    }
+    since = self->metrics != NULL ? waiting_since(self, workload) : 0;
+    if (move(self, workload, EINSORA_WORKLOAD_STATE_QUEUED, reason, NULL) && since != 0)
+        g_hash_table_insert(self->waiting_since, g_strdup(workload->id),
+                            g_memdup2(&since, sizeof since));
 }
 
 static gchar *
@@ -267,6 +360,7 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     g_autoptr(EinsoraPlacementResult) result = NULL;
     g_autofree gchar *reason = NULL;
     EinsoraPlacement placement;
+    gint64 since;
 
     /* The lifecycle has no step from waiting to failed: a workload whose
      * class or image was withdrawn waits, saying why, until the operator
@@ -301,12 +395,18 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
                                      result->machine_name, result->driver, result->gpu_mask);
     placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver,
                                    result->gpu_mask};
+    since = self->metrics != NULL ? waiting_since(self, workload) : 0;
     if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
         return;
     einsora_usage_add(pass->usage, workload, resolved.klass);
     /* Run once the group commits: no agent hears of an admission that
      * a crash could still undo. */
     g_ptr_array_add(pass->admitted, workload);
+    {
+        double waited =
+            since != 0 ? MAX(0, einsora_metrics_seconds(since, self->now(self->now_data))) : -1;
+        g_array_append_val(pass->admitted_waits, waited);
+    }
 }
 
 /* Tells the backend to run what the committed group admitted. */
@@ -317,6 +417,15 @@ run_admitted(EinsoraController *self, Pass *pass)
         EinsoraWorkload *workload = g_ptr_array_index(pass->admitted, i);
         g_autoptr(EinsoraWorkloadSpec) spec = spec_for(self, workload);
         g_autoptr(GError) error = NULL;
+        double waited = g_array_index(pass->admitted_waits, double, i);
+
+        /* Counted once committed: a group rolled back admitted nothing. */
+        einsora_metric_add(
+            self->admissions,
+            (const char *const[]){einsora_workload_kind_to_string(workload->kind), NULL}, 1);
+        if (waited >= 0)
+            einsora_metric_observe(self->admission_wait, NULL, waited);
+        g_hash_table_remove(self->waiting_since, workload->id);
 
         /* Provisioning but absent from the runtime is run again by observe. */
         if (!einsora_backend_run(self->backend, spec, &error)) {
@@ -327,6 +436,7 @@ run_admitted(EinsoraController *self, Pass *pass)
         }
     }
     g_ptr_array_set_size(pass->admitted, 0);
+    g_array_set_size(pass->admitted_waits, 0);
 }
 
 /* Commits the open admission group, then runs what it admitted. A group
@@ -341,6 +451,7 @@ close_group(EinsoraController *self, Pass *pass)
         g_message("region %s: %u admissions not written, decided again next pass: %s", self->region,
                   pass->admitted->len, error->message);
         g_ptr_array_set_size(pass->admitted, 0);
+        g_array_set_size(pass->admitted_waits, 0);
         /* The reasons remembered for the group's rows are gone with them. */
         g_hash_table_remove_all(self->last_reasons);
         return FALSE;
@@ -599,21 +710,21 @@ usage_of(EinsoraController *self, GPtrArray *workloads)
     return usage;
 }
 
-gboolean
-einsora_controller_reconcile_once(EinsoraController *self, GError **error)
+static gboolean
+reconcile(EinsoraController *self, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(GError) capacity_error = NULL;
-    Pass pass = {NULL, NULL, NULL, NULL, NULL};
-
-    g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), FALSE);
+    Pass pass = {NULL, NULL, NULL, NULL, NULL, NULL};
 
     workloads = einsora_store_list_region_workloads(self->store, self->region, error);
     if (workloads == NULL)
         return FALSE;
+    forget_waits(self, workloads);
     pass.usage = usage_of(self, workloads);
     pass.trusted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pass.admitted = g_ptr_array_new();
+    pass.admitted_waits = g_array_new(FALSE, FALSE, sizeof(double));
     pass.first_fit = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
     if (pass.capacity == NULL)
@@ -644,7 +755,21 @@ einsora_controller_reconcile_once(EinsoraController *self, GError **error)
     einsora_usage_free(pass.usage);
     g_hash_table_unref(pass.trusted);
     g_ptr_array_unref(pass.admitted);
+    g_array_unref(pass.admitted_waits);
     g_hash_table_unref(pass.first_fit);
+    return TRUE;
+}
+
+gboolean
+einsora_controller_reconcile_once(EinsoraController *self, GError **error)
+{
+    gint64 began_us = g_get_monotonic_time();
+
+    g_return_val_if_fail(EINSORA_IS_CONTROLLER(self), FALSE);
+    if (!reconcile(self, error))
+        return FALSE;
+    einsora_metric_observe(self->pass_duration, NULL,
+                           einsora_metrics_seconds(began_us, g_get_monotonic_time()));
     return TRUE;
 }
 

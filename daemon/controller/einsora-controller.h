@@ -7,6 +7,7 @@
 
 #include "einsora-backend.h"
 #include "einsora-catalog.h"
+#include "einsora-metrics.h"
 #include "einsora-service.h"
 #include "einsora-store.h"
 
@@ -22,6 +23,12 @@ EinsoraController *einsora_controller_new(EinsoraService *service, EinsoraStore 
                                           const char *region, EinsoraNowFunc now,
                                           gpointer now_data);
 void einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us);
+/* Counts into @metrics (docs/adr/0043-metrics.md): each pass's duration
+ * (einsora_controller_pass_duration_seconds), admissions by kind once
+ * their group commits (einsora_admissions_total), and how long each
+ * admitted workload waited since it became pending, by the injected
+ * clock (einsora_admission_wait_seconds). */
+void einsora_controller_set_metrics(EinsoraController *self, EinsoraMetrics *metrics);
 
 /* One pass over the region. Fails only when the store can't be read;
  * a runtime that can't be reached is noted on the workloads it affects. */

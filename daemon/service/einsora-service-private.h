@@ -25,6 +25,10 @@ struct _EinsoraService {
     gchar *models_owner;
     /* NULL until einsora_service_set_workload_logs(). */
     EinsoraWorkloadLogs *logs;
+    /* NULL until einsora_service_set_metrics(). */
+    EinsoraMetrics *metrics;
+    gchar *metrics_reader;
+    EinsoraMetric *workloads_gauge;
     gint64 default_idle_timeout_s;
     GHashTable *activity; /* workload ID -> last proxied activity (gint64 µs, boxed) */
 };

@@ -30,6 +30,8 @@ einsora_service_finalize(GObject *object)
     g_clear_object(&self->logs);
     g_clear_pointer(&self->activity, g_hash_table_unref);
     g_free(self->models_owner);
+    g_clear_object(&self->metrics);
+    g_free(self->metrics_reader);
     G_OBJECT_CLASS(einsora_service_parent_class)->finalize(object);
 }
 

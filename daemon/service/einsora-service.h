@@ -12,6 +12,7 @@
 #include "einsora-idempotency-record.h"
 #include "einsora-machine-gpu.h"
 #include "einsora-machine.h"
+#include "einsora-metrics.h"
 #include "einsora-model-finder.h"
 #include "einsora-model-store.h"
 #include "einsora-store.h"
@@ -256,5 +257,18 @@ GPtrArray *einsora_service_find_local_models(EinsoraService *self, const Einsora
 /* CONFLICT while a workload that isn't deleted serves it. */
 gboolean einsora_service_remove_model(EinsoraService *self, const EinsoraActor *actor,
                                       const char *name, GError **error);
+
+/* /metrics (einsora-service-metrics.c, docs/adr/0043-metrics.md): the
+ * daemon's metrics, machine-wide, which only @reader_tenant_id (the
+ * tenant that owns this machine) may read. */
+void einsora_service_set_metrics(EinsoraService *self, EinsoraMetrics *metrics,
+                                 const char *reader_tenant_id);
+/* Prometheus' text format 0.0.4, with the workloads of every tenant
+ * counted from the store now (einsora_workloads). @actor NULL: a caller
+ * the API let in without credentials (EINSORA_METRICS_OPEN=loopback).
+ * FORBIDDEN for another tenant; NOT_FOUND without metrics; the store's
+ * errors. */
+GString *einsora_service_render_metrics(EinsoraService *self, const EinsoraActor *actor,
+                                        GError **error);
 
 G_END_DECLS

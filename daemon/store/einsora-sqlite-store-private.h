@@ -23,6 +23,11 @@ struct _EinsoraSqliteStore {
     EinsoraNowFunc now;
     gpointer now_data;
     GHashTable *statements; /* SQL -> sqlite3_stmt, see prepare_cached */
+    /* How long each transaction held the write lock, from BEGIN (its
+     * wait for the lock included) to COMMIT or ROLLBACK. */
+    EinsoraMetrics *metrics;
+    EinsoraMetric *transactions;
+    gint64 began_us; /* monotonic; 0 while none is open */
 };
 
 /* SQL helpers. Messages carry SQLite's text, never bound values. */
@@ -176,6 +181,9 @@ EinsoraUser *einsora_sqlite_store_find_user_by_email(EinsoraStore *store, const 
 gboolean einsora_sqlite_store_count_users(EinsoraStore *store, gint64 *count, GError **error);
 gboolean einsora_sqlite_store_count_workloads_with_model(EinsoraStore *store, const char *model,
                                                          gint64 *count, GError **error);
+gboolean einsora_sqlite_store_count_workloads(
+    EinsoraStore *store, gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT],
+    GError **error);
 gboolean einsora_sqlite_store_insert_api_token(EinsoraStore *store, const EinsoraApiToken *token,
                                                GError **error);
 EinsoraApiToken *einsora_sqlite_store_find_api_token(EinsoraStore *store, const char *token_sha256,

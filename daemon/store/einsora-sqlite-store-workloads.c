@@ -3,6 +3,8 @@
 
 #include "einsora-sqlite-store-private.h"
 
+#include <string.h>
+
 #include "einsora-error.h"
 
 /* The columns workload_from_row reads, in its order. */
@@ -81,6 +83,37 @@ einsora_sqlite_store_count_workloads_with_model(EinsoraStore *store, const char 
     if (sqlite3_step(stmt) != SQLITE_ROW)
         return set_sqlite_error(self, error);
     *count = sqlite3_column_int64(stmt, 0);
+    return TRUE;
+}
+
+gboolean
+einsora_sqlite_store_count_workloads(
+    EinsoraStore *store, gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT],
+    GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self,
+                "SELECT kind, state, count(*) FROM workloads WHERE state != 'deleted' "
+                "GROUP BY kind, state",
+                error);
+    int step;
+
+    if (stmt == NULL)
+        return FALSE;
+    memset(counts, 0, sizeof(gint64) * EINSORA_WORKLOAD_KIND_COUNT * EINSORA_WORKLOAD_STATE_COUNT);
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        EinsoraWorkloadKind kind;
+        EinsoraWorkloadState state;
+
+        if (!einsora_workload_kind_from_string((const char *)sqlite3_column_text(stmt, 0), &kind))
+            return invalid_row("workloads", "kind", error);
+        if (!einsora_workload_state_from_string((const char *)sqlite3_column_text(stmt, 1), &state))
+            return invalid_row("workloads", "state", error);
+        counts[kind][state] = sqlite3_column_int64(stmt, 2);
+    }
+    if (step != SQLITE_DONE)
+        return set_sqlite_error(self, error);
     return TRUE;
 }
 

@@ -319,10 +319,23 @@ einsora_sqlite_store_begin(EinsoraStore *store, GError **error)
         return FALSE;
     /* IMMEDIATE takes the write lock now, so reads inside are never stale
      * and another process waits here rather than failing at commit. */
-    if (!exec_sql(self, "BEGIN IMMEDIATE", error))
+    self->began_us = g_get_monotonic_time();
+    if (!exec_sql(self, "BEGIN IMMEDIATE", error)) {
+        self->began_us = 0;
         return FALSE;
+    }
     self->in_transaction = TRUE;
     return TRUE;
+}
+
+static void
+transaction_ended(EinsoraSqliteStore *self, const char *outcome)
+{
+    if (self->began_us == 0)
+        return;
+    einsora_metric_observe(self->transactions, (const char *const[]){outcome, NULL},
+                           einsora_metrics_seconds(self->began_us, g_get_monotonic_time()));
+    self->began_us = 0;
 }
 
 static gboolean
@@ -342,6 +355,7 @@ einsora_sqlite_store_commit(EinsoraStore *store, GError **error)
         return FALSE;
     }
     self->in_transaction = FALSE;
+    transaction_ended(self, "commit");
     return TRUE;
 }
 
@@ -360,6 +374,7 @@ einsora_sqlite_store_rollback(EinsoraStore *store)
      * commit): what SQLite may still hold, check_writable ends before the
      * next write. */
     self->in_transaction = FALSE;
+    transaction_ended(self, "rollback");
 }
 
 static gboolean
@@ -424,6 +439,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->find_user_by_email = einsora_sqlite_store_find_user_by_email;
     iface->count_users = einsora_sqlite_store_count_users;
     iface->count_workloads_with_model = einsora_sqlite_store_count_workloads_with_model;
+    iface->count_workloads = einsora_sqlite_store_count_workloads;
     iface->insert_api_token = einsora_sqlite_store_insert_api_token;
     iface->find_api_token = einsora_sqlite_store_find_api_token;
     iface->list_api_tokens = einsora_sqlite_store_list_api_tokens;
@@ -474,6 +490,7 @@ einsora_sqlite_store_finalize(GObject *object)
         sqlite3_close_v2(self->db);
     }
     g_free(self->path);
+    g_clear_object(&self->metrics);
     G_OBJECT_CLASS(einsora_sqlite_store_parent_class)->finalize(object);
 }
 
@@ -737,6 +754,26 @@ einsora_sqlite_store_set_clock(EinsoraSqliteStore *self, EinsoraNowFunc now, gpo
 
     self->now = now;
     self->now_data = now_data;
+}
+
+void
+einsora_sqlite_store_set_metrics(EinsoraSqliteStore *self, EinsoraMetrics *metrics)
+{
+    /* From a tenth of a millisecond (one small write) to the busy
+     * timeout (another process holding the lock). */
+    static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    15};
+    static const char *const labels[] = {"outcome", NULL};
+
+    g_return_if_fail(EINSORA_IS_SQLITE_STORE(self));
+    g_return_if_fail(EINSORA_IS_METRICS(metrics));
+    g_set_object(&self->metrics, metrics);
+    self->transactions = einsora_metrics_histogram(
+        metrics, "einsora_store_transaction_duration_seconds",
+        "Time from BEGIN (the wait for the write lock included) to COMMIT or ROLLBACK, by outcome.",
+        labels, bounds, G_N_ELEMENTS(bounds));
+    einsora_metric_touch(self->transactions, (const char *const[]){"commit", NULL});
+    einsora_metric_touch(self->transactions, (const char *const[]){"rollback", NULL});
 }
 
 const char *

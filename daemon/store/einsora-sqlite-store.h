@@ -7,6 +7,7 @@
 #include <glib-object.h>
 #include <sqlite3.h>
 
+#include "einsora-metrics.h"
 #include "einsora-migrations.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
@@ -34,6 +35,12 @@ gboolean einsora_sqlite_store_migrate_with(EinsoraSqliteStore *self, GPtrArray *
  * (quotas.updated_at). Defaults to the real clock. */
 void einsora_sqlite_store_set_clock(EinsoraSqliteStore *self, EinsoraNowFunc now,
                                     gpointer now_data);
+
+/* Counts each transaction's time in
+ * einsora_store_transaction_duration_seconds, by outcome (commit or
+ * rollback; docs/adr/0043-metrics.md). Writes outside a transaction
+ * aren't counted. */
+void einsora_sqlite_store_set_metrics(EinsoraSqliteStore *self, EinsoraMetrics *metrics);
 
 /* The absolute path of the database file. */
 const char *einsora_sqlite_store_get_path(EinsoraSqliteStore *self);

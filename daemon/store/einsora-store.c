@@ -365,6 +365,17 @@ einsora_store_count_workloads_with_model(EinsoraStore *self, const char *model, 
 }
 
 gboolean
+einsora_store_count_workloads(
+    EinsoraStore *self, gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT],
+    GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(counts != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->count_workloads(self, counts, error);
+}
+
+gboolean
 einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error)
 {
     g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);

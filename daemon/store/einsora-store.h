@@ -143,6 +143,12 @@ struct _EinsoraStoreInterface {
      * tenant, not deleted, that serve the model named @model. */
     gboolean (*count_workloads_with_model)(EinsoraStore *self, const char *model, gint64 *count,
                                            GError **error);
+    /* Global, for /metrics (the machine's operator): every tenant's
+     * workloads that aren't deleted, counted into @counts by kind and
+     * state (the deleted column stays 0). */
+    gboolean (*count_workloads)(
+        EinsoraStore *self,
+        gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT], GError **error);
 
     /* API tokens, stored by the SHA-256 of their secret. A token for a user
      * that is not in that tenant is NOT_FOUND. */
@@ -280,6 +286,9 @@ EinsoraUser *einsora_store_find_user_by_email(EinsoraStore *self, const char *em
 gboolean einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error);
 gboolean einsora_store_count_workloads_with_model(EinsoraStore *self, const char *model,
                                                   gint64 *count, GError **error);
+gboolean einsora_store_count_workloads(
+    EinsoraStore *self, gint64 counts[EINSORA_WORKLOAD_KIND_COUNT][EINSORA_WORKLOAD_STATE_COUNT],
+    GError **error);
 
 gboolean einsora_store_insert_api_token(EinsoraStore *self, const EinsoraApiToken *token,
                                         GError **error);

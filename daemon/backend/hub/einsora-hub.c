@@ -68,6 +68,10 @@ struct _EinsoraHub {
     GSource *wake_source;
     gchar *access_machine_id; /* the machine whose agent runs in this process */
     GWeakRef access_source;
+    /* /metrics (docs/adr/0043-metrics.md); NULL families count nothing. */
+    EinsoraMetrics *metrics;
+    EinsoraMetric *syncs_held;
+    EinsoraMetric *syncs_answered;
 };
 
 static void einsora_hub_backend_iface_init(EinsoraBackendInterface *iface);
@@ -82,6 +86,13 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(
             G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_ACCESS, einsora_hub_access_iface_init)
                 G_IMPLEMENT_INTERFACE(EINSORA_TYPE_WORKLOAD_LOGS, einsora_hub_logs_iface_init))
 
+/* How a sync was answered, for einsora_hub_syncs_answered_total. */
+static void
+count_answer(EinsoraHub *self, const char *answer)
+{
+    einsora_metric_add(self->syncs_answered, (const char *const[]){answer, NULL}, 1);
+}
+
 /* Detaches the waiting sync from its machine and returns its task, which
  * the caller completes. */
 static GTask *
@@ -92,6 +103,7 @@ take_held(MachineState *state)
 
     if (held == NULL)
         return NULL;
+    einsora_metric_add(state->hub->syncs_held, NULL, -1);
     g_source_destroy(held->timeout);
     g_source_unref(held->timeout);
     if (held->cancelled != NULL) {
@@ -148,6 +160,7 @@ einsora_hub_finalize(GObject *object)
     }
     g_hash_table_unref(self->wakes);
     g_hash_table_unref(self->machines);
+    g_clear_object(&self->metrics);
     g_weak_ref_clear(&self->access_source);
     g_free(self->access_machine_id);
     g_clear_object(&self->store);
@@ -206,6 +219,37 @@ einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const char *region
     self->now_data = now_data;
     self->created_us = now(now_data);
     return self;
+}
+
+void
+einsora_hub_set_metrics(EinsoraHub *self, EinsoraMetrics *metrics)
+{
+    static const char *const answers[] = {"changed", "long_poll", "superseded", "error"};
+
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    g_return_if_fail(EINSORA_IS_METRICS(metrics));
+    g_set_object(&self->metrics, metrics);
+    self->syncs_held = einsora_metrics_gauge(
+        metrics, "einsora_hub_syncs_held",
+        "Agents' syncs held open now, waiting for a change (long poll).", NULL);
+    self->syncs_answered = einsora_metrics_counter(
+        metrics, "einsora_hub_syncs_answered_total",
+        "Agents' syncs answered: changed (a new desired state, at once or on a wake), long_poll "
+        "(the long poll ended), superseded (a newer sync from the machine), error.",
+        (const char *const[]){"answer", NULL});
+    for (guint i = 0; i < G_N_ELEMENTS(answers); i++)
+        einsora_metric_touch(self->syncs_answered, (const char *const[]){answers[i], NULL});
+    {
+        /* Syncs held already end through take_held too. */
+        GHashTableIter iter;
+        gpointer value;
+        guint held = 0;
+
+        g_hash_table_iter_init(&iter, self->machines);
+        while (g_hash_table_iter_next(&iter, NULL, &value))
+            held += ((MachineState *)value)->held != NULL;
+        einsora_metric_set(self->syncs_held, NULL, held);
+    }
 }
 
 void
@@ -449,12 +493,14 @@ answer_held(EinsoraHub *self, MachineState *state, gboolean only_if_changed)
         if (only_if_changed)
             return;
         task = take_held(state);
+        count_answer(self, "error");
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     if (only_if_changed && desired->generation == state->held->applied_generation)
         return;
     task = take_held(state);
+    count_answer(self, only_if_changed ? "changed" : "long_poll");
     return_desired(task, g_steal_pointer(&desired));
 }
 
@@ -496,6 +542,7 @@ hold(EinsoraHub *self, MachineState *state, GTask *task, gint64 applied_generati
         g_source_attach(held->cancelled, context);
     }
     state->held = held;
+    einsora_metric_add(self->syncs_held, NULL, 1);
 }
 
 /* Records the sync: when (in the store and in memory), its inventory if
@@ -597,12 +644,14 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         return;
     machine = find_region_machine(self, report->machine_id, &error);
     if (machine == NULL) {
+        count_answer(self, "error");
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     state = machine_state(self, machine->id);
     changed = report_changes(state, report);
     if (!record_report(self, state, machine, report, &error)) {
+        count_answer(self, "error");
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
@@ -610,14 +659,18 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         g_signal_emit(self, signals[SIGNAL_RUNTIME_CHANGED], 0);
     desired = compute_desired(self, state, &error);
     if (desired == NULL) {
+        count_answer(self, "error");
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     /* A newer sync from the machine supersedes one still waiting. */
     superseded = take_held(state);
-    if (superseded != NULL)
+    if (superseded != NULL) {
+        count_answer(self, "superseded");
         return_desired(superseded, einsora_desired_state_copy(desired));
+    }
     if (desired->generation != report->applied_generation) {
+        count_answer(self, "changed");
         return_desired(task, g_steal_pointer(&desired));
         return;
     }

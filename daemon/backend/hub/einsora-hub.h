@@ -14,6 +14,7 @@
 
 #include "einsora-backend.h"
 #include "einsora-catalog.h"
+#include "einsora-metrics.h"
 #include "einsora-store.h"
 #include "einsora-access-source.h"
 #include "einsora-workload-access.h"
@@ -44,6 +45,11 @@ EinsoraHub *einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const 
  * main-loop timer, not the injected clock, and applies to syncs held
  * from now on. */
 void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
+
+/* Counts into @metrics (docs/adr/0043-metrics.md): the syncs held open
+ * now (einsora_hub_syncs_held) and the syncs answered, by how
+ * (einsora_hub_syncs_answered_total). */
+void einsora_hub_set_metrics(EinsoraHub *self, EinsoraMetrics *metrics);
 
 /* The agent in this process, for its machine: the only way the hub gets
  * a workload's socket and token (held weakly; never over a Sync). */
