@@ -170,3 +170,18 @@ einsora_agent_driver_find_log(EinsoraAgentDriver *self, const char *workload_id,
     }
     return iface->find_log(self, workload_id, attempt, found_attempt, error);
 }
+
+gboolean
+einsora_agent_driver_get_activity(EinsoraAgentDriver *self, const char *workload_id,
+                                  EinsoraWorkloadActivity *activity)
+{
+    EinsoraAgentDriverInterface *iface;
+
+    g_return_val_if_fail(EINSORA_IS_AGENT_DRIVER(self), FALSE);
+    g_return_val_if_fail(workload_id != NULL && activity != NULL, FALSE);
+    iface = EINSORA_AGENT_DRIVER_GET_IFACE(self);
+    *activity = (EinsoraWorkloadActivity){0};
+    if (iface->get_activity == NULL)
+        return FALSE;
+    return iface->get_activity(self, workload_id, activity);
+}

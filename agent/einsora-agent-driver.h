@@ -47,6 +47,9 @@ struct _EinsoraAgentDriverInterface {
     /* Optional: NULL for drivers that pull nothing. */
     gboolean (*get_pull_progress)(EinsoraAgentDriver *self, const char *workload_id,
                                   EinsoraPullProgress *progress);
+    /* Optional: NULL for drivers that can't tell how a workload is used. */
+    gboolean (*get_activity)(EinsoraAgentDriver *self, const char *workload_id,
+                             EinsoraWorkloadActivity *activity);
     /* Optional: NULL for drivers that keep no output. */
     gchar *(*find_log)(EinsoraAgentDriver *self, const char *workload_id, gint64 attempt,
                        gint64 *found_attempt, GError **error);
@@ -80,6 +83,11 @@ gboolean einsora_agent_driver_get_access(EinsoraAgentDriver *self, const char *w
 gboolean einsora_agent_driver_get_pull_progress(EinsoraAgentDriver *self, const char *workload_id,
                                                 EinsoraPullProgress *progress);
 
+/* How a running workload is used, as its server last said; FALSE (all
+ * zero) when the driver doesn't know. A driver says "status-changed"
+ * when it changes. */
+gboolean einsora_agent_driver_get_activity(EinsoraAgentDriver *self, const char *workload_id,
+                                           EinsoraWorkloadActivity *activity);
 /* Where attempt @attempt's output (<= 0: the latest attempt's) is on
  * this machine: the path of its .log, laid out as einsora-log-files.h
  * says; @found_attempt says which attempt it is. G_IO_ERROR_NOT_FOUND

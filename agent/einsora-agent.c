@@ -235,6 +235,12 @@ status_for(EinsoraAgent *self, const char *workload_id)
                                                    &status->pull))
             break;
     }
+    /* How it is used, while it runs: idle auto-stop decides on it. */
+    for (guint i = 0; code == EINSORA_STATUS_CODE_RUNNING && i < self->drivers->len; i++) {
+        if (einsora_agent_driver_get_activity(g_ptr_array_index(self->drivers, i), workload_id,
+                                              &status->activity))
+            break;
+    }
     return g_steal_pointer(&status);
 }
 
@@ -262,12 +268,13 @@ report_fingerprint(EinsoraAgent *self, const EinsoraSyncReport *report)
     for (guint i = 0; i < report->statuses->len; i++) {
         const EinsoraWorkloadStatus *status = g_ptr_array_index(report->statuses, i);
 
-        g_string_append_printf(out,
-                               "%s %" G_GINT64_FORMAT " %d %d %" G_GINT64_FORMAT
-                               " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n",
-                               status->workload_id, status->attempt, status->mode, status->code,
-                               status->pull.layers, status->pull.layers_done,
-                               status->pull.bytes_done);
+        g_string_append_printf(
+            out,
+            "%s %" G_GINT64_FORMAT " %d %d %" G_GINT64_FORMAT " %" G_GINT64_FORMAT
+            " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n",
+            status->workload_id, status->attempt, status->mode, status->code, status->pull.layers,
+            status->pull.layers_done, status->pull.bytes_done, status->activity.busy_kernels,
+            status->activity.last_active_ms);
     }
     return g_string_free(out, FALSE);
 }

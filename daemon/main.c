@@ -48,6 +48,7 @@ typedef struct {
     gchar *controller_interval;
     gchar *controller_wake;
     gchar *metering_interval;
+    gchar *idle_timeout;
     gchar *machine_owner;
     gchar *drivers;
     gchar *agent_state_dir;
@@ -57,6 +58,7 @@ typedef struct {
     gchar *docker_host;
     gchar *docker_socket; /* from docker_host */
     gint64 controller_interval_us;
+    gint64 idle_timeout_s; /* 0: none */
     gboolean wakes_controller;
     gint64 metering_interval_us;
 } EinsoraDaemonSettings;
@@ -78,6 +80,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->controller_interval, g_free);
     g_clear_pointer(&settings->controller_wake, g_free);
     g_clear_pointer(&settings->metering_interval, g_free);
+    g_clear_pointer(&settings->idle_timeout, g_free);
     g_clear_pointer(&settings->machine_owner, g_free);
     g_clear_pointer(&settings->drivers, g_free);
     g_clear_pointer(&settings->agent_state_dir, g_free);
@@ -160,8 +163,10 @@ parse_duration(const char *text, gint64 *us)
     static const struct {
         const char *suffix;
         gint64 scale;
-    } units[] = {
-        {"ms", 1000}, {"s", G_USEC_PER_SEC}, {"m", G_GINT64_CONSTANT(60) * G_USEC_PER_SEC}};
+    } units[] = {{"ms", 1000},
+                 {"s", G_USEC_PER_SEC},
+                 {"m", G_GINT64_CONSTANT(60) * G_USEC_PER_SEC},
+                 {"h", G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC}};
     char *end = NULL;
     guint64 number;
 
@@ -201,6 +206,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                          "on", error) ||
         !resolve_setting(&settings->metering_interval, "EINSORA_METERING_INTERVAL",
                          "--metering-interval", "60s", error) ||
+        !resolve_setting(&settings->idle_timeout, "EINSORA_IDLE_TIMEOUT", "--idle-timeout", "off",
+                         error) ||
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
                          "local", error) ||
         !resolve_setting(&settings->agent_state_dir, "EINSORA_AGENT_STATE_DIR", "--agent-state-dir",
@@ -297,6 +304,19 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                     "duration between 100ms and 60m, like 60s",
                     settings->metering_interval);
         return FALSE;
+    }
+    /* Off unless set (docs/adr/0044). */
+    if (!g_str_equal(settings->idle_timeout, "off")) {
+        gint64 us = 0;
+        if (!parse_duration(settings->idle_timeout, &us) || us < G_USEC_PER_SEC ||
+            us / G_USEC_PER_SEC > EINSORA_IDLE_TIMEOUT_MAX_S) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "EINSORA_IDLE_TIMEOUT (--idle-timeout): \"%s\" is neither off nor a "
+                        "duration from 1s to a year, like 1h",
+                        settings->idle_timeout);
+            return FALSE;
+        }
+        settings->idle_timeout_s = us / G_USEC_PER_SEC;
     }
     if (!g_regex_match_simple("^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$", settings->machine_owner, 0,
                               0)) {
@@ -944,6 +964,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
         return EXIT_FAILURE;
     }
     service = einsora_service_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
+    einsora_service_set_default_idle_timeout(service, settings->idle_timeout_s);
     auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);
     gpu_classes = gpu_class_names(catalog);
     if (!einsora_auth_ensure_first_run(auth, settings->data_dir, (const char *const *)gpu_classes,
@@ -1049,6 +1070,10 @@ main(int argc, char **argv)
          "How often usage accounting turns the timeline into hourly usage records "
          "(EINSORA_METERING_INTERVAL, default 60s)",
          "DURATION"},
+        {"idle-timeout", 0, 0, G_OPTION_ARG_STRING, &settings.idle_timeout,
+         "Stop a workload after this long idle, unless its create says otherwise "
+         "(EINSORA_IDLE_TIMEOUT, default off)",
+         "DURATION|off"},
         {"machine-owner", 0, 0, G_OPTION_ARG_STRING, &settings.machine_owner,
          "The tenant that owns this machine (EINSORA_MACHINE_OWNER, default local)", "TENANT"},
         {"drivers", 0, 0, G_OPTION_ARG_STRING, &settings.drivers,

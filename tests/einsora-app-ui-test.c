@@ -234,6 +234,15 @@ page_has_events(gpointer data)
 }
 
 static gboolean
+page_log_has(gpointer needle)
+{
+    EinsoraWorkloadPage *page = einsora_window_get_workload_page(main_window());
+    g_autofree gchar *text = einsora_workload_page_get_log_text(page);
+
+    return strstr(text, needle) != NULL;
+}
+
+static gboolean
 notebook_window_shown(gpointer data)
 {
     return find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW) != NULL;
@@ -314,6 +323,51 @@ save_screenshot(GtkWidget *widget, const char *name)
                                           &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
     g_assert_true(gdk_texture_save_to_png(texture, path));
     g_test_message("screenshot: %s", path);
+}
+
+/* The real CLI's output as a terminal would show it: the command line,
+ * then what it printed, in a window of its own, for a screenshot. */
+static void
+save_terminal_screenshot(const char *command_line, const char *output, const char *name)
+{
+    GtkWidget *window = gtk_window_new();
+    GtkWidget *view = gtk_text_view_new();
+    g_autofree gchar *text = g_strdup_printf("$ %s\n%s", command_line, output);
+    g_autoptr(GtkCssProvider) css = gtk_css_provider_new();
+
+    gtk_css_provider_load_from_data(
+        css, "textview.terminal, textview.terminal text { background: #1e1e1e; color: #e8e8e8; }",
+        -1);
+    gtk_style_context_add_provider_for_display(gdk_display_get_default(), GTK_STYLE_PROVIDER(css),
+                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+    gtk_widget_add_css_class(view, "terminal");
+    gtk_text_view_set_monospace(GTK_TEXT_VIEW(view), TRUE);
+    gtk_text_view_set_editable(GTK_TEXT_VIEW(view), FALSE);
+    gtk_text_view_set_wrap_mode(GTK_TEXT_VIEW(view), GTK_WRAP_CHAR);
+    gtk_text_view_set_left_margin(GTK_TEXT_VIEW(view), 8);
+    gtk_text_view_set_top_margin(GTK_TEXT_VIEW(view), 8);
+    gtk_text_buffer_set_text(gtk_text_view_get_buffer(GTK_TEXT_VIEW(view)), text, -1);
+    gtk_window_set_title(GTK_WINDOW(window), "Terminal");
+    gtk_window_set_default_size(GTK_WINDOW(window), 900, 420);
+    gtk_window_set_child(GTK_WINDOW(window), view);
+    gtk_window_present(GTK_WINDOW(window));
+    save_screenshot(view, name);
+    gtk_window_destroy(GTK_WINDOW(window));
+}
+
+static gchar *
+read_or_empty(const char *path)
+{
+    gchar *text = NULL;
+    return g_file_get_contents(path, &text, NULL, NULL) ? text : g_strdup("");
+}
+
+static gboolean
+file_has(gpointer data)
+{
+    const char *const *pair = data;
+    g_autofree gchar *text = read_or_empty(pair[0]);
+    return strstr(text, pair[1]) != NULL;
 }
 
 /* ---- the tests ------------------------------------------------------- */
@@ -490,6 +544,8 @@ test_notebook_through_the_ui(void)
     GtkWidget *create_button;
     EinsoraWorkloadPage *page;
     EinsoraWorkloadItem *item;
+    g_autofree gchar *cli_out = NULL;
+    g_autoptr(GSubprocess) logs_cli = NULL;
 
     start_app();
     window = main_window();
@@ -556,6 +612,9 @@ test_notebook_through_the_ui(void)
     g_assert_true(einsora_workload_page_get_item(page) == item);
     /* created, admitted (provisioning), running at least */
     g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    /* Its Logs: the real Jupyter's start-up lines, followed while open. */
+    g_assert_true(wait_for(page_log_has, "Jupyter Notebook", 30));
+    g_assert_true(wait_for(page_log_has, "is running at", 30));
     settle(5500); /* the "Created" toast goes (libadwaita's 5 s) */
     save_screenshot(GTK_WIDGET(window), "workload-page.png");
 
@@ -591,12 +650,46 @@ test_notebook_through_the_ui(void)
         gtk_window_destroy(GTK_WINDOW(notebook));
     }
 
+    /* No token reaches the view. */
+    {
+        g_autofree gchar *text = einsora_workload_page_get_log_text(page);
+        g_assert_null(strstr(text, "token="));
+        g_assert_null(strstr(text, "ticket="));
+    }
+    /* `einsora logs -f` follows the same output from a terminal. */
+    cli_out = g_build_filename(fixture.dir, "cli-logs.txt", NULL);
+    {
+        g_autoptr(GSubprocessLauncher) launcher =
+            g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+        g_autoptr(GError) error = NULL;
+        const char *id = einsora_workload_item_get_id(item);
+        g_autofree gchar *command_line = g_strdup_printf("einsora logs -f --tail 12 %s", id);
+        const char *pair[] = {cli_out, "is running at"};
+        g_autofree gchar *printed = NULL;
+
+        g_subprocess_launcher_set_stdout_file_path(launcher, cli_out);
+        logs_cli = g_subprocess_launcher_spawn(launcher, &error, g_getenv("EINSORA_CLI"), "logs",
+                                               "-f", "--tail", "12", id, NULL);
+        g_assert_no_error(error);
+        g_assert_true(wait_for(file_has, pair, 30));
+        printed = read_or_empty(cli_out);
+        save_terminal_screenshot(command_line, printed, "cli-logs-follow.png");
+    }
+
     /* Stop from the page: the timeline grows as it stops. */
     {
         guint before = einsora_workload_page_get_n_events(page);
         gtk_widget_activate_action(GTK_WIDGET(page), "page.stop", NULL);
         g_assert_true(wait_for(notebook_in_state, "stopped", 60));
         g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(before + 2), 30));
+    }
+    /* Its attempt is over, and so is `einsora logs -f`, with success. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_assert_true(g_subprocess_wait(logs_cli, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_get_if_exited(logs_cli));
+        g_assert_cmpint(g_subprocess_get_exit_status(logs_cli), ==, 0);
     }
     /* Asked to stop: no "stopped by itself" notification. */
     g_assert_false(notified(NOTEBOOK_NAME " stopped by itself"));
@@ -613,6 +706,27 @@ test_notebook_through_the_ui(void)
         g_assert_true(g_file_get_contents(path, &contents, NULL, NULL));
         g_assert_nonnull(strstr(contents, einsora_workload_item_get_id(item)));
         g_assert_nonnull(strstr(contents, "\"events\""));
+    }
+
+    /* A notebook with a three-second idle limit, through the API: once
+     * it runs and nothing uses it, it is stopped and the app says so. */
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonNode) body = json_from_string(
+            "{\"kind\": \"notebook\", \"name\": \"ui-idle\", \"gpu_class\": \"cpu-1c-2g\", "
+            "\"image\": \"jupyter-linux\", \"idle_timeout\": 3}",
+            &error);
+        g_autoptr(JsonNode) created =
+            einsora_client_request(einsora_application_get_client(fixture.app), "POST",
+                                   "/v1/workloads", body, NULL, NULL, &error);
+
+        g_assert_no_error(error);
+        g_assert_nonnull(created);
+        g_assert_true(wait_for(notified, "ui-idle is running|", 120));
+        g_assert_true(wait_for(notified,
+                               "ui-idle was stopped after 3s idle|stopped after 3s idle: no "
+                               "activity since ",
+                               60));
     }
 }
 
@@ -634,6 +748,8 @@ set_up_daemon_env(void)
     g_setenv("EINSORA_SERVER", server, TRUE);
     g_setenv("EINSORA_CONTROLLER_INTERVAL", "1s", TRUE);
     g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
+    /* Jupyter's activity read twice a second, not every 30 s. */
+    g_setenv("EINSORA_TEST_ACTIVITY_INTERVAL_MS", "500", TRUE);
     g_setenv("XDG_STATE_HOME", state_dir, TRUE);
     g_unsetenv("EINSORA_DRIVERS"); /* the real ones that work here */
     /* Never this machine's own Docker, if it has one. */

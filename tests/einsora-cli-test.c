@@ -314,6 +314,10 @@ test_usage_errors(void)
         {{"tokens", "create"}, "missing NAME"},
         {{"catalog", "extra"}, "unexpected argument “extra”"},
         {{"--server", "ftp://example.com", "me"}, "not an http:// or https:// URL"},
+        {{"launch", "--kind", "notebook", "--class", "cpu-2c-4g", "--idle-timeout", "soon"},
+         "--idle-timeout takes off or a duration like 30m, 2h or 1d, not “soon”"},
+        {{"logs"}, "missing ID"},
+        {{"logs", "--tail", "-3", "0190"}, "--tail and --attempt take a positive number"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -344,6 +348,18 @@ test_launch_and_list(void)
     assert_ok(launched);
     g_assert_true(g_str_has_prefix(launched->out_text, "Created workload “listed-one”\n"));
     g_assert_nonnull(strstr(launched->out_text, "State:   pending\n"));
+    /* An idle limit, in the request and in the answer. */
+    {
+        g_autoptr(CliRun) idle =
+            run_cli("--json", "launch", "--kind", "notebook", "--class", "cpu-2c-4g", "--image",
+                    "jupyter-notebook", "--name", "idle-one", "--idle-timeout", "90m");
+        g_autoptr(JsonNode) answer = NULL;
+
+        assert_ok(idle);
+        answer = parse(idle->out_text);
+        g_assert_cmpint(json_object_get_int_member(json_node_get_object(answer), "idle_timeout"),
+                        ==, 5400);
+    }
 
     assert_ok(table);
     g_assert_true(g_str_has_prefix(table->out_text, "ID "));

@@ -823,6 +823,119 @@ test_wake_coalesces(Fixture *f, gconstpointer data)
                         EINSORA_WORKLOAD_STATE_PROVISIONING);
 }
 
+static gchar *
+launch_idle(Fixture *f, gint64 idle_timeout_s)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {"notebook", "idle", "cpu-2c-4g", "jupyter",     NULL,
+                                      NULL,       NULL,   NULL,        idle_timeout_s};
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_service_create_workload(f->service, f->alice, &request, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(workload->id);
+}
+
+static void
+pass_until_running(Fixture *f, const char *id)
+{
+    for (guint i = 0; i < 5 && state_of(f, TENANT_A, id) != EINSORA_WORKLOAD_STATE_RUNNING; i++)
+        pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+}
+
+/* Idle auto-stop: a busy kernel is never idle; activity the server says
+ * or the proxy saw counts; past the limit, stopped with a reason that
+ * says since when, its data kept (stopping, then stopped). */
+static void
+test_idle_stop(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch_idle(f, 600);
+    g_autofree gchar *proxied = launch_idle(f, 600);
+    g_autofree gchar *unlimited = launch_idle(f, -1);
+    g_autoptr(GPtrArray) events = NULL;
+    g_autoptr(GDateTime) since = NULL;
+    g_autofree gchar *expected = NULL;
+    gint64 last_active;
+
+    pass_until_running(f, id);
+    pass_until_running(f, proxied);
+    pass_until_running(f, unlimited);
+    {
+        g_autoptr(EinsoraWorkload) workload = get(f, TENANT_A, id);
+        g_autoptr(EinsoraWorkload) none = get(f, TENANT_A, unlimited);
+        g_assert_cmpint(workload->idle_timeout_s, ==, 600);
+        g_assert_cmpint(none->idle_timeout_s, ==, 0);
+    }
+
+    /* A kernel busy for two hours: not idle. */
+    einsora_fake_backend_set_activity(f->backend, id, 1, f->clock.now_us);
+    einsora_fake_backend_set_activity(f->backend, proxied, 1, f->clock.now_us);
+    f->clock.now_us += G_GINT64_CONSTANT(2) * 3600 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    /* Its kernel finished five minutes ago: idle, but not for long enough. */
+    last_active = f->clock.now_us - 5 * 60 * G_USEC_PER_SEC;
+    einsora_fake_backend_set_activity(f->backend, id, 0, last_active);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    /* Its server says nothing of use (as llama-server), but the proxy
+     * saw a request: not idle either. */
+    einsora_fake_backend_set_activity(f->backend, proxied, 0, 0);
+    einsora_service_note_activity(f->service, proxied);
+    f->clock.now_us += 5 * 60 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_STOPPING);
+    g_assert_cmpint(state_of(f, TENANT_A, proxied), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+    events = events_of(f, TENANT_A, id);
+    since = g_date_time_new_from_unix_utc(last_active / G_USEC_PER_SEC);
+    expected = g_date_time_format(since, "stopped after 10m idle: no activity since %H:%M UTC");
+    g_assert_cmpstr(last_reason(events), ==, expected);
+    /* Stopped as any stop: parked, its data kept. */
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, id), ==, EINSORA_WORKLOAD_STATE_STOPPED);
+    g_assert_cmpint(einsora_fake_backend_get_status(f->backend, id), ==, EINSORA_RUNTIME_PARKED);
+    assert_timeline_consistent(f, TENANT_A, id);
+
+    /* Ten minutes after the proxy last saw it: stopped too. */
+    f->clock.now_us += 5 * 60 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, proxied), ==, EINSORA_WORKLOAD_STATE_STOPPING);
+    /* No limit: never, however long. */
+    f->clock.now_us += G_GINT64_CONSTANT(30) * 24 * 3600 * G_USEC_PER_SEC;
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, unlimited), ==, EINSORA_WORKLOAD_STATE_RUNNING);
+}
+
+/* The daemon's default applies when a create names no limit; one that
+ * says none (0 in the API, -1 here) gets none; a limit past a year is
+ * refused. */
+static void
+test_idle_default(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest too_long = {"notebook", "idle", "cpu-2c-4g",
+                                       "jupyter",  NULL,   NULL,
+                                       NULL,       NULL,   EINSORA_IDLE_TIMEOUT_MAX_S + 1};
+    g_autoptr(EinsoraWorkload) refused = NULL;
+
+    einsora_service_set_default_idle_timeout(f->service, 3600);
+    {
+        g_autofree gchar *id = launch_idle(f, 0);
+        g_autofree gchar *none = launch_idle(f, -1);
+        g_autofree gchar *own = launch_idle(f, 60);
+        g_autoptr(EinsoraWorkload) a = get(f, TENANT_A, id);
+        g_autoptr(EinsoraWorkload) b = get(f, TENANT_A, none);
+        g_autoptr(EinsoraWorkload) c = get(f, TENANT_A, own);
+        g_assert_cmpint(a->idle_timeout_s, ==, 3600);
+        g_assert_cmpint(b->idle_timeout_s, ==, 0);
+        g_assert_cmpint(c->idle_timeout_s, ==, 60);
+    }
+    refused = einsora_service_create_workload(f->service, f->alice, &too_long, &error);
+    g_assert_null(refused);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -846,6 +959,8 @@ main(int argc, char **argv)
     ADD("/controller/lease/one-leader-per-region", test_region_lease);
     ADD("/controller/wake/create-admits-at-once", test_wake_create_admits_at_once);
     ADD("/controller/wake/coalesces", test_wake_coalesces);
+    ADD("/controller/idle/stopped-past-its-limit", test_idle_stop);
+    ADD("/controller/idle/default-and-none", test_idle_default);
 #undef ADD
     return g_test_run();
 }

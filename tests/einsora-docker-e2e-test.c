@@ -394,19 +394,37 @@ test_lifecycle(Fixture *f, gconstpointer data)
                                                   "/api/contents/hello.txt", NULL, &contents),
                      ==, 200);
     g_assert_nonnull(strstr(contents, "\"kept\""));
-    /* The new container's output is added to the same log, and neither
-     * token is in it (Jupyter prints a token it was given as "..."). */
+    /* The new container's output is the new attempt's own log; the first
+     * attempt's is kept beside it, whole. Neither token is in either
+     * (Jupyter prints a token it was given as "..."). */
     {
         g_autofree gchar *text = NULL;
-        gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        g_autofree gchar *first_text = NULL;
+        g_autofree gchar *first_log = g_strdup_printf("%s/%s.attempt-1.log", f->run_dir, id);
 
-        while (stat(output_log, &st) == 0 && (gsize)st.st_size <= first_run_bytes) {
-            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-            g_usleep(100 * 1000);
-        }
+        wait_for_log(output_log, "Jupyter");
         g_assert_true(g_file_get_contents(output_log, &text, NULL, NULL));
+        g_assert_true(g_file_get_contents(first_log, &first_text, NULL, NULL));
+        g_assert_cmpuint(strlen(first_text), >=, first_run_bytes);
         g_assert_null(strstr(text, token));
         g_assert_null(strstr(text, second_token));
+        g_assert_null(strstr(first_text, token));
+    }
+    /* The API reads both, as it reads a native workload's. */
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s/logs", id);
+        g_autofree gchar *first_path = g_strdup_printf("/v1/workloads/%s/logs?attempt=1", id);
+        g_autoptr(EinsoraTestResponse) latest =
+            einsora_test_request(f->daemon, "GET", path, f->daemon->owner_token, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) first = einsora_test_request(
+            f->daemon, "GET", first_path, f->daemon->owner_token, NULL, NULL, NULL);
+
+        g_assert_cmpuint(latest->status, ==, 200);
+        g_assert_cmpstr(soup_message_headers_get_one(latest->headers, "Einsora-Attempt"), ==, "2");
+        g_assert_nonnull(strstr(latest->body, "Jupyter"));
+        g_assert_cmpuint(first->status, ==, 200);
+        g_assert_nonnull(strstr(first->body, "Kernel started"));
+        g_assert_null(strstr(first->body, token));
     }
 
     /* Delete: container, data and run files go. */

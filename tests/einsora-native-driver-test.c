@@ -16,6 +16,7 @@
 #include <libsoup/soup.h>
 #include <string.h>
 
+#include "einsora-activity-probe.h"
 #include "einsora-bwrap-args.h"
 #include "einsora-native-driver.h"
 #include "einsora-native-sandbox.h"
@@ -1096,6 +1097,50 @@ test_endpoint_probe(Fixture *f, gconstpointer data)
     g_assert_error(error, G_IO_ERROR, G_IO_ERROR_FAILED);
 }
 
+static gboolean
+parse_activity(const char *status, const char *kernels, EinsoraWorkloadActivity *activity)
+{
+    g_autoptr(GBytes) a = g_bytes_new(status, strlen(status));
+    g_autoptr(GBytes) b = g_bytes_new(kernels, strlen(kernels));
+    g_autoptr(GError) error = NULL;
+    gboolean ok = einsora_activity_parse_jupyter(a, b, activity, &error);
+
+    g_assert_true(ok == (error == NULL));
+    return ok;
+}
+
+/* What Jupyter's /api/status and /api/kernels say, as idle auto-stop
+ * reads it: kernels not idle are busy (starting too), and the latest of
+ * every last_activity. */
+static void
+test_activity_parse(void)
+{
+    EinsoraWorkloadActivity activity = {0};
+
+    g_assert_true(parse_activity(
+        "{\"connections\": 0, \"kernels\": 2, \"last_activity\": \"2026-12-03T14:02:00.250000Z\", "
+        "\"started\": \"2026-12-03T14:00:00.000000Z\"}",
+        "[{\"id\": \"a\", \"execution_state\": \"idle\", "
+        "\"last_activity\": \"2026-12-03T14:05:00.500000Z\"},"
+        " {\"id\": \"b\", \"execution_state\": \"busy\", "
+        "\"last_activity\": \"2026-12-03T14:01:00.000000Z\"},"
+        " {\"id\": \"c\", \"execution_state\": \"starting\"}]",
+        &activity));
+    g_assert_cmpint(activity.busy_kernels, ==, 2);
+    /* 2026-12-03T14:05:00.500Z */
+    g_assert_cmpint(activity.last_active_ms, ==, G_GINT64_CONSTANT(1796306700500));
+
+    g_assert_true(parse_activity("{\"last_activity\": \"2026-12-03T14:02:00Z\"}", "[]", &activity));
+    g_assert_cmpint(activity.busy_kernels, ==, 0);
+    g_assert_cmpint(activity.last_active_ms, ==, G_GINT64_CONSTANT(1796306520000));
+    /* Not Jupyter's: refused, and nothing read. */
+    activity = (EinsoraWorkloadActivity){7, 7};
+    g_assert_false(parse_activity("[]", "[]", &activity));
+    g_assert_false(parse_activity("{}", "{\"kernels\": []}", &activity));
+    g_assert_false(parse_activity("not json", "[]", &activity));
+    g_assert_cmpint(activity.busy_kernels, ==, 7);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1106,6 +1151,7 @@ main(int argc, char **argv)
     g_test_add_func("/native/safe-remove/links-not-followed", test_safe_remove_links_not_followed);
     g_test_add_func("/native/endpoint/sandbox", test_endpoint_sandbox);
     g_test_add_func("/native/gpu/only-its-own-nodes", test_gpu_sandbox);
+    g_test_add_func("/native/activity/jupyter-answers", test_activity_parse);
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/native/run-dir-too-long", test_run_dir_too_long);
     ADD("/native/missing-binaries", test_missing_binaries);

@@ -44,6 +44,8 @@ fixture_set_up(Fixture *f, gconstpointer data)
     /* No EINSORA_DRIVERS: the daemon uses the real drivers that work. */
     einsora_test_daemon_setenv(f->daemon, "EINSORA_DRIVERS", NULL);
     einsora_test_daemon_setenv(f->daemon, "EINSORA_CONTROLLER_INTERVAL", "200ms");
+    /* Jupyter's activity read twice a second, not every 30 s. */
+    einsora_test_daemon_setenv(f->daemon, "EINSORA_TEST_ACTIVITY_INTERVAL_MS", "500");
     f->run_dir = g_build_filename(f->daemon->dir, "run", NULL);
     f->notebooks_dir = g_build_filename(f->daemon->data_dir, "notebooks", NULL);
     einsora_test_daemon_start(f->daemon);
@@ -428,6 +430,51 @@ test_logs(Fixture *f, gconstpointer data)
     {
         g_autofree gchar *log = einsora_test_daemon_read_log(f->daemon);
         g_assert_null(strstr(log, token));
+    }
+}
+
+/* Idle auto-stop with the real Jupyter: a kernel kept busy past the
+ * limit keeps its notebook running; once it is idle for the limit, the
+ * notebook is stopped with a reason that says so, its data kept. */
+static void
+test_idle_stop(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTestResponse) created =
+        call(f, "POST", "/v1/workloads",
+             "{\"kind\": \"notebook\", \"gpu_class\": \"" CLASS "\", \"image\": \"" IMAGE "\", "
+             "\"name\": \"idle\", \"idle_timeout\": 8}");
+    const char *id = einsora_test_response_string(created, "id");
+    g_autofree gchar *socket_path = NULL;
+    g_autofree gchar *token = NULL;
+    g_autofree gchar *kernel = NULL;
+    g_autofree gchar *events_path = NULL;
+    g_autoptr(EinsoraTestResponse) events = NULL;
+    gint64 busy_until;
+
+    g_assert_cmpuint(created->status, ==, 201);
+    g_assert_cmpint(json_object_get_int_member(workload_of(created), "idle_timeout"), ==, 8);
+    socket_path = socket_of(f, id);
+    wait_for_state(f, id, "running");
+    token = einsora_test_jupyter_token_of(server_pid(f, id, NULL));
+    kernel = einsora_test_jupyter_start_kernel(socket_path, token);
+    /* Busy for 16 s: twice its limit. */
+    einsora_test_jupyter_send_code(socket_path, token, kernel, "import time\ntime.sleep(16)");
+    busy_until = g_get_monotonic_time() + 16 * G_USEC_PER_SEC;
+    g_usleep(12 * G_USEC_PER_SEC);
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s", id);
+        g_autoptr(EinsoraTestResponse) response = call(f, "GET", path, NULL);
+        g_assert_cmpstr(einsora_test_response_string(response, "state"), ==, "running");
+    }
+    /* Then idle: stopped, some 8 s after its kernel finished. */
+    wait_for_state(f, id, "stopped");
+    g_assert_cmpint(g_get_monotonic_time(), >=, busy_until);
+    events_path = g_strdup_printf("/v1/workloads/%s/events", id);
+    events = call(f, "GET", events_path, NULL);
+    g_assert_nonnull(strstr(events->body, "stopped after 8s idle: no activity since "));
+    {
+        g_autofree gchar *data_dir = g_build_filename(f->notebooks_dir, id, NULL);
+        g_assert_true(g_file_test(data_dir, G_FILE_TEST_IS_DIR));
     }
 }
 
@@ -917,6 +964,8 @@ main(int argc, char **argv)
     g_test_add("/native/lifecycle", Fixture, NULL, fixture_set_up, test_lifecycle,
                fixture_tear_down);
     g_test_add("/native/logs", Fixture, NULL, fixture_set_up, test_logs, fixture_tear_down);
+    g_test_add("/native/idle-stop", Fixture, NULL, fixture_set_up, test_idle_stop,
+               fixture_tear_down);
     g_test_add("/native/listener-unreachable", Fixture, NULL, fixture_set_up,
                test_listener_unreachable, fixture_tear_down);
     g_test_add_func("/native/no-working-driver", test_no_working_driver);

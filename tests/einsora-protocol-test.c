@@ -14,7 +14,8 @@ static const char *const report_json =
     "{\"machine_id\": \"" MACHINE_ID "\", \"applied_generation\": 7,"
     " \"statuses\": ["
     "  {\"workload_id\": \"" WORKLOAD_1 "\", \"attempt\": 2, \"mode\": \"run\","
-    "   \"code\": \"running\", \"applied_generation\": 7},"
+    "   \"code\": \"running\", \"applied_generation\": 7,"
+    "   \"activity\": {\"busy_kernels\": 2, \"last_active_ms\": 1764406000123}},"
     "  {\"workload_id\": \"" WORKLOAD_2 "\", \"attempt\": 0, \"mode\": \"park\","
     "   \"code\": \"starting\", \"applied_generation\": 6,"
     "   \"pull\": {\"layers_done\": 1, \"layers\": 3, \"bytes_done\": 5, \"bytes_total\": 9}}],"
@@ -229,7 +230,11 @@ test_report_round_trip(void)
     g_assert_cmpint(status->code, ==, EINSORA_STATUS_CODE_RUNNING);
     g_assert_cmpint(status->applied_generation, ==, 7);
     g_assert_cmpint(status->pull.layers, ==, 0);
+    g_assert_cmpint(status->activity.busy_kernels, ==, 2);
+    g_assert_cmpint(status->activity.last_active_ms, ==, G_GINT64_CONSTANT(1764406000123));
     status = report->statuses->pdata[1];
+    g_assert_cmpint(status->activity.busy_kernels, ==, 0);
+    g_assert_cmpint(status->activity.last_active_ms, ==, 0);
     g_assert_cmpint(status->pull.layers_done, ==, 1);
     g_assert_cmpint(status->pull.layers, ==, 3);
     g_assert_cmpint(status->pull.bytes_done, ==, 5);
@@ -459,6 +464,13 @@ test_report_refusals(void)
         {"statuses.0.code", "\"a\\nb\"", "statuses[0]: \"code\" contains a control character"},
         {"statuses.0.applied_generation", "-3",
          "statuses[0]: \"applied_generation\" must not be negative"},
+        /* A workload's activity is numbers only, and bounded. */
+        {"statuses.0.activity", "{\"busy_kernels\": 4097, \"last_active_ms\": 0}",
+         "statuses[0]: \"busy_kernels\" must be between 0 and 4096"},
+        {"statuses.0.activity", "{\"busy_kernels\": 0, \"last_active_ms\": -1}",
+         "statuses[0]: \"last_active_ms\" must not be negative"},
+        {"statuses.0.activity", "{\"busy_kernels\": 0, \"last_active_ms\": 1, \"who\": \"x\"}",
+         "statuses[0]: unknown member \"who\""},
         /* A pull's progress is numbers only, and bounded. */
         {"statuses.0.pull", "[]", "statuses[0]: a pull's progress must be a JSON object"},
         {"statuses.0.pull",

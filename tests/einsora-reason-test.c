@@ -75,6 +75,13 @@ test_builders(void)
         einsora_reason_waiting_for_driver(EINSORA_WORKLOAD_KIND_NOTEBOOK, "cpu-4c-16g");
     g_autofree gchar *away = einsora_reason_machine_away_too_long(600);
     g_autofree gchar *withdrawn = einsora_reason_class_withdrawn("x");
+    /* 2025-11-29 08:46:40 UTC, and idle since 14:02 the day before or that day. */
+    gint64 now = G_GINT64_CONSTANT(1764406000) * G_USEC_PER_SEC;
+    g_autofree gchar *idle =
+        einsora_reason_idle_stopped(3600, now - G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC, now);
+    g_autofree gchar *idle_long =
+        einsora_reason_idle_stopped(5400, now - G_GINT64_CONSTANT(2) * 86400 * G_USEC_PER_SEC, now);
+    g_autofree gchar *span = einsora_reason_format_span(90061);
 
     g_assert_cmpstr(created, ==, "created by you@example.com (API token \"laptop\" (tsk_Ab3x…))");
     g_assert_cmpstr(stop, ==, "stop requested by you@example.com (browser session)");
@@ -94,6 +101,10 @@ test_builders(void)
                     "waiting for a machine with a driver that runs notebooks on cpu-4c-16g: none "
                     "here has one yet");
     g_assert_cmpstr(away, ==, "its machine has been offline for over 10m0s");
+    g_assert_cmpstr(idle, ==, "stopped after 1h idle: no activity since 07:46 UTC");
+    g_assert_cmpstr(idle_long, ==,
+                    "stopped after 1h30m idle: no activity since 2025-11-27 08:46 UTC");
+    g_assert_cmpstr(span, ==, "1d1h1m1s");
     g_assert_cmpstr(withdrawn, ==,
                     "can't start: GPU class \"x\" is no longer offered by this installation");
 }

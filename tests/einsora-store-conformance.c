@@ -30,11 +30,11 @@ static const TableColumns schema_columns[] = {
      (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus", "memory_mib",
                            "sharing", "inventory", "last_seen_at", "created_at", NULL}},
     {"workloads",
-     (const char *const[]){"id",         "tenant_id",  "kind",         "name",         "state",
-                           "region",     "gpu_class",  "placed_class", "image",        "gpus",
-                           "machine_id", "driver",     "attempt",      "version",      "created_by",
-                           "created_at", "updated_at", "model",        "model_digest", "gpu_mask",
-                           NULL}},
+     (const char *const[]){
+         "id",           "tenant_id",    "kind",           "name",       "state",      "region",
+         "gpu_class",    "placed_class", "image",          "gpus",       "machine_id", "driver",
+         "attempt",      "version",      "created_by",     "created_at", "updated_at", "model",
+         "model_digest", "gpu_mask",     "idle_timeout_s", NULL}},
     {"workload_events",
      (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state", "to_state",
                            "reason", "attempt", "created_at", "placed_class", NULL}},
@@ -198,6 +198,8 @@ workload_new_for(Fixture *f, const char *tenant_id, const char *name)
     workload->created_by = einsora_uuid_v7_new(BASE_US / 1000);
     workload->created_at = tick(f);
     workload->updated_at = g_strdup(workload->created_at);
+    /* Every workload has an idle limit here, so each read checks it. */
+    workload->idle_timeout_s = 3600;
     return workload;
 }
 
@@ -285,6 +287,7 @@ assert_workload_equal(const EinsoraWorkload *a, const EinsoraWorkload *b)
     g_assert_cmpstr(a->model, ==, b->model);
     g_assert_cmpstr(a->model_digest, ==, b->model_digest);
     g_assert_cmpint(a->gpus, ==, b->gpus);
+    g_assert_cmpint(a->idle_timeout_s, ==, b->idle_timeout_s);
     g_assert_cmpstr(a->machine_id, ==, b->machine_id);
     g_assert_cmpstr(a->driver, ==, b->driver);
     g_assert_cmpint(a->attempt, ==, b->attempt);
@@ -884,6 +887,7 @@ test_cas_success(Fixture *f, gconstpointer data)
     replace_string(&next->updated_at, tick(f));
     replace_string(&next->name, g_strdup("renamed"));
     next->gpus = 99;
+    next->idle_timeout_s = 7;
     next->version = 42;
     g_assert_true(einsora_store_update_workload_state(
         f->store, next, EINSORA_WORKLOAD_STATE_PENDING, workload->version, &error));
@@ -900,6 +904,7 @@ test_cas_success(Fixture *f, gconstpointer data)
     g_assert_cmpstr(got->updated_at, ==, next->updated_at);
     g_assert_cmpstr(got->name, ==, workload->name);
     g_assert_cmpint(got->gpus, ==, workload->gpus);
+    g_assert_cmpint(got->idle_timeout_s, ==, 3600);
     g_assert_cmpstr(got->created_at, ==, workload->created_at);
     g_assert_cmpstr(got->created_by, ==, workload->created_by);
 

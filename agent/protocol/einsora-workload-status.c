@@ -53,6 +53,13 @@ einsora_workload_status_to_json(const EinsoraWorkloadStatus *status)
         einsora_json_add_int(builder, "bytes_total", status->pull.bytes_total);
         json_builder_end_object(builder);
     }
+    if (status->activity.busy_kernels > 0 || status->activity.last_active_ms > 0) {
+        json_builder_set_member_name(builder, "activity");
+        json_builder_begin_object(builder);
+        einsora_json_add_int(builder, "busy_kernels", status->activity.busy_kernels);
+        einsora_json_add_int(builder, "last_active_ms", status->activity.last_active_ms);
+        json_builder_end_object(builder);
+    }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -61,8 +68,9 @@ EinsoraWorkloadStatus *
 einsora_workload_status_from_json(JsonNode *node, GError **error)
 {
     static const char *const members[] = {
-        "workload_id", "attempt", "mode", "code", "applied_generation", "pull", NULL,
+        "workload_id", "attempt", "mode", "code", "applied_generation", "pull", "activity", NULL,
     };
+    static const char *const activity_members[] = {"busy_kernels", "last_active_ms", NULL};
     static const char *const pull_members[] = {
         "layers_done", "layers", "bytes_done", "bytes_total", NULL,
     };
@@ -100,6 +108,18 @@ einsora_workload_status_from_json(JsonNode *node, GError **error)
                                    &pull->bytes_total, error) ||
             !einsora_json_read_int(progress, "bytes_done", pull->bytes_total, &pull->bytes_done,
                                    error))
+            return NULL;
+    }
+    if (json_object_has_member(object, "activity")) {
+        JsonObject *activity;
+
+        if (!einsora_json_read_object(json_object_get_member(object, "activity"),
+                                      "a workload's activity", activity_members, &activity,
+                                      error) ||
+            !einsora_json_read_int(activity, "busy_kernels", EINSORA_ACTIVITY_MAX_KERNELS,
+                                   &status->activity.busy_kernels, error) ||
+            !einsora_json_read_int(activity, "last_active_ms", G_MAXINT64,
+                                   &status->activity.last_active_ms, error))
             return NULL;
     }
     return g_steal_pointer(&status);

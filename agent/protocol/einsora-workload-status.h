@@ -23,6 +23,17 @@ typedef struct {
 
 #define EINSORA_PULL_MAX_LAYERS 4096
 
+/* While it runs, what its server says of its use, read by its driver:
+ * kernels executing now, and when it was last active (Unix ms; 0:
+ * unknown, as for a server that says nothing, like llama-server). Idle
+ * auto-stop decides on these (docs/adr/0044). */
+typedef struct {
+    gint64 busy_kernels;
+    gint64 last_active_ms;
+} EinsoraWorkloadActivity;
+
+#define EINSORA_ACTIVITY_MAX_KERNELS 4096
+
 typedef struct {
     gchar *workload_id;
     gint64 attempt;
@@ -31,6 +42,8 @@ typedef struct {
     gint64 applied_generation;
     /* Only while starting, and only numbers: never the runtime's words. */
     EinsoraPullProgress pull;
+    /* Only while running; all zero when the driver knows nothing. */
+    EinsoraWorkloadActivity activity;
 } EinsoraWorkloadStatus;
 
 #define EINSORA_TYPE_WORKLOAD_STATUS (einsora_workload_status_get_type())

@@ -4,6 +4,7 @@
 #include "einsora-cli.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "einsora-table.h"
 
@@ -86,6 +87,38 @@ einsora_cli_workloads(EinsoraCli *cli, const EinsoraCliCommand *command, int arg
     return einsora_cli_write_text(text, error);
 }
 
+/* "off" (0: never), or a number of seconds, minutes, hours or days:
+ * "45s", "30m", "2h", "1d". */
+static gboolean
+parse_idle_timeout(const char *text, gint64 *seconds, GError **error)
+{
+    static const struct {
+        char unit;
+        gint64 seconds;
+    } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+    gsize length = strlen(text);
+
+    if (g_str_equal(text, "off")) {
+        *seconds = 0;
+        return TRUE;
+    }
+    if (length >= 2 && strspn(text, "0123456789") == length - 1) {
+        g_autofree gchar *number = g_strndup(text, length - 1);
+        guint64 count = 0;
+
+        for (guint i = 0; i < G_N_ELEMENTS(units); i++) {
+            if (text[length - 1] == units[i].unit &&
+                g_ascii_string_to_unsigned(number, 10, 1, G_MAXINT32, &count, NULL)) {
+                *seconds = (gint64)count * units[i].seconds;
+                return TRUE;
+            }
+        }
+    }
+    g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                _("--idle-timeout takes off or a duration like 30m, 2h or 1d, not “%s”"), text);
+    return FALSE;
+}
+
 gboolean
 einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                    GError **error)
@@ -96,6 +129,8 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     g_autofree gchar *name = NULL;
     g_autofree gchar *region = NULL;
     g_autofree gchar *model = NULL;
+    g_autofree gchar *idle = NULL;
+    gint64 idle_seconds = -1;
     const GOptionEntry entries[] = {
         {"kind", 0, 0, G_OPTION_ARG_STRING, &kind,
          N_("What to run: notebook or endpoint (required)"), N_("KIND")},
@@ -113,6 +148,9 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
          N_("A name to know it by (default: made from its ID)"), N_("NAME")},
         {"region", 0, 0, G_OPTION_ARG_STRING, &region,
          N_("Where to run it (default: the server's region)"), N_("REGION")},
+        {"idle-timeout", 0, 0, G_OPTION_ARG_STRING, &idle,
+         N_("Stop it after this long idle: 30m, 2h, 1d (off: never; default: the server's)"),
+         N_("DURATION")},
         {NULL},
     };
     static const char *const required[] = {"kind", "class"};
@@ -140,6 +178,8 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
             }
         }
     }
+    if (idle != NULL && !parse_idle_timeout(idle, &idle_seconds, error))
+        return FALSE;
     client = einsora_cli_get_client(cli, error);
     if (client == NULL)
         return FALSE;
@@ -151,10 +191,7 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
                             _("missing --image (a notebook's) or --model (an endpoint's)"));
         return FALSE;
     }
-    if (model == NULL) {
-        root = einsora_client_create_workload(client, kind, name, gpu_class, image, region, key,
-                                              &raw, error);
-    } else {
+    {
         g_autoptr(JsonBuilder) builder = json_builder_new();
         g_autoptr(JsonNode) body = NULL;
         const char *members[][2] = {{"kind", kind},   {"name", name},     {"gpu_class", gpu_class},
@@ -166,6 +203,10 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
                 continue;
             json_builder_set_member_name(builder, members[i][0]);
             json_builder_add_string_value(builder, members[i][1]);
+        }
+        if (idle_seconds >= 0) {
+            json_builder_set_member_name(builder, "idle_timeout");
+            json_builder_add_int_value(builder, idle_seconds);
         }
         json_builder_end_object(builder);
         body = json_builder_get_root(builder);
@@ -193,6 +234,12 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
             table, (const char *const[]){_("Model:"), einsora_cli_get_string(workload, "model")});
     einsora_table_append_row(
         table, (const char *const[]){_("Region:"), einsora_cli_get_string(workload, "region")});
+    if (json_object_has_member(workload, "idle_timeout")) {
+        g_autofree gchar *span =
+            g_strdup_printf(_("stopped after %" G_GINT64_FORMAT "s idle"),
+                            json_object_get_int_member(workload, "idle_timeout"));
+        einsora_table_append_row(table, (const char *const[]){_("Idle:"), span});
+    }
     text = einsora_table_render(table);
     return einsora_cli_write_text(heading, error) && einsora_cli_write_text(text, error);
 }

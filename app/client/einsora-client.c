@@ -1070,6 +1070,19 @@ on_logs_error_body(GObject *source, GAsyncResult *result, gpointer user_data)
     g_task_return_error(task, response_error(read->message, body != NULL ? body : empty));
 }
 
+static void on_logs_bytes(GObject *source, GAsyncResult *result, gpointer user_data);
+
+/* The next piece; @task goes with the read. */
+static void
+read_on(GTask *task)
+{
+    LogsRead *read = g_task_get_task_data(task);
+    GCancellable *cancellable = g_task_get_cancellable(task);
+
+    g_input_stream_read_bytes_async(read->stream, LOGS_READ_BYTES, G_PRIORITY_DEFAULT, cancellable,
+                                    on_logs_bytes, g_object_ref(task));
+}
+
 static void
 on_logs_bytes(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -1091,9 +1104,7 @@ on_logs_bytes(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     read->on_text(data, size, read->text_data);
-    g_input_stream_read_bytes_async(read->stream, LOGS_READ_BYTES, G_PRIORITY_DEFAULT,
-                                    g_task_get_cancellable(task), on_logs_bytes,
-                                    g_steal_pointer(&task));
+    read_on(task);
 }
 
 static void
@@ -1109,14 +1120,12 @@ on_logs_sent(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     if (!SOUP_STATUS_IS_SUCCESSFUL(soup_message_get_status(read->message))) {
+        GCancellable *cancellable = g_task_get_cancellable(task);
         g_input_stream_read_bytes_async(read->stream, LOGS_ERROR_BYTES, G_PRIORITY_DEFAULT,
-                                        g_task_get_cancellable(task), on_logs_error_body,
-                                        g_steal_pointer(&task));
+                                        cancellable, on_logs_error_body, g_steal_pointer(&task));
         return;
     }
-    g_input_stream_read_bytes_async(read->stream, LOGS_READ_BYTES, G_PRIORITY_DEFAULT,
-                                    g_task_get_cancellable(task), on_logs_bytes,
-                                    g_steal_pointer(&task));
+    read_on(task);
 }
 
 void

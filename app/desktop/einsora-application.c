@@ -3,6 +3,7 @@
 #include "einsora-application.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "einsora-chat-window.h"
 #include "einsora-connection.h"
@@ -25,6 +26,7 @@ struct _EinsoraApplication {
     EinsoraClient *client;
     EinsoraWorkloadList *workloads;
     GCancellable *cancellable; /* of the current connection's calls */
+    GCancellable *logs;        /* of the log the workload page follows */
     EinsoraEventFeed *feed;
     gboolean ready;
     EinsoraTray *tray;  /* (nullable) */
@@ -141,7 +143,14 @@ notify_event(EinsoraApplication *self, JsonObject *event, EinsoraWorkloadItem *i
         return;
     if (g_strcmp0(to, "running") == 0)
         title = g_strdup_printf(_("%s is running"), name);
-    else if (g_strcmp0(to, "failed") == 0)
+    else if (g_strcmp0(to, "stopping") == 0 && g_str_has_prefix(reason, "stopped after ") &&
+             strstr(reason, " idle: ") != NULL) {
+        /* Idle auto-stop (docs/adr/0044): the reason names the span. */
+        const char *span = reason + strlen("stopped after ");
+        g_autofree gchar *limit = g_strndup(span, (gsize)(strstr(span, " idle: ") - span));
+        /* TRANSLATORS: a workload's name, then a span as "1h" or "30m" */
+        title = g_strdup_printf(_("%s was stopped after %s idle"), name, limit);
+    } else if (g_strcmp0(to, "failed") == 0)
         title = g_strdup_printf(_("%s failed"), name);
     else if (g_strcmp0(to, "stopped") == 0 && g_strcmp0(from, "stopping") != 0)
         title = g_strdup_printf(_("%s stopped by itself"), name);
@@ -285,10 +294,19 @@ on_progress(EinsoraConnection *connection, const char *what, EinsoraApplication 
 }
 
 static void
+stop_following_logs(EinsoraApplication *self)
+{
+    if (self->logs != NULL)
+        g_cancellable_cancel(self->logs);
+    g_clear_object(&self->logs);
+}
+
+static void
 connect_daemon(EinsoraApplication *self)
 {
     g_autofree gchar *server = g_settings_get_string(self->settings, "daemon-url");
 
+    stop_following_logs(self);
     if (self->cancellable != NULL)
         g_cancellable_cancel(self->cancellable);
     if (self->feed != NULL)
@@ -424,6 +442,61 @@ on_show_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
     load->workload_id = g_strdup(einsora_workload_item_get_id(item));
     einsora_client_list_events_async(self->client, load->workload_id, self->cancellable,
                                      on_page_events, load);
+}
+
+/* The workload page's Logs: followed from when the page asks until it
+ * goes (or asks for another), through GET .../logs?follow=true. */
+typedef struct {
+    EinsoraApplication *self;
+    gchar *workload_id;
+} LogFollow;
+
+static void
+on_log_text(const char *text, gsize length, gpointer user_data)
+{
+    LogFollow *follow = user_data;
+    EinsoraWindow *window = main_window(follow->self);
+
+    if (window != NULL)
+        einsora_workload_page_append_log(einsora_window_get_workload_page(window),
+                                         follow->workload_id, text, length);
+}
+
+static void
+on_logs_done(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    LogFollow *follow = user_data;
+    g_autoptr(GError) error = NULL;
+
+    /* No output yet (it never ran) says so in the view, as a line. */
+    if (!einsora_client_read_logs_finish(EINSORA_CLIENT(source), result, &error) &&
+        !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        g_autofree gchar *line = g_strdup_printf("[einsora] %s\n", error->message);
+        on_log_text(line, strlen(line), follow);
+    }
+    g_object_unref(follow->self);
+    g_free(follow->workload_id);
+    g_free(follow);
+}
+
+static void
+on_follow_logs(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    const char *workload_id = NULL;
+    const char *query = NULL;
+    LogFollow *follow;
+
+    g_variant_get(parameter, "(&s&s)", &workload_id, &query);
+    stop_following_logs(self);
+    if (*workload_id == '\0' || self->client == NULL)
+        return;
+    self->logs = g_cancellable_new();
+    follow = g_new0(LogFollow, 1);
+    follow->self = g_object_ref(self);
+    follow->workload_id = g_strdup(workload_id);
+    einsora_client_read_logs_async(self->client, workload_id, query, on_log_text, follow,
+                                   self->logs, on_logs_done, follow);
 }
 
 /* New events of the workload whose page is shown join its timeline. */
@@ -823,6 +896,7 @@ static const GActionEntry app_actions[] = {
     {"start-workload", on_start_workload, "s", NULL, NULL, {0}},
     {"delete-workload", on_delete_workload, "s", NULL, NULL, {0}},
     {"export-workload", on_export_workload, "(ss)", NULL, NULL, {0}},
+    {"follow-logs", on_follow_logs, "(ss)", NULL, NULL, {0}},
     {"quit", on_quit, NULL, NULL, NULL, {0}},
     {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
     {"connect-server", on_connect_server, NULL, NULL, NULL, {0}},
@@ -945,6 +1019,7 @@ einsora_application_shutdown(GApplication *application)
 {
     EinsoraApplication *self = EINSORA_APPLICATION(application);
 
+    stop_following_logs(self);
     if (self->cancellable != NULL)
         g_cancellable_cancel(self->cancellable);
     g_clear_object(&self->tray);
@@ -959,6 +1034,7 @@ einsora_application_dispose(GObject *object)
     if (self->feed != NULL)
         einsora_event_feed_stop(self->feed);
     g_clear_object(&self->feed);
+    stop_following_logs(self);
     g_clear_object(&self->cancellable);
     g_clear_object(&self->connection);
     g_clear_object(&self->client);

@@ -3,6 +3,7 @@
 #include "einsora-workload-page.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "einsora-format.h"
 #include "einsora-json-member.h"
@@ -20,6 +21,14 @@ struct _EinsoraWorkloadPage {
     GtkLabel *base_url_label;
     GtkGrid *properties_grid;
     GtkListBox *timeline_list;
+    GtkTextView *logs_view;
+    GtkWidget *logs_scroller;
+    GString *log_pending; /* a line begun and not yet ended */
+    /* Logs are asked for when the page shows a workload, and again when
+     * a new attempt of it begins (it comes back to provisioning or
+     * running): the follow ended with the attempt before. */
+    gboolean logs_asked;
+    gboolean logs_live;
     GPtrArray *property_values; /* GtkLabel, in the order of property_names */
     GtkWidget *model_name;      /* the label naming ROW_MODEL */
     EinsoraWorkloadItem *item;
@@ -68,9 +77,36 @@ activate_app_action(EinsoraWorkloadPage *self, const char *name)
         gtk_widget_activate_action(GTK_WIDGET(self), name, "s", item_id(self));
 }
 
+/* The most lines the Logs view keeps; older ones scroll away for good
+ * (`einsora logs` has them all). */
+#define LOG_MAX_LINES 2000
+#define LOG_TAIL "tail=500&follow=true"
+
+static void
+clear_log(EinsoraWorkloadPage *self)
+{
+    gtk_text_buffer_set_text(gtk_text_view_get_buffer(self->logs_view), "", 0);
+    g_string_truncate(self->log_pending, 0);
+}
+
+/* Asks the app to follow this workload's logs into the page (an empty ID
+ * stops whatever it follows). */
+static void
+follow_logs(EinsoraWorkloadPage *self, const char *workload_id)
+{
+    clear_log(self);
+    gtk_widget_activate_action(GTK_WIDGET(self), "app.follow-logs", "(ss)",
+                               workload_id != NULL ? workload_id : "", LOG_TAIL);
+}
+
 static void
 on_back(GtkWidget *widget, const char *action, GVariant *parameter)
 {
+    EinsoraWorkloadPage *self = EINSORA_WORKLOAD_PAGE(widget);
+
+    /* Followed while the page is open, no longer. */
+    gtk_widget_activate_action(widget, "app.follow-logs", "(ss)", "", "");
+    self->logs_asked = FALSE;
     g_signal_emit(widget, signals[SIGNAL_BACK], 0);
 }
 
@@ -208,6 +244,8 @@ einsora_workload_page_dispose(GObject *object)
     g_clear_pointer(&self->property_values, g_ptr_array_unref);
     g_clear_pointer(&self->event_ids, g_hash_table_unref);
     g_clear_pointer(&self->base_url, g_free);
+    if (self->log_pending != NULL)
+        g_string_free(g_steal_pointer(&self->log_pending), TRUE);
     gtk_widget_dispose_template(GTK_WIDGET(self), EINSORA_TYPE_WORKLOAD_PAGE);
     G_OBJECT_CLASS(einsora_workload_page_parent_class)->dispose(object);
 }
@@ -230,6 +268,8 @@ einsora_workload_page_class_init(EinsoraWorkloadPageClass *klass)
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, base_url_label);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, properties_grid);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, timeline_list);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, logs_view);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWorkloadPage, logs_scroller);
     gtk_widget_class_install_action(widget_class, "page.back", NULL, on_back);
     gtk_widget_class_install_action(widget_class, "page.open", NULL, on_open);
     gtk_widget_class_install_action(widget_class, "page.open-in-browser", NULL, on_open_in_browser);
@@ -256,6 +296,13 @@ static void
 einsora_workload_page_init(EinsoraWorkloadPage *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
+    self->log_pending = g_string_new(NULL);
+    {
+        GtkTextBuffer *buffer = gtk_text_view_get_buffer(self->logs_view);
+        GtkTextIter end;
+        gtk_text_buffer_get_end_iter(buffer, &end);
+        gtk_text_buffer_create_mark(buffer, "end", &end, FALSE);
+    }
     self->property_values = g_ptr_array_new();
     self->event_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     /* Two columns of name and value: the timeline stays in view. */
@@ -359,6 +406,15 @@ show_item(EinsoraWorkloadPage *self)
     set_row(self, ROW_ID, einsora_workload_item_get_id(item));
 
     show_endpoint(self, endpoint, running);
+    {
+        gboolean live =
+            state_in(state, (const char *const[]){"provisioning", "running", "stopping", NULL});
+        if (!self->logs_asked || (live && !self->logs_live)) {
+            self->logs_asked = TRUE;
+            follow_logs(self, einsora_workload_item_get_id(item));
+        }
+        self->logs_live = live;
+    }
     gtk_widget_set_visible(self->open_button, !endpoint);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open", notebook && running);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "page.open-in-browser", notebook && running);
@@ -394,6 +450,9 @@ einsora_workload_page_set_item(EinsoraWorkloadPage *self, EinsoraWorkloadItem *i
     g_hash_table_remove_all(self->event_ids);
     g_clear_pointer(&self->base_url, g_free);
     self->base_url_asked = FALSE;
+    self->logs_asked = FALSE;
+    self->logs_live = FALSE;
+    clear_log(self);
     while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->timeline_list))) != NULL)
         gtk_list_box_remove(self->timeline_list, child);
     if (item == NULL)
@@ -483,4 +542,51 @@ const char *
 einsora_workload_page_get_base_url(EinsoraWorkloadPage *self)
 {
     return self->base_url;
+}
+
+void
+einsora_workload_page_append_log(EinsoraWorkloadPage *self, const char *workload_id,
+                                 const char *text, gsize length)
+{
+    GtkTextBuffer *buffer;
+    GtkTextIter end;
+    const char *last;
+    g_autofree gchar *lines = NULL;
+    g_autofree gchar *valid = NULL;
+    int excess;
+
+    g_return_if_fail(EINSORA_IS_WORKLOAD_PAGE(self));
+    if (self->item == NULL || g_strcmp0(workload_id, item_id(self)) != 0)
+        return;
+    g_string_append_len(self->log_pending, text, (gssize)length);
+    last = memrchr(self->log_pending->str, '\n', self->log_pending->len);
+    if (last == NULL)
+        return;
+    /* Whole lines only, so a character split between reads stays whole. */
+    lines = g_strndup(self->log_pending->str, (gsize)(last - self->log_pending->str) + 1);
+    g_string_erase(self->log_pending, 0, (gssize)(last - self->log_pending->str) + 1);
+    valid = g_utf8_make_valid(lines, -1);
+    buffer = gtk_text_view_get_buffer(self->logs_view);
+    gtk_text_buffer_get_end_iter(buffer, &end);
+    gtk_text_buffer_insert(buffer, &end, valid, -1);
+    excess = gtk_text_buffer_get_line_count(buffer) - 1 - LOG_MAX_LINES;
+    if (excess > 0) {
+        GtkTextIter start, cut;
+        gtk_text_buffer_get_start_iter(buffer, &start);
+        gtk_text_buffer_get_iter_at_line(buffer, &cut, excess);
+        gtk_text_buffer_delete(buffer, &start, &cut);
+    }
+    gtk_text_view_scroll_mark_onscreen(self->logs_view, gtk_text_buffer_get_mark(buffer, "end"));
+}
+
+gchar *
+einsora_workload_page_get_log_text(EinsoraWorkloadPage *self)
+{
+    GtkTextBuffer *buffer;
+    GtkTextIter start, end;
+
+    g_return_val_if_fail(EINSORA_IS_WORKLOAD_PAGE(self), NULL);
+    buffer = gtk_text_view_get_buffer(self->logs_view);
+    gtk_text_buffer_get_bounds(buffer, &start, &end);
+    return gtk_text_buffer_get_text(buffer, &start, &end, FALSE);
 }

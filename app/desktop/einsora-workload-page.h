@@ -2,7 +2,8 @@
  * with its time, state change and reason), both following the daemon as
  * it changes; and what can be done with it now: open, stop, start,
  * delete (after a confirmation), export; for an endpoint, its base URL
- * (with Copy) and Chat instead of Open. The actions are the app's
+ * (with Copy) and Chat instead of Open; and its Logs, followed while the
+ * page is open. The actions are the app's
  * (app.open-workload and so on), so the page holds no client. */
 #pragma once
 
@@ -32,5 +33,12 @@ void einsora_workload_page_set_base_url(EinsoraWorkloadPage *self, const char *w
                                         const char *base_url);
 /* (nullable) */
 const char *einsora_workload_page_get_base_url(EinsoraWorkloadPage *self);
+/* Output of @workload_id as the app follows it (app.follow-logs, which
+ * the page asks for while it is open); ignored for another workload.
+ * Whole lines are shown, the last 2,000 kept. */
+void einsora_workload_page_append_log(EinsoraWorkloadPage *self, const char *workload_id,
+                                      const char *text, gsize length);
+/* What the Logs view shows (for tests). */
+gchar *einsora_workload_page_get_log_text(EinsoraWorkloadPage *self);
 
 G_END_DECLS

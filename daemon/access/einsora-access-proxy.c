@@ -913,6 +913,9 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target, 
     EinsoraHttpBody body = whole != NULL
                                ? (length > 0 ? EINSORA_HTTP_BODY_LENGTH : EINSORA_HTTP_BODY_NONE)
                                : request_body(msg, &length);
+
+    /* Use, for idle auto-stop: a request went through to it. */
+    einsora_service_note_activity(self->service, target->workload_id);
     g_autoptr(GString) head = request_line(msg, route);
 
     forward->self = g_object_ref(self);
@@ -1258,6 +1261,7 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
     g_autoptr(GError) error = NULL;
     const char *socket_address;
 
+    einsora_service_note_activity(self->service, target->workload_id);
     upgrade->self = g_object_ref(self);
     upgrade->msg = g_object_ref(msg);
     upgrade->target = target;

@@ -25,13 +25,10 @@ respond_workload(EinsoraApiRequest *request, guint status, const EinsoraWorkload
 }
 
 const EinsoraApiField einsora_api_workloads_create_fields[] = {
-    {"kind", G_TYPE_STRING, TRUE},
-    {"name", G_TYPE_STRING, FALSE},
-    {"gpu_class", G_TYPE_STRING, TRUE},
-    {"image", G_TYPE_STRING, FALSE},
-    {"region", G_TYPE_STRING, FALSE},
-    {"model", G_TYPE_STRING, FALSE},
-    {NULL},
+    {"kind", G_TYPE_STRING, TRUE},         {"name", G_TYPE_STRING, FALSE},
+    {"gpu_class", G_TYPE_STRING, TRUE},    {"image", G_TYPE_STRING, FALSE},
+    {"region", G_TYPE_STRING, FALSE},      {"model", G_TYPE_STRING, FALSE},
+    {"idle_timeout", G_TYPE_INT64, FALSE}, {NULL},
 };
 
 void
@@ -57,7 +54,13 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
         einsora_api_request_get_idempotency_key(request),
         einsora_api_request_get_request_sha256(request),
         json_object_get_string_member_with_default(body, "model", NULL),
+        0,
     };
+    /* Absent: the daemon's default; 0: none; a negative one is refused. */
+    if (json_object_has_member(body, "idle_timeout")) {
+        gint64 seconds = json_object_get_int_member(body, "idle_timeout");
+        want.idle_timeout_s = seconds == 0 ? -1 : seconds < 0 ? -2 : seconds;
+    }
     workload =
         einsora_service_create_workload(einsora_api_server_get_service(server),
                                         einsora_api_request_get_actor(request), &want, &error);

@@ -36,6 +36,10 @@ typedef struct {
     gint64 pull_layers;
     gint64 pull_bytes_done;
     gint64 pull_bytes_total;
+    /* While ready: kernels executing now, and when its server was last
+     * active (Unix µs; 0: unknown), for idle auto-stop. */
+    gint64 busy_kernels;
+    gint64 last_active_us;
 } EinsoraObservation;
 
 const char *einsora_runtime_status_to_string(EinsoraRuntimeStatus status);

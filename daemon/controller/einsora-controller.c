@@ -439,6 +439,29 @@ observe_now(EinsoraController *self, EinsoraWorkload *workload, EinsoraObservati
     return TRUE;
 }
 
+/* Idle auto-stop (docs/adr/0044): a running workload with an idle limit
+ * whose kernels are all idle, and which saw no activity (its server's
+ * own, or through the access proxy) for that long since it began
+ * running, is stopped, keeping its data. A busy kernel is never idle. */
+static gboolean
+stop_if_idle(EinsoraController *self, EinsoraWorkload *workload,
+             const EinsoraObservation *observation)
+{
+    gint64 now = self->now(self->now_data);
+    gint64 last = 0;
+    g_autofree gchar *reason = NULL;
+
+    if (workload->idle_timeout_s <= 0 || observation->busy_kernels > 0 ||
+        !einsora_timestamp_parse(workload->updated_at, &last, NULL))
+        return FALSE;
+    last = MAX(last, observation->last_active_us);
+    last = MAX(last, einsora_service_last_activity(self->service, workload->id));
+    if (now - last < workload->idle_timeout_s * G_USEC_PER_SEC)
+        return FALSE;
+    reason = einsora_reason_idle_stopped(workload->idle_timeout_s, last, now);
+    return move(self, workload, EINSORA_WORKLOAD_STATE_STOPPING, reason, NULL);
+}
+
 static void
 observe(EinsoraController *self, EinsoraWorkload *workload)
 {
@@ -451,6 +474,8 @@ observe(EinsoraController *self, EinsoraWorkload *workload)
     case EINSORA_RUNTIME_READY:
         if (provisioning)
             move(self, workload, EINSORA_WORKLOAD_STATE_RUNNING, einsora_reason_ready(), NULL);
+        else
+            stop_if_idle(self, workload, &observation);
         return;
     case EINSORA_RUNTIME_FAILED:
         fail(self, workload,

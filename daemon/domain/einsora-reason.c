@@ -179,6 +179,36 @@ einsora_reason_machine_away_too_long(gint64 seconds)
                            seconds / 60, seconds % 60);
 }
 
+gchar *
+einsora_reason_format_span(gint64 seconds)
+{
+    GString *out = g_string_new(NULL);
+    gint64 days = seconds / 86400, hours = seconds % 86400 / 3600;
+    gint64 minutes = seconds % 3600 / 60, rest = seconds % 60;
+
+    if (days > 0)
+        g_string_append_printf(out, "%" G_GINT64_FORMAT "d", days);
+    if (hours > 0)
+        g_string_append_printf(out, "%" G_GINT64_FORMAT "h", hours);
+    if (minutes > 0)
+        g_string_append_printf(out, "%" G_GINT64_FORMAT "m", minutes);
+    if (rest > 0 || out->len == 0)
+        g_string_append_printf(out, "%" G_GINT64_FORMAT "s", rest);
+    return g_string_free(out, FALSE);
+}
+
+gchar *
+einsora_reason_idle_stopped(gint64 timeout_seconds, gint64 since_us, gint64 now_us)
+{
+    g_autofree gchar *span = einsora_reason_format_span(timeout_seconds);
+    g_autoptr(GDateTime) since = g_date_time_new_from_unix_utc(since_us / G_USEC_PER_SEC);
+    g_autofree gchar *when = g_date_time_format(
+        since, now_us - since_us >= G_GINT64_CONSTANT(86400) * G_USEC_PER_SEC ? "%Y-%m-%d %H:%M"
+                                                                              : "%H:%M");
+
+    return g_strdup_printf("stopped after %s idle: no activity since %s UTC", span, when);
+}
+
 const char *
 einsora_reason_waiting_for_disk(void)
 {

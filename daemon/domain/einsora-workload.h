@@ -24,7 +24,9 @@ typedef struct {
     /* The machine's GPUs it was placed on, a bit per inventory index
      * (einsora-gpu-mask.h); 0 when placement chose none. */
     guint64 gpu_mask;
-    gint64 attempt;    /* one more at each admission */
+    gint64 attempt; /* one more at each admission */
+    /* Stopped after this many seconds idle (docs/adr/0044); 0: never. */
+    gint64 idle_timeout_s;
     gint64 version;    /* one more at each state change: the CAS token */
     gchar *created_by; /* the user ID that created it */
     /* An endpoint's model: its name in the model store and its file's

@@ -25,6 +25,8 @@ struct _EinsoraService {
     gchar *models_owner;
     /* NULL until einsora_service_set_workload_logs(). */
     EinsoraWorkloadLogs *logs;
+    gint64 default_idle_timeout_s;
+    GHashTable *activity; /* workload ID -> last proxied activity (gint64 µs, boxed) */
 };
 
 /* einsora-service.c */

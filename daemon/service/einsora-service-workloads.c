@@ -130,6 +130,13 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
                     einsora_workload_kind_to_string(kind));
         return NULL;
     }
+    if (request->idle_timeout_s > EINSORA_IDLE_TIMEOUT_MAX_S || request->idle_timeout_s < -1) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "idle_timeout must be a number of seconds from 1 to %" G_GINT64_FORMAT
+                    " (a year), or 0 for none",
+                    EINSORA_IDLE_TIMEOUT_MAX_S);
+        return NULL;
+    }
     if (request->model != NULL) {
         g_autoptr(GError) local_error = NULL;
 
@@ -164,6 +171,9 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
         workload->model_digest = g_strdup(model->digest);
     }
     workload->gpus = klass->devices;
+    workload->idle_timeout_s = request->idle_timeout_s > 0   ? request->idle_timeout_s
+                               : request->idle_timeout_s < 0 ? 0
+                                                             : self->default_idle_timeout_s;
     workload->attempt = 0;
     workload->version = 0;
     workload->created_by = g_strdup(actor->user_id);

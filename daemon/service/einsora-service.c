@@ -28,6 +28,7 @@ einsora_service_finalize(GObject *object)
     g_clear_object(&self->catalog);
     g_clear_object(&self->models);
     g_clear_object(&self->logs);
+    g_clear_pointer(&self->activity, g_hash_table_unref);
     g_free(self->models_owner);
     G_OBJECT_CLASS(einsora_service_parent_class)->finalize(object);
 }

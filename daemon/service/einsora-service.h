@@ -38,7 +38,13 @@ typedef struct {
     /* An endpoint's model, by its name in the model store (required for
      * endpoints, refused for other kinds). */
     const char *model;
+    /* Seconds idle before it is stopped (docs/adr/0044); 0: the default
+     * (einsora_service_set_default_idle_timeout()), -1: never. */
+    gint64 idle_timeout_s;
 } EinsoraWorkloadRequest;
+
+/* The longest idle limit a workload may be given: a year. */
+#define EINSORA_IDLE_TIMEOUT_MAX_S (G_GINT64_CONSTANT(366) * 24 * 3600)
 
 /* Where the controller placed a workload; recorded with the move to
  * provisioning, in the same transaction. */
@@ -199,6 +205,18 @@ gboolean einsora_service_group_commit(EinsoraService *self, GError **error);
 void einsora_service_group_rollback(EinsoraService *self);
 /* Whether a write in the open group failed, so that it can only roll back. */
 gboolean einsora_service_group_failed(EinsoraService *self);
+
+/* The idle limit a workload gets when its create names none, in
+ * seconds; 0 (the default): none. */
+void einsora_service_set_default_idle_timeout(EinsoraService *self, gint64 seconds);
+
+/* Activity through the access proxy (einsora-service-activity.c), kept in
+ * memory: a restarted daemon counts from its start, so it never stops a
+ * workload early. */
+void einsora_service_note_activity(EinsoraService *self, const char *workload_id);
+/* When a request or message last went through the proxy to it (Unix
+ * µs), 0 when none since the daemon started. */
+gint64 einsora_service_last_activity(EinsoraService *self, const char *workload_id);
 
 /* Workload output (einsora-service-logs.c): where the backend that runs
  * a workload keeps it. Without one, every workload has none. */

@@ -58,6 +58,9 @@ einsora_workload_append_json(GString *out, const EinsoraWorkload *workload)
         einsora_json_append_member_string(out, "model_digest", workload->model_digest, FALSE);
     }
     einsora_json_append_member_int(out, "gpus", workload->gpus, FALSE);
+    /* Only a workload given an idle limit says so. */
+    if (workload->idle_timeout_s > 0)
+        einsora_json_append_member_int(out, "idle_timeout", workload->idle_timeout_s, FALSE);
     einsora_json_append_member_string(out, "machine_id", workload->machine_id, FALSE);
     einsora_json_append_member_string(out, "driver", workload->driver, FALSE);
     einsora_json_append_member_int(out, "attempt", workload->attempt, FALSE);

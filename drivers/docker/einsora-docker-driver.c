@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "einsora-activity-probe.h"
 #include "einsora-docker-engine.h"
 #include "einsora-docker-log.h"
 #include "einsora-process-supervisor.h"
@@ -67,6 +68,8 @@ typedef struct {
     /* The launch in flight (pull, create, start); cancelled by a stop. */
     GCancellable *launching;
     /* Set while a server runs: its socket and token, in memory only. */
+    /* While a notebook runs: how it is used, for idle auto-stop. */
+    EinsoraActivityProbe *activity;
     EinsoraSandboxServer *server;
     GCancellable *ready_cancellable;
     GSource *ready_timer;
@@ -162,6 +165,7 @@ workload_free(DockerWorkload *workload)
     workload_stop_probing(workload);
     stop_following(workload);
     cancel_and_clear(&workload->launching);
+    g_clear_pointer(&workload->activity, einsora_activity_probe_free);
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
     g_free(workload->image);
@@ -291,6 +295,7 @@ static void remove_container(EinsoraDockerDriver *self, const char *workload_id)
 static void
 drop_server(DockerWorkload *workload)
 {
+    g_clear_pointer(&workload->activity, einsora_activity_probe_free);
     if (workload->server != NULL)
         einsora_log_files_scrub(workload->driver->run_dir, workload->workload_id,
                                 einsora_sandbox_server_get_token(workload->server));
@@ -324,6 +329,9 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
     if (ready) {
         workload_stop_probing(workload);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server answers on its socket: running");
+        if (workload->kind == EINSORA_WORKLOAD_KIND_NOTEBOOK && workload->activity == NULL)
+            workload->activity = einsora_activity_probe_new(
+                workload->server, (EinsoraActivityChanged)announce, workload);
         set_code(workload, EINSORA_STATUS_CODE_RUNNING);
         return;
     }
@@ -1496,6 +1504,20 @@ docker_get_pull_progress(EinsoraAgentDriver *driver, const char *workload_id,
     return TRUE;
 }
 
+static gboolean
+docker_get_activity(EinsoraAgentDriver *driver, const char *workload_id,
+                    EinsoraWorkloadActivity *activity)
+{
+    EinsoraDockerDriver *self = EINSORA_DOCKER_DRIVER(driver);
+    DockerWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    if (workload == NULL || workload->activity == NULL ||
+        workload->code != EINSORA_STATUS_CODE_RUNNING)
+        return FALSE;
+    *activity = einsora_activity_probe_get(workload->activity);
+    return TRUE;
+}
+
 static gchar *
 docker_find_log(EinsoraAgentDriver *driver, const char *workload_id, gint64 attempt,
                 gint64 *found_attempt, GError **error)
@@ -1531,6 +1553,7 @@ einsora_docker_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->get_access = docker_get_access;
     iface->get_pull_progress = docker_get_pull_progress;
     iface->find_log = docker_find_log;
+    iface->get_activity = docker_get_activity;
 }
 
 /* Construction */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "einsora-activity-probe.h"
 #include "einsora-bwrap-args.h"
 #include "einsora-gpu-mask.h"
 #include "einsora-linux-inventory.h"
@@ -60,6 +61,8 @@ typedef struct {
     gint64 memory_mib;
     /* Set while a server runs: its socket and token, in memory only. */
     EinsoraSandboxServer *server;
+    /* While a notebook runs: how it is used, for idle auto-stop. */
+    EinsoraActivityProbe *activity;
     GCancellable *ready_cancellable;
     GSource *ready_timer;
     GFileMonitor *run_monitor; /* its run directory, while starting */
@@ -123,6 +126,7 @@ workload_free(NativeWorkload *workload)
 {
     g_warn_if_fail(workload->task == NULL);
     workload_stop_probing(workload);
+    g_clear_pointer(&workload->activity, einsora_activity_probe_free);
     g_clear_object(&workload->server);
     g_free(workload->workload_id);
     g_free(workload->model);
@@ -362,6 +366,7 @@ stop_in_background(EinsoraNativeDriver *self, const char *workload_id)
 static void
 drop_server(NativeWorkload *workload)
 {
+    g_clear_pointer(&workload->activity, einsora_activity_probe_free);
     if (workload->server != NULL)
         einsora_log_files_scrub(workload->driver->run_dir, workload->workload_id,
                                 einsora_sandbox_server_get_token(workload->server));
@@ -408,6 +413,10 @@ on_ready_checked(GObject *source, GAsyncResult *result, gpointer user_data)
         workload->code = EINSORA_STATUS_CODE_RUNNING;
         workload_stop_probing(workload);
         log_workload(workload, G_LOG_LEVEL_MESSAGE, "its server answers on its socket: running");
+        /* llama-server says nothing of its use: the proxy does. */
+        if (workload->kind == EINSORA_WORKLOAD_KIND_NOTEBOOK && workload->activity == NULL)
+            workload->activity = einsora_activity_probe_new(
+                workload->server, (EinsoraActivityChanged)announce, workload);
         announce(workload);
         return;
     }
@@ -977,6 +986,20 @@ native_get_access(EinsoraAgentDriver *driver, const char *workload_id, gint64 *a
     return TRUE;
 }
 
+static gboolean
+native_get_activity(EinsoraAgentDriver *driver, const char *workload_id,
+                    EinsoraWorkloadActivity *activity)
+{
+    EinsoraNativeDriver *self = EINSORA_NATIVE_DRIVER(driver);
+    NativeWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    if (workload == NULL || workload->activity == NULL ||
+        workload->code != EINSORA_STATUS_CODE_RUNNING)
+        return FALSE;
+    *activity = einsora_activity_probe_get(workload->activity);
+    return TRUE;
+}
+
 static gchar *
 native_find_log(EinsoraAgentDriver *driver, const char *workload_id, gint64 attempt,
                 gint64 *found_attempt, GError **error)
@@ -1011,6 +1034,7 @@ einsora_native_driver_iface_init(EinsoraAgentDriverInterface *iface)
     iface->list_workloads = native_list_workloads;
     iface->get_access = native_get_access;
     iface->find_log = native_find_log;
+    iface->get_activity = native_get_activity;
 }
 
 /* Construction and adoption */

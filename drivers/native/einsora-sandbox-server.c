@@ -190,3 +190,81 @@ einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, GAsyncResu
     g_return_val_if_fail(g_task_is_valid(result, self), FALSE);
     return g_task_propagate_boolean(G_TASK(result), error);
 }
+
+typedef struct {
+    StatusCheck check;
+    gsize max_bytes;
+} GetCall;
+
+static void
+on_get_read(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(GTask) task = user_data;
+    StatusCheck *check = g_task_get_task_data(task);
+    GetCall *call = (GetCall *)check;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) body =
+        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
+    guint status;
+
+    if (body == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    status = soup_message_get_status(check->message);
+    if (status != SOUP_STATUS_OK) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "its server answered %u",
+                                status);
+        return;
+    }
+    if (g_bytes_get_size(body) > call->max_bytes) {
+        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
+                                "its server's answer is over %" G_GSIZE_FORMAT " bytes",
+                                call->max_bytes);
+        return;
+    }
+    g_task_return_pointer(task, g_steal_pointer(&body), (GDestroyNotify)g_bytes_unref);
+}
+
+void
+einsora_sandbox_server_get_async(EinsoraSandboxServer *self, const char *path, guint timeout_ms,
+                                 gsize max_bytes, GCancellable *cancellable,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
+    g_autoptr(GSocketAddress) address = NULL;
+    g_autoptr(GError) error = NULL;
+    GetCall *call = g_new0(GetCall, 1);
+    g_autofree gchar *authorization = NULL;
+    g_autofree gchar *url = g_strconcat("http://localhost", path, NULL);
+
+    call->check.fd = -1;
+    call->max_bytes = max_bytes;
+    g_task_set_source_tag(task, einsora_sandbox_server_get_async);
+    /* GetCall begins with its StatusCheck, which frees the whole. */
+    g_task_set_task_data(task, call, (GDestroyNotify)status_check_free);
+    address = einsora_sandbox_server_open_address(self, &call->check.fd, &error);
+    if (address == NULL) {
+        g_task_return_error(task, g_steal_pointer(&error));
+        return;
+    }
+    authorization = self->kind == EINSORA_WORKLOAD_KIND_ENDPOINT
+                        ? g_strdup_printf("Bearer %s", self->token)
+                        : g_strdup_printf("token %s", self->token);
+    call->check.message = soup_message_new("GET", url);
+    call->check.session =
+        soup_session_new_with_options("remote-connectable", address, "timeout",
+                                      MAX(1u, (timeout_ms + 999) / 1000), "idle-timeout", 1u, NULL);
+    soup_message_headers_replace(soup_message_get_request_headers(call->check.message),
+                                 "Authorization", authorization);
+    explicit_bzero(authorization, strlen(authorization));
+    soup_session_send_and_read_async(call->check.session, call->check.message, G_PRIORITY_DEFAULT,
+                                     cancellable, on_get_read, g_steal_pointer(&task));
+}
+
+GBytes *
+einsora_sandbox_server_get_finish(EinsoraSandboxServer *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail(g_task_is_valid(result, self), NULL);
+    return g_task_propagate_pointer(G_TASK(result), error);
+}

@@ -42,4 +42,13 @@ void einsora_sandbox_server_check_ready_async(EinsoraSandboxServer *self, guint 
 gboolean einsora_sandbox_server_check_ready_finish(EinsoraSandboxServer *self, GAsyncResult *result,
                                                    GError **error);
 
+/* GET @path (as "/api/status") over the socket with the token, a fresh
+ * connection each time; the body of a 200, at most @max_bytes (a bigger
+ * one is an error), else an error. */
+void einsora_sandbox_server_get_async(EinsoraSandboxServer *self, const char *path,
+                                      guint timeout_ms, gsize max_bytes, GCancellable *cancellable,
+                                      GAsyncReadyCallback callback, gpointer user_data);
+GBytes *einsora_sandbox_server_get_finish(EinsoraSandboxServer *self, GAsyncResult *result,
+                                          GError **error);
+
 G_END_DECLS

@@ -9,6 +9,8 @@ typedef struct {
     EinsoraRuntimeStatus status;
     const char *reason;
     gint64 attempt;
+    gint64 busy_kernels;
+    gint64 last_active_us;
 } FakeWorkload;
 
 struct _EinsoraFakeBackend {
@@ -192,6 +194,10 @@ fake_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
     observation->status = workload != NULL ? workload->status : EINSORA_RUNTIME_ABSENT;
     observation->attempt = workload != NULL ? workload->attempt : 0;
     observation->reason = workload != NULL ? workload->reason : NULL;
+    if (workload != NULL && workload->status == EINSORA_RUNTIME_READY) {
+        observation->busy_kernels = workload->busy_kernels;
+        observation->last_active_us = workload->last_active_us;
+    }
     return TRUE;
 }
 
@@ -266,6 +272,17 @@ einsora_fake_backend_set_status(EinsoraFakeBackend *self, const char *workload_i
     }
     workload->status = status;
     workload->reason = reason;
+}
+
+void
+einsora_fake_backend_set_activity(EinsoraFakeBackend *self, const char *workload_id,
+                                  gint64 busy_kernels, gint64 last_active_us)
+{
+    FakeWorkload *workload = g_hash_table_lookup(self->workloads, workload_id);
+
+    g_return_if_fail(workload != NULL);
+    workload->busy_kernels = busy_kernels;
+    workload->last_active_us = last_active_us;
 }
 
 EinsoraRuntimeStatus

@@ -33,6 +33,9 @@ void einsora_fake_backend_fail_next(EinsoraFakeBackend *self, EinsoraFakeCall ca
 /* What observe answers for the workload from now on. @reason is static. */
 void einsora_fake_backend_set_status(EinsoraFakeBackend *self, const char *workload_id,
                                      EinsoraRuntimeStatus status, const char *reason);
+/* What observe says of its use while ready (it must be known). */
+void einsora_fake_backend_set_activity(EinsoraFakeBackend *self, const char *workload_id,
+                                       gint64 busy_kernels, gint64 last_active_us);
 EinsoraRuntimeStatus einsora_fake_backend_get_status(EinsoraFakeBackend *self,
                                                      const char *workload_id);
 guint einsora_fake_backend_count_calls(EinsoraFakeBackend *self, EinsoraFakeCall call);

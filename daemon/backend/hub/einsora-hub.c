@@ -911,6 +911,10 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
         observation->pull_bytes_done = status->pull.bytes_done;
         observation->pull_bytes_total = status->pull.bytes_total;
     }
+    if (observation->status == EINSORA_RUNTIME_READY) {
+        observation->busy_kernels = status->activity.busy_kernels;
+        observation->last_active_us = status->activity.last_active_ms * 1000;
+    }
     return TRUE;
 }
 

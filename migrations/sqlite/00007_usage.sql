@@ -1,4 +1,4 @@
--- 00006_usage: usage accounting (docs/adr/0042). The metering step turns
+-- 00007_usage: usage accounting (docs/adr/0042). The metering step turns
 -- the timeline into usage_records (00001's table, which nothing wrote
 -- until now), and needs three things the schema lacked:
 --

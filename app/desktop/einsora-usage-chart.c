@@ -1,0 +1,263 @@
+#define G_LOG_DOMAIN "einsora-app"
+
+#include "einsora-usage-chart.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+#define AXIS_WIDTH 44.0
+#define DAY_LABEL_HEIGHT 22.0
+#define LEGEND_HEIGHT 26.0
+#define TOP_MARGIN 10.0
+#define BAR_GAP 0.3 /* of a day's slot */
+
+struct _EinsoraUsageChart {
+    GtkWidget parent_instance;
+    GPtrArray *days;    /* gchar*, in order */
+    GPtrArray *classes; /* gchar*, in order first seen */
+    GHashTable *hours;  /* "day\nclass" -> double* */
+};
+
+G_DEFINE_FINAL_TYPE(EinsoraUsageChart, einsora_usage_chart, GTK_TYPE_WIDGET)
+
+/* libadwaita's palette (blue 3, green 4, yellow 5, orange 4, purple 3,
+ * red 3, brown 3, teal): distinct in light and dark styles alike. */
+static const char *const palette[] = {"#3584e4", "#2ec27e", "#e5a50a", "#ff7800",
+                                      "#9141ac", "#e01b24", "#986a44", "#1c71d8"};
+
+/* The widget's foreground colour (GTK 4.8 has no gtk_widget_get_color()). */
+static void
+foreground(GtkWidget *widget, GdkRGBA *color)
+{
+    gtk_style_context_get_color(gtk_widget_get_style_context(widget), color);
+}
+
+static double
+hours_of(EinsoraUsageChart *self, const char *day, const char *gpu_class)
+{
+    g_autofree gchar *key = g_strconcat(day, "\n", gpu_class, NULL);
+    const double *hours = g_hash_table_lookup(self->hours, key);
+
+    return hours != NULL ? *hours : 0;
+}
+
+double
+einsora_usage_chart_get_day_total(EinsoraUsageChart *self, const char *day)
+{
+    double total = 0;
+
+    g_return_val_if_fail(EINSORA_IS_USAGE_CHART(self), 0);
+    for (guint i = 0; i < self->classes->len; i++)
+        total += hours_of(self, day, g_ptr_array_index(self->classes, i));
+    return total;
+}
+
+/* A round top for the axis: 1, 2 or 5 times a power of ten. */
+static double
+axis_top(double max)
+{
+    double step;
+
+    if (max <= 0)
+        return 1;
+    step = pow(10, floor(log10(max)));
+    for (guint i = 0; i < 3; i++) {
+        const double factors[] = {1, 2, 5};
+        if (factors[i] * step >= max)
+            return factors[i] * step;
+    }
+    return 10 * step;
+}
+
+static void
+append_text(GtkWidget *widget, GtkSnapshot *snapshot, const char *text, double x, double y,
+            double width, double align, gboolean dim)
+{
+    PangoLayout *layout = gtk_widget_create_pango_layout(widget, text);
+    GdkRGBA color;
+    int text_width, text_height;
+
+    foreground(widget, &color);
+    if (dim)
+        color.alpha *= 0.6f;
+    pango_layout_get_pixel_size(layout, &text_width, &text_height);
+    gtk_snapshot_save(snapshot);
+    gtk_snapshot_translate(
+        snapshot, &GRAPHENE_POINT_INIT((float)(x + (width - text_width) * align), (float)y));
+    gtk_snapshot_append_layout(snapshot, layout, &color);
+    gtk_snapshot_restore(snapshot);
+    g_object_unref(layout);
+}
+
+static void
+einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
+{
+    EinsoraUsageChart *self = EINSORA_USAGE_CHART(widget);
+    double width = gtk_widget_get_width(widget);
+    double height = gtk_widget_get_height(widget);
+    double plot_height = height - TOP_MARGIN - DAY_LABEL_HEIGHT - LEGEND_HEIGHT;
+    double plot_width = width - AXIS_WIDTH;
+    double max = 0, top, slot;
+    GdkRGBA line;
+
+    if (plot_height < 20 || plot_width < 20)
+        return;
+    foreground(widget, &line);
+    line.alpha = 0.15f;
+    for (guint d = 0; d < self->days->len; d++)
+        max = MAX(max, einsora_usage_chart_get_day_total(self, g_ptr_array_index(self->days, d)));
+    top = axis_top(max);
+    /* Four grid lines with their hours. */
+    for (guint i = 0; i <= 4; i++) {
+        double y = TOP_MARGIN + plot_height * (1 - i / 4.0);
+        g_autofree gchar *label = g_strdup_printf("%g h", top * i / 4.0);
+
+        gtk_snapshot_append_color(
+            snapshot, &line,
+            &GRAPHENE_RECT_INIT((float)AXIS_WIDTH, (float)y, (float)plot_width, 1));
+        append_text(widget, snapshot, label, 0, y - 9, AXIS_WIDTH - 6, 1.0, TRUE);
+    }
+    if (self->days->len == 0) {
+        append_text(widget, snapshot, _("Nothing ran in this time"), AXIS_WIDTH,
+                    TOP_MARGIN + plot_height / 2 - 9, plot_width, 0.5, TRUE);
+        return;
+    }
+    slot = plot_width / self->days->len;
+    for (guint d = 0; d < self->days->len; d++) {
+        const char *day = g_ptr_array_index(self->days, d);
+        double x = AXIS_WIDTH + slot * d + slot * BAR_GAP / 2;
+        double bar = slot * (1 - BAR_GAP);
+        double y = TOP_MARGIN + plot_height;
+
+        for (guint c = 0; c < self->classes->len; c++) {
+            double hours = hours_of(self, day, g_ptr_array_index(self->classes, c));
+            double h = plot_height * hours / top;
+            GdkRGBA color;
+
+            if (h <= 0)
+                continue;
+            gdk_rgba_parse(&color, palette[c % G_N_ELEMENTS(palette)]);
+            y -= h;
+            gtk_snapshot_append_color(
+                snapshot, &color, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)bar, (float)h));
+        }
+        /* "12-03": the month and day, under the bar. */
+        append_text(widget, snapshot, strlen(day) >= 10 ? day + 5 : day, AXIS_WIDTH + slot * d,
+                    TOP_MARGIN + plot_height + 4, slot, 0.5, TRUE);
+    }
+    /* The legend: a swatch and its class each. */
+    {
+        double x = AXIS_WIDTH;
+        double y = height - LEGEND_HEIGHT + 6;
+
+        for (guint c = 0; c < self->classes->len; c++) {
+            const char *name = g_ptr_array_index(self->classes, c);
+            PangoLayout *layout = gtk_widget_create_pango_layout(widget, name);
+            int text_width, text_height;
+            GdkRGBA color;
+
+            pango_layout_get_pixel_size(layout, &text_width, &text_height);
+            g_object_unref(layout);
+            gdk_rgba_parse(&color, palette[c % G_N_ELEMENTS(palette)]);
+            gtk_snapshot_append_color(snapshot, &color,
+                                      &GRAPHENE_RECT_INIT((float)x, (float)y + 3, 12, 12));
+            append_text(widget, snapshot, name, x + 18, y, text_width, 0, FALSE);
+            x += 18 + text_width + 18;
+        }
+    }
+}
+
+static void
+einsora_usage_chart_measure(GtkWidget *widget, GtkOrientation orientation, int for_size,
+                            int *minimum, int *natural, int *minimum_baseline,
+                            int *natural_baseline)
+{
+    *minimum = orientation == GTK_ORIENTATION_HORIZONTAL ? 240 : 200;
+    *natural = orientation == GTK_ORIENTATION_HORIZONTAL ? 600 : 260;
+}
+
+static void
+einsora_usage_chart_finalize(GObject *object)
+{
+    EinsoraUsageChart *self = EINSORA_USAGE_CHART(object);
+
+    g_ptr_array_unref(self->days);
+    g_ptr_array_unref(self->classes);
+    g_hash_table_unref(self->hours);
+    G_OBJECT_CLASS(einsora_usage_chart_parent_class)->finalize(object);
+}
+
+static void
+einsora_usage_chart_class_init(EinsoraUsageChartClass *klass)
+{
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+
+    G_OBJECT_CLASS(klass)->finalize = einsora_usage_chart_finalize;
+    widget_class->snapshot = einsora_usage_chart_snapshot;
+    widget_class->measure = einsora_usage_chart_measure;
+    gtk_widget_class_set_accessible_role(widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+einsora_usage_chart_init(EinsoraUsageChart *self)
+{
+    self->days = g_ptr_array_new_with_free_func(g_free);
+    self->classes = g_ptr_array_new_with_free_func(g_free);
+    self->hours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+GtkWidget *
+einsora_usage_chart_new(void)
+{
+    return g_object_new(EINSORA_TYPE_USAGE_CHART, NULL);
+}
+
+void
+einsora_usage_chart_clear(EinsoraUsageChart *self)
+{
+    g_return_if_fail(EINSORA_IS_USAGE_CHART(self));
+    g_ptr_array_set_size(self->days, 0);
+    g_ptr_array_set_size(self->classes, 0);
+    g_hash_table_remove_all(self->hours);
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+static gboolean
+contains(GPtrArray *array, const char *text)
+{
+    for (guint i = 0; i < array->len; i++)
+        if (g_str_equal(g_ptr_array_index(array, i), text))
+            return TRUE;
+    return FALSE;
+}
+
+void
+einsora_usage_chart_add(EinsoraUsageChart *self, const char *day, const char *gpu_class,
+                        double hours)
+{
+    g_autofree gchar *key = NULL;
+    double *sum;
+
+    g_return_if_fail(EINSORA_IS_USAGE_CHART(self));
+    if (day == NULL || gpu_class == NULL || !(hours > 0))
+        return;
+    if (!contains(self->days, day))
+        g_ptr_array_add(self->days, g_strdup(day));
+    if (!contains(self->classes, gpu_class))
+        g_ptr_array_add(self->classes, g_strdup(gpu_class));
+    key = g_strconcat(day, "\n", gpu_class, NULL);
+    sum = g_hash_table_lookup(self->hours, key);
+    if (sum == NULL) {
+        sum = g_new0(double, 1);
+        g_hash_table_insert(self->hours, g_steal_pointer(&key), sum);
+    }
+    *sum += hours;
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+guint
+einsora_usage_chart_get_n_days(EinsoraUsageChart *self)
+{
+    g_return_val_if_fail(EINSORA_IS_USAGE_CHART(self), 0);
+    return self->days->len;
+}
