@@ -1138,6 +1138,15 @@ test_usage(void)
         g_assert_cmpstr(json_object_get_string_member(usage_group(by_day, 0), "day"), ==,
                         "2026-03-02");
         g_assert_cmpint(json_object_get_int_member(usage_group(by_day, 0), "seconds"), ==, 8100);
+        {
+            /* Each day by class too, for a chart of days stacked by class. */
+            JsonArray *classes = json_object_get_array_member(usage_group(by_day, 0), "classes");
+            JsonObject *cpu = json_array_get_object_element(classes, 0);
+            g_assert_cmpuint(json_array_get_length(classes), ==, 1);
+            g_assert_cmpstr(json_object_get_string_member(cpu, "gpu_class"), ==, "cpu-2c-4g");
+            g_assert_cmpint(json_object_get_int_member(cpu, "seconds"), ==, 8100);
+            g_assert_cmpfloat(json_object_get_double_member(cpu, "hours"), ==, 2.25);
+        }
         g_assert_cmpstr(json_object_get_string_member(usage_group(by_day, 1), "day"), ==,
                         "2026-03-03");
         g_assert_cmpint(json_object_get_int_member(usage_group(by_day, 1), "seconds"), ==, 1800);

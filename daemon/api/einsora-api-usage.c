@@ -155,6 +155,19 @@ einsora_api_usage_get(EinsoraApiServer *server, EinsoraApiRequest *request)
             break;
         }
         add_amounts(builder, group->seconds, group->gpu_seconds);
+        if (group->classes != NULL) {
+            json_builder_set_member_name(builder, "classes");
+            json_builder_begin_array(builder);
+            for (guint j = 0; j < group->classes->len; j++) {
+                const EinsoraUsageGroup *class = g_ptr_array_index(group->classes, j);
+                json_builder_begin_object(builder);
+                json_builder_set_member_name(builder, "gpu_class");
+                json_builder_add_string_value(builder, class->key);
+                add_amounts(builder, class->seconds, class->gpu_seconds);
+                json_builder_end_object(builder);
+            }
+            json_builder_end_array(builder);
+        }
         json_builder_end_object(builder);
         seconds += group->seconds;
         gpu_seconds += group->gpu_seconds;

@@ -19,6 +19,27 @@ compare_groups(gconstpointer a, gconstpointer b)
     return by_name != 0 ? by_name : g_strcmp0(x->key, y->key);
 }
 
+/* A day's amounts are also kept by class. */
+static void
+add_to_class(EinsoraUsageGroup *day, const EinsoraUsageRecord *record)
+{
+    EinsoraUsageGroup *class = NULL;
+
+    if (day->classes == NULL)
+        day->classes = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_usage_group_free);
+    for (guint i = 0; i < day->classes->len && class == NULL; i++) {
+        EinsoraUsageGroup *candidate = g_ptr_array_index(day->classes, i);
+        if (g_str_equal(candidate->key, record->gpu_class))
+            class = candidate;
+    }
+    if (class == NULL) {
+        class = einsora_usage_group_new(record->gpu_class);
+        g_ptr_array_add(day->classes, class);
+    }
+    class->seconds += record->seconds;
+    class->gpu_seconds += record->gpu_seconds;
+}
+
 /* Records are whole hours: @from_us is taken back to its hour's start and
  * @to_us on to the end of its hour; *from_hour and *to_hour say so. */
 GPtrArray *
@@ -83,9 +104,15 @@ einsora_service_usage(EinsoraService *self, const char *tenant_id, gint64 from_u
         }
         group->seconds += record->seconds;
         group->gpu_seconds += record->gpu_seconds;
+        if (grouping == EINSORA_USAGE_BY_DAY)
+            add_to_class(group, record);
     }
     /* Classes and days by name; workloads by name, then ID. */
     g_ptr_array_sort(groups, compare_groups);
+    for (guint i = 0; grouping == EINSORA_USAGE_BY_DAY && i < groups->len; i++) {
+        EinsoraUsageGroup *group = g_ptr_array_index(groups, i);
+        g_ptr_array_sort(group->classes, compare_groups);
+    }
     if (from_hour_us != NULL)
         *from_hour_us = from_hour;
     if (to_hour_us != NULL)

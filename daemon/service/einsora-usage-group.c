@@ -49,6 +49,12 @@ einsora_usage_group_copy(const EinsoraUsageGroup *group)
     copy->kind = g_strdup(group->kind);
     copy->seconds = group->seconds;
     copy->gpu_seconds = group->gpu_seconds;
+    if (group->classes != NULL) {
+        copy->classes = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_usage_group_free);
+        for (guint i = 0; i < group->classes->len; i++)
+            g_ptr_array_add(copy->classes,
+                            einsora_usage_group_copy(g_ptr_array_index(group->classes, i)));
+    }
     return copy;
 }
 
@@ -60,5 +66,6 @@ einsora_usage_group_free(EinsoraUsageGroup *group)
     g_free(group->key);
     g_free(group->name);
     g_free(group->kind);
+    g_clear_pointer(&group->classes, g_ptr_array_unref);
     g_free(group);
 }

@@ -24,6 +24,9 @@ typedef struct {
     gchar *kind;
     gint64 seconds;
     gint64 gpu_seconds;
+    /* By day: the day's amounts by class (EinsoraUsageGroup, by name), for
+     * a chart of days stacked by class; else NULL. */
+    GPtrArray *classes;
 } EinsoraUsageGroup;
 
 #define EINSORA_TYPE_USAGE_GROUP (einsora_usage_group_get_type())
