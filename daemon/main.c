@@ -18,6 +18,7 @@
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
+#include "einsora-meter.h"
 #include "einsora-docker-driver.h"
 #include "einsora-docker-engine.h"
 #include "einsora-docker-probe.h"
@@ -47,6 +48,7 @@ typedef struct {
     gchar *catalog;
     gchar *controller_interval;
     gchar *controller_wake;
+    gchar *metering_interval;
     gchar *idle_timeout;
     gchar *machine_owner;
     gchar *drivers;
@@ -60,6 +62,7 @@ typedef struct {
     gint64 controller_interval_us;
     gint64 idle_timeout_s; /* 0: none */
     gboolean wakes_controller;
+    gint64 metering_interval_us;
 } EinsoraDaemonSettings;
 
 /* The drivers EINSORA_DRIVERS may name; without it, the daemon uses the
@@ -78,6 +81,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->catalog, g_free);
     g_clear_pointer(&settings->controller_interval, g_free);
     g_clear_pointer(&settings->controller_wake, g_free);
+    g_clear_pointer(&settings->metering_interval, g_free);
     g_clear_pointer(&settings->idle_timeout, g_free);
     g_clear_pointer(&settings->machine_owner, g_free);
     g_clear_pointer(&settings->drivers, g_free);
@@ -203,6 +207,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                          "--controller-interval", "5s", error) ||
         !resolve_setting(&settings->controller_wake, "EINSORA_CONTROLLER_WAKE", "--controller-wake",
                          "on", error) ||
+        !resolve_setting(&settings->metering_interval, "EINSORA_METERING_INTERVAL",
+                         "--metering-interval", "60s", error) ||
         !resolve_setting(&settings->idle_timeout, "EINSORA_IDLE_TIMEOUT", "--idle-timeout", "off",
                          error) ||
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
@@ -302,6 +308,15 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         return FALSE;
     }
     settings->wakes_controller = g_str_equal(settings->controller_wake, "on");
+    if (!parse_duration(settings->metering_interval, &settings->metering_interval_us) ||
+        settings->metering_interval_us < 100 * 1000 ||
+        settings->metering_interval_us > G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_METERING_INTERVAL (--metering-interval): \"%s\" is not a "
+                    "duration between 100ms and 60m, like 60s",
+                    settings->metering_interval);
+        return FALSE;
+    }
     /* Off unless set (docs/adr/0044). */
     if (!g_str_equal(settings->idle_timeout, "off")) {
         gint64 us = 0;
@@ -931,6 +946,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraApiServer) api = NULL;
     g_autoptr(EinsoraAccessProxy) access = NULL;
+    g_autoptr(EinsoraMeter) meter = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
     g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
     g_auto(LocalMachine) machine = {NULL};
@@ -983,6 +999,11 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_message("first run: created %s; its API token is in %s/token", owner->email,
                   settings->data_dir);
 
+    /* Its first pass runs before the API listens, so that usage read at
+     * once after a start is already what the timeline says. */
+    meter = einsora_meter_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
+    einsora_meter_start(meter, settings->metering_interval_us);
+
     machine.loop = g_main_loop_new(NULL, FALSE);
     loop = machine.loop;
     if (!start_machine(settings, EINSORA_STORE(store), catalog, service, metrics, region, &machine,
@@ -1034,6 +1055,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
               einsora_catalog_get_origin(catalog));
     start_probes(settings, &machine);
     g_main_loop_run(loop);
+    einsora_meter_stop(meter);
     einsora_controller_stop(machine.controller);
     einsora_agent_stop(machine.agent);
     if (machine.fatal != NULL) {
@@ -1070,6 +1092,10 @@ main(int argc, char **argv)
          "on: a create, start, stop or delete, and an agent's report, wake the controller at "
          "once; off: it acts only on its interval (EINSORA_CONTROLLER_WAKE, default on)",
          "on|off"},
+        {"metering-interval", 0, 0, G_OPTION_ARG_STRING, &settings.metering_interval,
+         "How often usage accounting turns the timeline into hourly usage records "
+         "(EINSORA_METERING_INTERVAL, default 60s)",
+         "DURATION"},
         {"idle-timeout", 0, 0, G_OPTION_ARG_STRING, &settings.idle_timeout,
          "Stop a workload after this long idle, unless its create says otherwise "
          "(EINSORA_IDLE_TIMEOUT, default off)",

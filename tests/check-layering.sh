@@ -29,6 +29,7 @@ declare -A allowed=(
   [app/cli]="app/cli app/client"
   [app/desktop]="app/desktop app/client"
   [daemon/controller]="daemon/controller daemon/service daemon/backend daemon/store daemon/catalog daemon/domain"
+  [daemon/metering]="daemon/metering daemon/store daemon/catalog daemon/domain"
   [agent/protocol]="agent/protocol daemon/domain"
   # agent never includes store or backend headers: it knows only what it is told.
   [agent]="agent agent/protocol daemon/domain"

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include "einsora-test-daemon.h"
+#include "einsora-test-workload-rows.h"
 
 #define JSON "application/json"
 #define B_PASSWORD "correct horse battery staple 42"
@@ -1018,6 +1019,189 @@ test_log_has_no_secrets(void)
     }
 }
 
+/* GET /v1/usage: the metering step's records of a history written into
+ * the store (running 09:30-11:15 on one class, then 12:00-12:30 on
+ * another after a stop; a second workload that failed; B's own), summed
+ * by class, workload and day; B sees only B's; bad input is 400. */
+#define USAGE_A "0190b5d2-7c4e-7abc-8def-0000000a0001"
+#define USAGE_A2 "0190b5d2-7c4e-7abc-8def-0000000a0002"
+#define USAGE_B "0190b5d2-7c4e-7abc-8def-0000000b0001"
+
+static JsonObject *
+usage_group(EinsoraTestResponse *response, guint index)
+{
+    JsonArray *groups =
+        json_object_get_array_member(json_node_get_object(response->json), "groups");
+    return json_array_get_object_element(groups, index);
+}
+
+static guint
+usage_groups(EinsoraTestResponse *response)
+{
+    return json_array_get_length(
+        json_object_get_array_member(json_node_get_object(response->json), "groups"));
+}
+
+static gint64
+usage_total(EinsoraTestResponse *response)
+{
+    return json_object_get_int_member(
+        json_object_get_object_member(json_node_get_object(response->json), "total"), "seconds");
+}
+
+static EinsoraTestResponse *
+usage_call(const char *token, const char *query)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/usage%s", query);
+    return call("GET", path, token, NULL);
+}
+
+static void
+test_usage(void)
+{
+    const char *const a_steps[] = {
+        "pending 2026-03-02T09:00:00.000000Z", "provisioning 2026-03-02T09:29:00.000000Z",
+        "running 2026-03-02T09:30:00.000000Z", "stopping 2026-03-02T11:15:00.000000Z",
+        "stopped 2026-03-02T11:16:00.000000Z", NULL};
+    const char *const a2_steps[] = {
+        "pending 2026-03-02T23:00:00.000000Z", "provisioning 2026-03-02T23:29:00.000000Z",
+        "running 2026-03-02T23:30:00.000000Z", "failed 2026-03-03T00:30:00.000000Z", NULL};
+    const char *const b_steps[] = {
+        "pending 2026-03-02T10:00:00.000000Z", "provisioning 2026-03-02T10:00:01.000000Z",
+        "running 2026-03-02T10:00:02.000000Z", "deleting 2026-03-02T10:10:02.000000Z",
+        "deleted 2026-03-02T10:10:03.000000Z", NULL};
+    g_autoptr(EinsoraTestResponse) me_a = call("GET", "/v1/me", server_daemon->owner_token, NULL);
+    g_autoptr(EinsoraTestResponse) me_b = call("GET", "/v1/me", token_b, NULL);
+    const char *window = "?from=2026-03-01&to=2026-03-04";
+    gint64 waited = 0;
+
+    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_response_string(me_a, "tenant_id"), USAGE_A, "usage-a",
+                                "cpu-2c-4g", a_steps);
+    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_response_string(me_a, "tenant_id"), USAGE_A2,
+                                "usage-a2", "cpu-2c-4g", a2_steps);
+    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_response_string(me_b, "tenant_id"), USAGE_B, "usage-b",
+                                "cpu-2c-4g", b_steps);
+    /* The metering step runs every second here (main()). */
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) by_class = usage_call(server_daemon->owner_token, window);
+        g_assert_cmpuint(by_class->status, ==, 200);
+        if (usage_total(by_class) == 6300 + 3600)
+            break;
+        g_assert_cmpint(waited, <, 30 * G_USEC_PER_SEC);
+        g_usleep(100 * 1000);
+        waited += 100 * 1000;
+    }
+
+    {
+        g_autoptr(EinsoraTestResponse) by_class = usage_call(server_daemon->owner_token, window);
+        JsonObject *root = json_node_get_object(by_class->json);
+        JsonObject *cpu = usage_group(by_class, 0);
+
+        g_assert_cmpstr(json_object_get_string_member(root, "group_by"), ==, "class");
+        g_assert_cmpstr(json_object_get_string_member(root, "from"), ==,
+                        "2026-03-01T00:00:00.000000Z");
+        g_assert_cmpstr(json_object_get_string_member(root, "to"), ==,
+                        "2026-03-04T00:00:00.000000Z");
+        g_assert_cmpuint(usage_groups(by_class), ==, 1);
+        g_assert_cmpstr(json_object_get_string_member(cpu, "gpu_class"), ==, "cpu-2c-4g");
+        g_assert_cmpint(json_object_get_int_member(cpu, "seconds"), ==, 9900);
+        g_assert_cmpfloat(json_object_get_double_member(cpu, "hours"), ==, 2.75);
+        g_assert_cmpint(json_object_get_int_member(cpu, "gpu_seconds"), ==, 0);
+        /* No money anywhere. */
+        g_assert_null(strstr(by_class->body, "cost"));
+        g_assert_null(strstr(by_class->body, "price"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) by_workload = usage_call(
+            server_daemon->owner_token, "?from=2026-03-01&to=2026-03-04&group_by=workload");
+        g_assert_cmpuint(by_workload->status, ==, 200);
+        g_assert_cmpuint(usage_groups(by_workload), ==, 2);
+        g_assert_cmpstr(json_object_get_string_member(usage_group(by_workload, 0), "name"), ==,
+                        "usage-a");
+        g_assert_cmpstr(json_object_get_string_member(usage_group(by_workload, 0), "workload_id"),
+                        ==, USAGE_A);
+        g_assert_cmpint(json_object_get_int_member(usage_group(by_workload, 0), "seconds"), ==,
+                        6300);
+        g_assert_cmpstr(json_object_get_string_member(usage_group(by_workload, 1), "name"), ==,
+                        "usage-a2");
+        g_assert_cmpint(json_object_get_int_member(usage_group(by_workload, 1), "seconds"), ==,
+                        3600);
+    }
+    {
+        /* The failed one ran across midnight: half on each day. */
+        g_autoptr(EinsoraTestResponse) by_day =
+            usage_call(server_daemon->owner_token, "?from=2026-03-01&to=2026-03-04&group_by=day");
+        g_assert_cmpuint(usage_groups(by_day), ==, 2);
+        g_assert_cmpstr(json_object_get_string_member(usage_group(by_day, 0), "day"), ==,
+                        "2026-03-02");
+        g_assert_cmpint(json_object_get_int_member(usage_group(by_day, 0), "seconds"), ==, 8100);
+        {
+            /* Each day by class too, for a chart of days stacked by class. */
+            JsonArray *classes = json_object_get_array_member(usage_group(by_day, 0), "classes");
+            JsonObject *cpu = json_array_get_object_element(classes, 0);
+            g_assert_cmpuint(json_array_get_length(classes), ==, 1);
+            g_assert_cmpstr(json_object_get_string_member(cpu, "gpu_class"), ==, "cpu-2c-4g");
+            g_assert_cmpint(json_object_get_int_member(cpu, "seconds"), ==, 8100);
+            g_assert_cmpfloat(json_object_get_double_member(cpu, "hours"), ==, 2.25);
+        }
+        g_assert_cmpstr(json_object_get_string_member(usage_group(by_day, 1), "day"), ==,
+                        "2026-03-03");
+        g_assert_cmpint(json_object_get_int_member(usage_group(by_day, 1), "seconds"), ==, 1800);
+    }
+    {
+        /* Whole hours: 10:20 to 10:40 reads the 10:00 hour. */
+        g_autoptr(EinsoraTestResponse) hour = usage_call(
+            server_daemon->owner_token, "?from=2026-03-02T10:20:00Z&to=2026-03-02T10:40:00Z");
+        g_assert_cmpuint(hour->status, ==, 200);
+        g_assert_cmpint(usage_total(hour), ==, 3600);
+        g_assert_cmpstr(json_object_get_string_member(json_node_get_object(hour->json), "to"), ==,
+                        "2026-03-02T11:00:00.000000Z");
+    }
+    {
+        /* B: its own deleted workload's ten minutes, nothing of A's. */
+        g_autoptr(EinsoraTestResponse) b =
+            usage_call(token_b, "?from=2026-03-01&to=2026-03-04&group_by=workload");
+        g_assert_cmpuint(b->status, ==, 200);
+        g_assert_cmpuint(usage_groups(b), ==, 1);
+        g_assert_cmpstr(json_object_get_string_member(usage_group(b, 0), "workload_id"), ==,
+                        USAGE_B);
+        g_assert_cmpint(usage_total(b), ==, 600);
+        g_assert_null(strstr(b->body, USAGE_A));
+        g_assert_null(strstr(b->body, "usage-a"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) none =
+            usage_call(server_daemon->owner_token, "?from=2026-05-01&to=2026-05-02");
+        g_assert_cmpuint(none->status, ==, 200);
+        g_assert_cmpuint(usage_groups(none), ==, 0);
+        g_assert_cmpint(usage_total(none), ==, 0);
+    }
+    {
+        const char *const bad[] = {
+            "?group_by=tenant",
+            "?from=yesterday",
+            "?to=2026-13-01",
+            "?from=2026-03-04&to=2026-03-01",
+            "?from=2024-01-01&to=2026-03-01",
+            "?tenant=other",
+            "?from=2026-03-01&from=2026-03-02",
+        };
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autoptr(EinsoraTestResponse) response =
+                usage_call(server_daemon->owner_token, bad[i]);
+            g_test_message("GET /v1/usage%s", bad[i]);
+            assert_error(response, 400, "invalid_request");
+        }
+    }
+    {
+        g_autoptr(EinsoraTestResponse) anonymous = usage_call(NULL, "");
+        g_assert_cmpuint(anonymous->status, ==, 401);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1030,6 +1214,8 @@ main(int argc, char **argv)
      * pass is an hour away, and nothing wakes it sooner. */
     einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_INTERVAL", "60m");
     einsora_test_daemon_setenv(server_daemon, "EINSORA_CONTROLLER_WAKE", "off");
+    /* Usage written into the store is metered within a second. */
+    einsora_test_daemon_setenv(server_daemon, "EINSORA_METERING_INTERVAL", "1s");
     /* First run makes the owner and its token file; then an operator adds
      * tenant B while the server_daemon is stopped, and it starts again. */
     einsora_test_daemon_start(server_daemon);
@@ -1057,6 +1243,7 @@ main(int argc, char **argv)
     g_test_add_func("/api/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/api/machines/list-get-read-only", test_machines);
     g_test_add_func("/api/tenancy/other-tenant-is-404", test_cross_tenant);
+    g_test_add_func("/api/usage/by-class-workload-day-own-tenant-only", test_usage);
     g_test_add_func("/api/access/refused-unless-running-notebook", test_access_refused);
     g_test_add_func("/api/access/one-time-link-hash-only", test_access_link);
     g_test_add_func("/api/log/internal-error-is-500-detail-in-log", test_internal_error);

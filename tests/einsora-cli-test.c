@@ -22,6 +22,7 @@ static EinsoraTestDaemon *server_daemon;
 static gchar *token_b;
 static gchar *token_c;
 static gchar *token_d;
+static gchar *token_e;    /* tenant E: the usage tables' */
 static gchar *empty_home; /* an XDG_DATA_HOME without a token file */
 static GPtrArray *secrets;
 
@@ -256,11 +257,11 @@ static void
 test_help(void)
 {
     const char *const commands[][3] = {
-        {"workloads", NULL, NULL},  {"launch", NULL, NULL},   {"start", NULL, NULL},
-        {"stop", NULL, NULL},       {"delete", NULL, NULL},   {"events", NULL, NULL},
-        {"export", NULL, NULL},     {"machines", NULL, NULL}, {"catalog", NULL, NULL},
-        {"tokens", NULL, NULL},     {"tokens", "list", NULL}, {"tokens", "create", NULL},
-        {"tokens", "revoke", NULL}, {"me", NULL, NULL},
+        {"workloads", NULL, NULL},  {"launch", NULL, NULL},     {"start", NULL, NULL},
+        {"stop", NULL, NULL},       {"delete", NULL, NULL},     {"events", NULL, NULL},
+        {"export", NULL, NULL},     {"machines", NULL, NULL},   {"catalog", NULL, NULL},
+        {"usage", NULL, NULL},      {"tokens", NULL, NULL},     {"tokens", "list", NULL},
+        {"tokens", "create", NULL}, {"tokens", "revoke", NULL}, {"me", NULL, NULL},
     };
     /* --help needs neither a server nor a token. */
     const char *env[] = {"EINSORA_SERVER", NULL, "EINSORA_TOKEN", NULL, NULL};
@@ -1002,6 +1003,92 @@ test_models(void)
     g_assert_nonnull(strstr(after->out_text, "tiny-cli"));
 }
 
+/* Tenant E's history, written into the store before the daemon started
+ * (its metering step's first pass runs before it listens): a CPU notebook
+ * that ran 3.5 h across midnight, a GPU one that failed after 2.5 h. */
+#define USAGE_ANALYSIS "0190b5d2-7c4e-7abc-8def-00000000e001"
+#define USAGE_TRAIN "0190b5d2-7c4e-7abc-8def-00000000e002"
+
+static void
+insert_usage_history(const char *tenant_id)
+{
+    const char *const analysis[] = {
+        "pending 2026-02-10T22:00:00.000000Z", "provisioning 2026-02-10T22:10:00.000000Z",
+        "running 2026-02-10T22:15:00.000000Z", "stopping 2026-02-11T01:45:00.000000Z",
+        "stopped 2026-02-11T01:46:00.000000Z", NULL};
+    const char *const train[] = {
+        "pending 2026-02-11T09:00:00.000000Z", "provisioning 2026-02-11T09:00:30.000000Z",
+        "running 2026-02-11T09:01:00.000000Z", "failed 2026-02-11T11:31:00.000000Z", NULL};
+
+    einsora_test_insert_history(server_daemon->data_dir, tenant_id, USAGE_ANALYSIS, "analysis",
+                                "cpu-2c-4g", analysis);
+    einsora_test_insert_history(server_daemon->data_dir, tenant_id, USAGE_TRAIN, "train",
+                                "nvidia-l4-24gb", train);
+}
+
+static void
+test_usage(void)
+{
+    const char *env_e[] = {"EINSORA_TOKEN", token_e, NULL};
+    const char *env_c[] = {"EINSORA_TOKEN", token_c, NULL};
+    const struct {
+        const char *by;
+        const char *golden;
+    } tables[] = {
+        {"class", "usage-class.txt"},
+        {"workload", "usage-workload.txt"},
+        {"day", "usage-day.txt"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
+        g_autoptr(CliRun) run = run_cli_with(env_e, "usage", "--from", "2026-02-01", "--to",
+                                             "2026-03-01", "--by", tables[i].by);
+        assert_ok(run);
+        assert_golden(tables[i].golden, run->out_text);
+    }
+    {
+        /* The default is by class. */
+        g_autoptr(CliRun) by_class = run_cli_with(env_e, "usage", "--from", "2026-02-01", "--to",
+                                                  "2026-03-01", "--by", "class");
+        g_autoptr(CliRun) plain =
+            run_cli_with(env_e, "usage", "--from", "2026-02-01", "--to", "2026-03-01");
+        assert_ok(plain);
+        g_assert_cmpstr(plain->out_text, ==, by_class->out_text);
+    }
+    {
+        /* --json is the API's own answer. */
+        g_autoptr(CliRun) json = run_cli_with(env_e, "usage", "--from", "2026-02-11T09:30:00Z",
+                                              "--to", "2026-02-11T10:00:00Z", "--json");
+        g_autoptr(EinsoraTestResponse) direct = einsora_test_request(
+            server_daemon, "GET",
+            "/v1/usage?from=2026-02-11T09%3A30%3A00Z&to=2026-02-11T10%3A00%3A00Z", token_e, NULL,
+            NULL, NULL);
+        g_autofree gchar *expected = g_strdup_printf("%s\n", direct->body);
+
+        assert_ok(json);
+        g_assert_cmpuint(direct->status, ==, 200);
+        g_assert_cmpstr(json->out_text, ==, expected);
+    }
+    {
+        /* Another tenant has none of it. */
+        g_autoptr(CliRun) run =
+            run_cli_with(env_c, "usage", "--from", "2026-02-01", "--to", "2026-03-01");
+        assert_ok(run);
+        g_assert_cmpstr(run->out_text, ==, "No usage in that time.\n");
+    }
+    {
+        g_autoptr(CliRun) bad_by = run_cli_with(env_e, "usage", "--by", "tenant");
+        g_autoptr(CliRun) bad_from = run_cli_with(env_e, "usage", "--from", "last tuesday");
+        g_autoptr(CliRun) extra = run_cli_with(env_e, "usage", "everything");
+
+        g_assert_cmpint(bad_by->status, ==, 2);
+        g_assert_nonnull(strstr(bad_by->err, "--by"));
+        g_assert_cmpint(bad_from->status, ==, 1);
+        g_assert_nonnull(strstr(bad_from->err, "invalid_request"));
+        g_assert_cmpint(extra->status, ==, 2);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1026,20 +1113,26 @@ main(int argc, char **argv)
         einsora_test_daemon_create_account(server_daemon, "initech", "carol@initech.example", NULL);
     token_d =
         einsora_test_daemon_create_account(server_daemon, "dunder", "dee@dunder.example", NULL);
+    token_e =
+        einsora_test_daemon_create_account(server_daemon, "vandelay", "eve@vandelay.example", NULL);
     einsora_test_daemon_start(server_daemon);
     {
         g_autoptr(EinsoraTestResponse) me =
             einsora_test_request(server_daemon, "GET", "/v1/me", token_d, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) me_e =
+            einsora_test_request(server_daemon, "GET", "/v1/me", token_e, NULL, NULL, NULL);
         g_autofree gchar *tenant_d = g_strdup(einsora_test_response_string(me, "tenant_id"));
 
         einsora_test_daemon_stop(server_daemon);
         einsora_test_insert_workloads(server_daemon->data_dir, tenant_d, D_WORKLOADS, "page");
+        insert_usage_history(einsora_test_response_string(me_e, "tenant_id"));
         einsora_test_daemon_start(server_daemon);
     }
     g_ptr_array_add(secrets, g_strdup(server_daemon->owner_token));
     g_ptr_array_add(secrets, g_strdup(token_b));
     g_ptr_array_add(secrets, g_strdup(token_c));
     g_ptr_array_add(secrets, g_strdup(token_d));
+    g_ptr_array_add(secrets, g_strdup(token_e));
 
     g_test_add_func("/cli/errors/domain-name-has-no-spaces", test_error_domain_name);
     g_test_add_func("/cli/help/every-command", test_help);
@@ -1059,6 +1152,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/tenancy/other-tenant-is-not-found", test_cross_tenant);
     g_test_add_func("/cli/machines/list", test_machines);
     g_test_add_func("/cli/catalog/classes-with-quota", test_catalog);
+    g_test_add_func("/cli/usage/tables-by-class-workload-day", test_usage);
     g_test_add_func("/cli/models/add-list-launch-remove", test_models);
     status = g_test_run();
 
@@ -1069,6 +1163,7 @@ main(int argc, char **argv)
     g_free(token_b);
     g_free(token_c);
     g_free(token_d);
+    g_free(token_e);
     g_ptr_array_unref(secrets);
     return status;
 }

@@ -35,14 +35,16 @@ static const TableColumns schema_columns[] = {
          "gpu_class",    "placed_class", "image",          "gpus",       "machine_id", "driver",
          "attempt",      "version",      "created_by",     "created_at", "updated_at", "model",
          "model_digest", "gpu_mask",     "idle_timeout_s", NULL}},
-    {"workload_events", (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state",
-                                              "to_state", "reason", "attempt", "created_at", NULL}},
+    {"workload_events",
+     (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state", "to_state",
+                           "reason", "attempt", "created_at", "placed_class", NULL}},
     {"access_tickets", (const char *const[]){"ticket_sha256", "tenant_id", "workload_id", "attempt",
                                              "created_by", "created_at", "expires_at", NULL}},
     {"usage_records",
      (const char *const[]){"id", "tenant_id", "workload_id", "region", "gpu_class", "hour_start",
                            "seconds", "gpu_seconds", "created_at", NULL}},
     {"leases", (const char *const[]){"name", "holder", "acquired_at", "expires_at", NULL}},
+    {"metering_cursors", (const char *const[]){"name", "last_seq", "updated_at", NULL}},
     {"idempotency_keys",
      (const char *const[]){"tenant_id", "key", "request_sha256", "response_status", "response_body",
                            "created_at", "expires_at", NULL}},
@@ -69,7 +71,7 @@ static const char *const schema_indexes[] = {
     "workload_events_workload_id_seq",
     "workload_events_tenant_id_seq",
     "access_tickets_expires_at",
-    "usage_records_workload_id_hour_start",
+    "usage_records_workload_id_gpu_class_hour_start",
     "usage_records_tenant_id_hour_start",
     "idempotency_keys_expires_at",
     NULL,
@@ -307,6 +309,7 @@ assert_event_equal(const EinsoraWorkloadEvent *a, const EinsoraWorkloadEvent *b)
     g_assert_cmpint(a->to_state, ==, b->to_state);
     g_assert_cmpstr(a->reason, ==, b->reason);
     g_assert_cmpint(a->attempt, ==, b->attempt);
+    g_assert_cmpstr(a->placed_class, ==, b->placed_class);
     g_assert_cmpstr(a->created_at, ==, b->created_at);
 }
 
@@ -1190,6 +1193,8 @@ test_event_round_trip_and_order(Fixture *f, gconstpointer data)
         EinsoraWorkloadEvent *event = event_new_for(f, workload, steps[i].has_from, steps[i].from,
                                                     steps[i].to, steps[i].reason);
         event->attempt = i == 3 ? 1 : 0;
+        /* The placement it had after the step: none until admitted. */
+        event->placed_class = i == 3 ? g_strdup("l40s-48gb") : NULL;
         append_event(f, event);
         g_ptr_array_add(appended, event);
         f->now_us -= 10 * G_USEC_PER_SEC;
@@ -2977,6 +2982,260 @@ test_api_token_pages(Fixture *f, gconstpointer data)
     }
 }
 
+/* Usage accounting: what the metering step reads and writes. */
+
+static EinsoraUsageRecord *
+usage_record_new_for(Fixture *f, const EinsoraWorkload *workload, const char *gpu_class,
+                     const char *hour_start, gint64 seconds)
+{
+    EinsoraUsageRecord *record = einsora_usage_record_new();
+
+    record->id = new_id(f);
+    record->tenant_id = g_strdup(workload->tenant_id);
+    record->workload_id = g_strdup(workload->id);
+    record->region = g_strdup(workload->region);
+    record->gpu_class = g_strdup(gpu_class);
+    record->hour_start = g_strdup(hour_start);
+    record->seconds = seconds;
+    record->gpu_seconds = seconds;
+    record->created_at = tick(f);
+    return record;
+}
+
+static GPtrArray *
+usage_records_new(void)
+{
+    return g_ptr_array_new_with_free_func((GDestroyNotify)einsora_usage_record_free);
+}
+
+static GPtrArray *
+list_usage(Fixture *f, const char *tenant_id, const char *from, const char *to)
+{
+    g_autoptr(GError) error = NULL;
+    GPtrArray *records = einsora_store_list_usage_records(f->store, tenant_id, from, to, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(records);
+    return records;
+}
+
+static void
+replace_usage(Fixture *f, const EinsoraWorkload *workload, GPtrArray *records)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_store_replace_usage_records(f->store, workload->tenant_id, workload->id,
+                                                      records, &error));
+    g_assert_no_error(error);
+}
+
+#define HOUR_9 "2026-01-01T09:00:00.000000Z"
+#define HOUR_10 "2026-01-01T10:00:00.000000Z"
+#define HOUR_11 "2026-01-01T11:00:00.000000Z"
+#define HOUR_12 "2026-01-01T12:00:00.000000Z"
+
+/* A re-write keeps what it had (ID, created_at), takes the new seconds,
+ * adds what is new and drops what the new set lacks; the same set twice
+ * changes nothing. Two classes in one hour are two records. */
+static void
+test_usage_replace(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(GPtrArray) first = usage_records_new();
+    g_autoptr(GPtrArray) second = usage_records_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) again = NULL;
+    const EinsoraUsageRecord *r;
+
+    g_ptr_array_add(first, usage_record_new_for(f, workload, "l40s-48gb", HOUR_9, 1200));
+    g_ptr_array_add(first, usage_record_new_for(f, workload, "l40s-48gb", HOUR_10, 600));
+    g_ptr_array_add(first, usage_record_new_for(f, workload, "cpu-4c-16g", HOUR_10, 300));
+    replace_usage(f, workload, first);
+    got = list_usage(f, acme->id, HOUR_9, HOUR_12);
+    g_assert_cmpuint(got->len, ==, 3);
+
+    /* 10:00 on l40s grows, 09:00 goes, 11:00 is new. */
+    g_ptr_array_add(second, usage_record_new_for(f, workload, "l40s-48gb", HOUR_10, 3600));
+    g_ptr_array_add(second, usage_record_new_for(f, workload, "cpu-4c-16g", HOUR_10, 300));
+    g_ptr_array_add(second, usage_record_new_for(f, workload, "l40s-48gb", HOUR_11, 42));
+    replace_usage(f, workload, second);
+    again = list_usage(f, acme->id, HOUR_9, HOUR_12);
+    g_assert_cmpuint(again->len, ==, 3);
+    /* By hour, then workload, then class. */
+    r = g_ptr_array_index(again, 0);
+    g_assert_cmpstr(r->hour_start, ==, HOUR_10);
+    g_assert_cmpstr(r->gpu_class, ==, "cpu-4c-16g");
+    g_assert_cmpint(r->seconds, ==, 300);
+    g_assert_cmpstr(r->id, ==, ((EinsoraUsageRecord *)g_ptr_array_index(first, 2))->id);
+    r = g_ptr_array_index(again, 1);
+    g_assert_cmpstr(r->hour_start, ==, HOUR_10);
+    g_assert_cmpstr(r->gpu_class, ==, "l40s-48gb");
+    g_assert_cmpint(r->seconds, ==, 3600);
+    g_assert_cmpint(r->gpu_seconds, ==, 3600);
+    g_assert_cmpstr(r->id, ==, ((EinsoraUsageRecord *)g_ptr_array_index(first, 1))->id);
+    g_assert_cmpstr(r->created_at, ==,
+                    ((EinsoraUsageRecord *)g_ptr_array_index(first, 1))->created_at);
+    g_assert_cmpstr(r->tenant_id, ==, acme->id);
+    g_assert_cmpstr(r->workload_id, ==, workload->id);
+    g_assert_cmpstr(r->region, ==, "home");
+    r = g_ptr_array_index(again, 2);
+    g_assert_cmpstr(r->hour_start, ==, HOUR_11);
+    g_assert_cmpint(r->seconds, ==, 42);
+    g_assert_cmpstr(r->id, ==, ((EinsoraUsageRecord *)g_ptr_array_index(second, 2))->id);
+
+    /* An empty set leaves the workload with nothing. */
+    {
+        g_autoptr(GPtrArray) none = usage_records_new();
+        g_autoptr(GPtrArray) left = NULL;
+
+        replace_usage(f, workload, none);
+        left = list_usage(f, acme->id, HOUR_9, HOUR_12);
+        g_assert_cmpuint(left->len, ==, 0);
+    }
+}
+
+/* One workload's records are its own, and a tenant reads only its own,
+ * in [from, to). */
+static void
+test_usage_scoped(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) north = add_tenant(f, "north", FALSE);
+    g_autoptr(EinsoraWorkload) mine = add_workload(f, acme->id, "mine");
+    g_autoptr(EinsoraWorkload) sibling = add_workload(f, acme->id, "sibling");
+    g_autoptr(EinsoraWorkload) theirs = add_workload(f, north->id, "theirs");
+    g_autoptr(GPtrArray) records = usage_records_new();
+    g_autoptr(GPtrArray) sibling_records = usage_records_new();
+    g_autoptr(GPtrArray) their_records = usage_records_new();
+    g_autoptr(GPtrArray) stolen = usage_records_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) window = NULL;
+    g_autoptr(GPtrArray) north_got = NULL;
+
+    g_ptr_array_add(records, usage_record_new_for(f, mine, "l40s-48gb", HOUR_9, 100));
+    g_ptr_array_add(records, usage_record_new_for(f, mine, "l40s-48gb", HOUR_11, 200));
+    replace_usage(f, mine, records);
+    g_ptr_array_add(sibling_records, usage_record_new_for(f, sibling, "l40s-48gb", HOUR_9, 300));
+    replace_usage(f, sibling, sibling_records);
+    g_ptr_array_add(their_records, usage_record_new_for(f, theirs, "l40s-48gb", HOUR_9, 400));
+    replace_usage(f, theirs, their_records);
+
+    /* Re-writing one workload leaves its sibling's alone. */
+    replace_usage(f, mine, records);
+    got = list_usage(f, acme->id, HOUR_9, HOUR_12);
+    g_assert_cmpuint(got->len, ==, 3);
+    for (guint i = 0; i < got->len; i++)
+        g_assert_cmpstr(((EinsoraUsageRecord *)g_ptr_array_index(got, i))->tenant_id, ==, acme->id);
+    window = list_usage(f, acme->id, HOUR_10, HOUR_11);
+    g_assert_cmpuint(window->len, ==, 0);
+    g_clear_pointer(&window, g_ptr_array_unref);
+    window = list_usage(f, acme->id, HOUR_11, HOUR_12);
+    g_assert_cmpuint(window->len, ==, 1);
+    g_assert_cmpint(((EinsoraUsageRecord *)g_ptr_array_index(window, 0))->seconds, ==, 200);
+    north_got = list_usage(f, north->id, HOUR_9, HOUR_12);
+    g_assert_cmpuint(north_got->len, ==, 1);
+    g_assert_cmpint(((EinsoraUsageRecord *)g_ptr_array_index(north_got, 0))->seconds, ==, 400);
+
+    /* Another tenant's workload is not found, and nothing is written. */
+    {
+        EinsoraUsageRecord *record = usage_record_new_for(f, theirs, "l40s-48gb", HOUR_10, 1);
+        replace_string(&record->tenant_id, g_strdup(acme->id));
+        g_ptr_array_add(stolen, record);
+    }
+    g_assert_false(
+        einsora_store_replace_usage_records(f->store, acme->id, theirs->id, stolen, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_pointer(&north_got, g_ptr_array_unref);
+    north_got = list_usage(f, north->id, HOUR_9, HOUR_12);
+    g_assert_cmpuint(north_got->len, ==, 1);
+}
+
+static void
+test_metering_cursor(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *now = tick(f);
+    gint64 seq = -1;
+
+    g_assert_true(einsora_store_get_metering_cursor(f->store, "usage", &seq, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(seq, ==, 0);
+    g_assert_true(einsora_store_set_metering_cursor(f->store, "usage", 17, now, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_set_metering_cursor(f->store, "usage", 42, now, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_get_metering_cursor(f->store, "usage", &seq, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(seq, ==, 42);
+    g_assert_true(einsora_store_get_metering_cursor(f->store, "usage:elsewhere", &seq, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(seq, ==, 0);
+}
+
+static gboolean
+lists_workload(GPtrArray *workloads, const char *id)
+{
+    for (guint i = 0; i < workloads->len; i++)
+        if (g_strcmp0(((EinsoraWorkload *)g_ptr_array_index(workloads, i))->id, id) == 0)
+            return TRUE;
+    return FALSE;
+}
+
+/* What metering looks at: workloads of every tenant with an event after
+ * a seq (deleted ones too), and those in a state. */
+static void
+test_workload_list_for_metering(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) north = add_tenant(f, "north", FALSE);
+    g_autoptr(EinsoraWorkload) old = add_workload(f, acme->id, "old");
+    g_autoptr(EinsoraWorkload) gone = workload_new_for(f, acme->id, "gone");
+    g_autoptr(EinsoraWorkload) theirs = workload_new_for(f, north->id, "theirs");
+    g_autoptr(EinsoraWorkloadEvent) old_event = event_new_for(
+        f, old, FALSE, EINSORA_WORKLOAD_STATE_PENDING, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    g_autoptr(EinsoraWorkloadEvent) gone_event = NULL;
+    g_autoptr(EinsoraWorkloadEvent) their_event = NULL;
+    g_autoptr(GPtrArray) changed = NULL;
+    g_autoptr(GPtrArray) running = NULL;
+    g_autoptr(GPtrArray) all = NULL;
+    gint64 seq = 0;
+
+    gone->state = EINSORA_WORKLOAD_STATE_DELETED;
+    insert_workload(f, gone);
+    theirs->state = EINSORA_WORKLOAD_STATE_RUNNING;
+    replace_string(&theirs->placed_class, g_strdup("l40s-48gb"));
+    insert_workload(f, theirs);
+    append_event(f, old_event);
+    g_assert_true(einsora_store_last_event_seq(f->store, acme->id, &seq, &error));
+    g_assert_no_error(error);
+    gone_event = event_new_for(f, gone, TRUE, EINSORA_WORKLOAD_STATE_DELETING,
+                               EINSORA_WORKLOAD_STATE_DELETED, "gone");
+    append_event(f, gone_event);
+    their_event = event_new_for(f, theirs, TRUE, EINSORA_WORKLOAD_STATE_PROVISIONING,
+                                EINSORA_WORKLOAD_STATE_RUNNING, "ready");
+    append_event(f, their_event);
+
+    changed = einsora_store_list_workloads_with_events_after(f->store, seq, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(changed->len, ==, 2);
+    g_assert_true(lists_workload(changed, gone->id));
+    g_assert_true(lists_workload(changed, theirs->id));
+    all = einsora_store_list_workloads_with_events_after(f->store, 0, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(all->len, ==, 3);
+    /* Oldest first. */
+    g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(all, 0))->id, ==, old->id);
+
+    running =
+        einsora_store_list_workloads_in_state(f->store, EINSORA_WORKLOAD_STATE_RUNNING, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(running->len, ==, 1);
+    g_assert_cmpstr(((EinsoraWorkload *)g_ptr_array_index(running, 0))->id, ==, theirs->id);
+}
+
 static void
 test_ready(Fixture *f, gconstpointer data)
 {
@@ -3054,6 +3313,10 @@ static const struct {
     {"access-ticket/other-tenant-unknown-duplicate-refused", test_access_ticket_insert_refused},
     {"access-ticket/take-joins-open-transaction", test_access_ticket_take_in_transaction},
     {"access-ticket/only-hashes-stored", test_access_ticket_schema},
+    {"usage/replace-keeps-ids-updates-and-drops", test_usage_replace},
+    {"usage/scoped-by-workload-tenant-and-hours", test_usage_scoped},
+    {"usage/metering-cursor", test_metering_cursor},
+    {"workload/list-for-metering", test_workload_list_for_metering},
     {"transaction/commit", test_transaction_commit},
     {"transaction/rollback-on-false", test_transaction_rollback_on_false},
     {"transaction/nested-begin-fails", test_transaction_nested_begin_fails},

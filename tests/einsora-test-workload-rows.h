@@ -14,4 +14,12 @@ G_BEGIN_DECLS
 void einsora_test_insert_workloads(const char *data_dir, const char *tenant_id, guint count,
                                    const char *prefix);
 
+/* One notebook of @tenant_id with the timeline @steps (NULL-terminated,
+ * each "STATE TIME": the creation row's state first, times as the store
+ * writes them), placed on @gpu_class from its admission on and in its
+ * last step's state; so the metering step has a history to count. */
+void einsora_test_insert_history(const char *data_dir, const char *tenant_id,
+                                 const char *workload_id, const char *name, const char *gpu_class,
+                                 const char *const *steps);
+
 G_END_DECLS

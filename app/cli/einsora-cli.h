@@ -122,6 +122,8 @@ gboolean einsora_cli_logs(EinsoraCli *cli, const EinsoraCliCommand *command, int
                           GError **error);
 gboolean einsora_cli_export(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                             char **argv, GError **error);
+gboolean einsora_cli_usage(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
 gboolean einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                               char **argv, GError **error);
 gboolean einsora_cli_watch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,

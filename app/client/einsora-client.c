@@ -803,6 +803,16 @@ einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error)
 }
 
 JsonNode *
+einsora_client_get_usage(EinsoraClient *self, const char *query, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = query != NULL && *query != '\0'
+                                 ? g_strdup_printf("/v1/usage?%s", query)
+                                 : g_strdup("/v1/usage");
+
+    return request_object(self, "GET", path, NULL, NULL, raw, error);
+}
+
+JsonNode *
 einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error)
 {
     return request_list(self, "/v1/tokens", "tokens", raw, error);

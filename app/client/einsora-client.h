@@ -95,6 +95,11 @@ JsonNode *einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError
  * caller's tenant's GPU quota per class. */
 JsonNode *einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error);
 
+/* The caller's tenant's usage (GET /v1/usage). @query: (nullable): the
+ * query string without its "?" (from=, to=, group_by=), escaped. */
+JsonNode *einsora_client_get_usage(EinsoraClient *self, const char *query, GBytes **raw,
+                                   GError **error);
+
 JsonNode *einsora_client_list_tokens(EinsoraClient *self, GBytes **raw, GError **error);
 /* The answer holds the new token's secret: shown once, stored nowhere. */
 JsonNode *einsora_client_create_token(EinsoraClient *self, const char *name, GBytes **raw,

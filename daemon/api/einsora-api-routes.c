@@ -10,6 +10,7 @@ static const char *const paged_with_deleted[] = {"include_deleted", "limit", "cu
 static const char *const paged[] = {"limit", "cursor", NULL};
 static const char *const event_feed[] = {"follow", "after", "limit", NULL};
 static const char *const log_query[] = {"follow", "attempt", "tail", "since", NULL};
+static const char *const usage_query[] = {"from", "to", "group_by", NULL};
 
 static const EinsoraApiRoute routes[] = {
     {"GET", "/healthz", OPEN, FALSE, FALSE, NULL, einsora_api_health_live},
@@ -35,6 +36,7 @@ static const EinsoraApiRoute routes[] = {
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
+    {"GET", "/v1/usage", AUTH, FALSE, FALSE, usage_query, einsora_api_usage_get},
     {"GET", "/v1/model-store", AUTH, FALSE, FALSE, NULL, einsora_api_models_list},
     {"POST", "/v1/model-store", AUTH, FALSE, TRUE, NULL, einsora_api_models_import},
     {"GET", "/v1/model-store/imports/{id}", AUTH, FALSE, FALSE, NULL,

@@ -58,6 +58,7 @@ void einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *reques
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_usage_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_import(EinsoraApiServer *server, EinsoraApiRequest *request);

@@ -20,6 +20,7 @@ einsora_workload_event_copy(const EinsoraWorkloadEvent *event)
     copy->tenant_id = g_strdup(event->tenant_id);
     copy->workload_id = g_strdup(event->workload_id);
     copy->reason = g_strdup(event->reason);
+    copy->placed_class = g_strdup(event->placed_class);
     copy->created_at = g_strdup(event->created_at);
     return copy;
 }
@@ -33,6 +34,7 @@ einsora_workload_event_free(EinsoraWorkloadEvent *event)
     g_free(event->tenant_id);
     g_free(event->workload_id);
     g_free(event->reason);
+    g_free(event->placed_class);
     g_free(event->created_at);
     g_free(event);
 }

@@ -20,6 +20,10 @@ typedef struct {
     EinsoraWorkloadState to_state;
     gchar *reason; /* cleaned, from the fixed vocabulary */
     gint64 attempt;
+    /* The class the workload was placed on after this step (what usage
+     * is accounted by); NULL while unplaced, and in rows written before
+     * the store recorded it. */
+    gchar *placed_class;
     gchar *created_at;
 } EinsoraWorkloadEvent;
 

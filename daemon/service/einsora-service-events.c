@@ -24,6 +24,7 @@ einsora_service_event_new(EinsoraService *self, const EinsoraWorkload *workload,
     event->to_state = workload->state;
     event->reason = einsora_reason_clean(reason);
     event->attempt = workload->attempt;
+    event->placed_class = g_strdup(workload->placed_class);
     event->created_at = einsora_timestamp_format(now_us);
     return event;
 }

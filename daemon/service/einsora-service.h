@@ -17,6 +17,7 @@
 #include "einsora-model-store.h"
 #include "einsora-store.h"
 #include "einsora-timestamp.h"
+#include "einsora-usage-group.h"
 #include "einsora-workload-logs.h"
 #include "einsora-workload.h"
 
@@ -270,5 +271,15 @@ void einsora_service_set_metrics(EinsoraService *self, EinsoraMetrics *metrics,
  * errors. */
 GString *einsora_service_render_metrics(EinsoraService *self, const EinsoraActor *actor,
                                         GError **error);
+
+/* Usage (docs/adr/0042): the tenant's metered seconds in [@from_us,
+ * @to_us), widened to whole hours (the hours read come back in
+ * *from_hour_us and *to_hour_us, either NULL), summed per @grouping:
+ * EinsoraUsageGroup. At most EINSORA_USAGE_MAX_SPAN_US at once; from
+ * after to, or a longer span, is INVALID_REQUEST. */
+#define EINSORA_USAGE_MAX_SPAN_US (G_GINT64_CONSTANT(366) * 24 * 3600 * G_USEC_PER_SEC)
+GPtrArray *einsora_service_usage(EinsoraService *self, const char *tenant_id, gint64 from_us,
+                                 gint64 to_us, EinsoraUsageGrouping grouping, gint64 *from_hour_us,
+                                 gint64 *to_hour_us, GError **error);
 
 G_END_DECLS

@@ -7,7 +7,7 @@
 
 /* The columns event_from_row reads, in its order. */
 #define EVENT_INSERT_COLUMNS                                                                       \
-    "id, tenant_id, workload_id, from_state, to_state, reason, attempt, created_at"
+    "id, tenant_id, workload_id, from_state, to_state, reason, attempt, created_at, placed_class"
 /* seq is the store's to give: read back, never inserted. */
 #define EVENT_COLUMNS EVENT_INSERT_COLUMNS ", seq"
 
@@ -34,7 +34,8 @@ event_from_row(sqlite3_stmt *stmt, GError **error)
     event->reason = column_strdup(stmt, 5);
     event->attempt = sqlite3_column_int64(stmt, 6);
     event->created_at = column_strdup(stmt, 7);
-    event->seq = sqlite3_column_int64(stmt, 8);
+    event->placed_class = column_strdup(stmt, 8);
+    event->seq = sqlite3_column_int64(stmt, 9);
     return g_steal_pointer(&event);
 }
 
@@ -46,7 +47,7 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
     g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached_write(
         self,
         "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         error);
 
     if (stmt == NULL)
@@ -60,6 +61,7 @@ einsora_sqlite_store_append_event(EinsoraStore *store, const EinsoraWorkloadEven
     bind_text(stmt, 6, event->reason);
     sqlite3_bind_int64(stmt, 7, event->attempt);
     bind_text(stmt, 8, event->created_at);
+    bind_text(stmt, 9, event->placed_class);
     /* The foreign key is (tenant_id, workload_id): another tenant's
      * workload is not found. */
     return einsora_sqlite_store_step_write(self, stmt, "an event with this ID already exists",

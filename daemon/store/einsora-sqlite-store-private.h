@@ -150,6 +150,10 @@ GPtrArray *einsora_sqlite_store_list_region_workloads(EinsoraStore *store, const
                                                       GError **error);
 GPtrArray *einsora_sqlite_store_list_machine_workloads(EinsoraStore *store, const char *machine_id,
                                                        GError **error);
+GPtrArray *einsora_sqlite_store_list_workloads_with_events_after(EinsoraStore *store,
+                                                                 gint64 after_seq, GError **error);
+GPtrArray *einsora_sqlite_store_list_workloads_in_state(EinsoraStore *store,
+                                                        EinsoraWorkloadState state, GError **error);
 gboolean einsora_sqlite_store_update_workload_state(EinsoraStore *store,
                                                     const EinsoraWorkload *workload,
                                                     EinsoraWorkloadState expected_state,
@@ -222,5 +226,18 @@ gboolean einsora_sqlite_store_insert_access_ticket(EinsoraStore *store,
 EinsoraAccessTicket *einsora_sqlite_store_take_access_ticket(EinsoraStore *store,
                                                              const char *ticket_sha256,
                                                              const char *now, GError **error);
+
+/* einsora-sqlite-store-usage.c: usage records and the metering cursor. */
+gboolean einsora_sqlite_store_replace_usage_records(EinsoraStore *store, const char *tenant_id,
+                                                    const char *workload_id, GPtrArray *records,
+                                                    GError **error);
+GPtrArray *einsora_sqlite_store_list_usage_records(EinsoraStore *store, const char *tenant_id,
+                                                   const char *from, const char *to,
+                                                   GError **error);
+gboolean einsora_sqlite_store_get_metering_cursor(EinsoraStore *store, const char *name,
+                                                  gint64 *last_seq, GError **error);
+gboolean einsora_sqlite_store_set_metering_cursor(EinsoraStore *store, const char *name,
+                                                  gint64 last_seq, const char *updated_at,
+                                                  GError **error);
 
 G_END_DECLS

@@ -261,6 +261,41 @@ einsora_sqlite_store_list_machine_workloads(EinsoraStore *store, const char *mac
     return workloads_from(self, stmt, error);
 }
 
+GPtrArray *
+einsora_sqlite_store_list_workloads_with_events_after(EinsoraStore *store, gint64 after_seq,
+                                                      GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* The seq's primary key finds the new events; each workload once. */
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                                           "WHERE id IN (SELECT workload_id FROM workload_events "
+                                           "WHERE seq > ?1) "
+                                           "ORDER BY created_at, id",
+                                           error);
+
+    if (stmt == NULL)
+        return NULL;
+    sqlite3_bind_int64(stmt, 1, after_seq);
+    return workloads_from(self, stmt, error);
+}
+
+GPtrArray *
+einsora_sqlite_store_list_workloads_in_state(EinsoraStore *store, EinsoraWorkloadState state,
+                                             GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = prepare(self,
+                                           "SELECT " WORKLOAD_COLUMNS " FROM workloads "
+                                           "WHERE state = ?1 ORDER BY created_at, id",
+                                           error);
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, einsora_workload_state_to_string(state));
+    return workloads_from(self, stmt, error);
+}
+
 gboolean
 einsora_sqlite_store_update_workload_state(EinsoraStore *store, const EinsoraWorkload *workload,
                                            EinsoraWorkloadState expected_state,

@@ -454,6 +454,12 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
         einsora_sqlite_store_delete_expired_idempotency_records;
     iface->insert_access_ticket = einsora_sqlite_store_insert_access_ticket;
     iface->take_access_ticket = einsora_sqlite_store_take_access_ticket;
+    iface->list_workloads_with_events_after = einsora_sqlite_store_list_workloads_with_events_after;
+    iface->list_workloads_in_state = einsora_sqlite_store_list_workloads_in_state;
+    iface->replace_usage_records = einsora_sqlite_store_replace_usage_records;
+    iface->list_usage_records = einsora_sqlite_store_list_usage_records;
+    iface->get_metering_cursor = einsora_sqlite_store_get_metering_cursor;
+    iface->set_metering_cursor = einsora_sqlite_store_set_metering_cursor;
 }
 
 EinsoraSqliteCachedStmt *

@@ -535,3 +535,76 @@ einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256, 
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     return EINSORA_STORE_GET_IFACE(self)->take_access_ticket(self, ticket_sha256, now, error);
 }
+
+GPtrArray *
+einsora_store_list_workloads_with_events_after(EinsoraStore *self, gint64 after_seq, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(after_seq >= 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_workloads_with_events_after(self, after_seq, error);
+}
+
+GPtrArray *
+einsora_store_list_workloads_in_state(EinsoraStore *self, EinsoraWorkloadState state,
+                                      GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(einsora_workload_state_to_string(state) != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_workloads_in_state(self, state, error);
+}
+
+gboolean
+einsora_store_replace_usage_records(EinsoraStore *self, const char *tenant_id,
+                                    const char *workload_id, GPtrArray *records, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL, FALSE);
+    g_return_val_if_fail(workload_id != NULL, FALSE);
+    g_return_val_if_fail(records != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < records->len; i++) {
+        const EinsoraUsageRecord *record = g_ptr_array_index(records, i);
+        g_return_val_if_fail(g_strcmp0(record->tenant_id, tenant_id) == 0, FALSE);
+        g_return_val_if_fail(g_strcmp0(record->workload_id, workload_id) == 0, FALSE);
+    }
+    return EINSORA_STORE_GET_IFACE(self)->replace_usage_records(self, tenant_id, workload_id,
+                                                                records, error);
+}
+
+GPtrArray *
+einsora_store_list_usage_records(EinsoraStore *self, const char *tenant_id, const char *from,
+                                 const char *to, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(from != NULL, NULL);
+    g_return_val_if_fail(to != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_usage_records(self, tenant_id, from, to, error);
+}
+
+gboolean
+einsora_store_get_metering_cursor(EinsoraStore *self, const char *name, gint64 *last_seq,
+                                  GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(name != NULL, FALSE);
+    g_return_val_if_fail(last_seq != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->get_metering_cursor(self, name, last_seq, error);
+}
+
+gboolean
+einsora_store_set_metering_cursor(EinsoraStore *self, const char *name, gint64 last_seq,
+                                  const char *updated_at, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(name != NULL, FALSE);
+    g_return_val_if_fail(last_seq >= 0, FALSE);
+    g_return_val_if_fail(updated_at != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->set_metering_cursor(self, name, last_seq, updated_at,
+                                                              error);
+}

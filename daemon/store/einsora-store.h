@@ -20,6 +20,7 @@
 #include "einsora-machine.h"
 #include "einsora-session.h"
 #include "einsora-tenant.h"
+#include "einsora-usage-record.h"
 #include "einsora-user.h"
 #include "einsora-workload-event.h"
 #include "einsora-workload.h"
@@ -200,6 +201,33 @@ struct _EinsoraStoreInterface {
      * the ticket. */
     EinsoraAccessTicket *(*take_access_ticket)(EinsoraStore *self, const char *ticket_sha256,
                                                const char *now, GError **error);
+
+    /* Usage accounting (docs/adr/0042). Not tenant-scoped, for the
+     * metering step: every workload, deleted ones included, that has an
+     * event whose seq is above @after_seq; and every workload in @state,
+     * in every region. Oldest first. */
+    GPtrArray *(*list_workloads_with_events_after)(EinsoraStore *self, gint64 after_seq,
+                                                   GError **error);
+    GPtrArray *(*list_workloads_in_state)(EinsoraStore *self, EinsoraWorkloadState state,
+                                          GError **error);
+    /* Makes @records (EinsoraUsageRecord, each of this workload) the
+     * workload's whole usage: a record of a class and hour already stored
+     * keeps its ID and created_at and takes the new seconds; a new one is
+     * inserted as given; a stored one not in @records is deleted. So a
+     * pass that writes what the last one did changes nothing. A workload
+     * not in the tenant is NOT_FOUND. */
+    gboolean (*replace_usage_records)(EinsoraStore *self, const char *tenant_id,
+                                      const char *workload_id, GPtrArray *records, GError **error);
+    /* The tenant's records whose hour starts at or after @from and before
+     * @to, by hour, then workload and class. */
+    GPtrArray *(*list_usage_records)(EinsoraStore *self, const char *tenant_id, const char *from,
+                                     const char *to, GError **error);
+    /* Where the metering step named @name got to in the timeline: the
+     * last seq it has metered, 0 before its first pass. */
+    gboolean (*get_metering_cursor)(EinsoraStore *self, const char *name, gint64 *last_seq,
+                                    GError **error);
+    gboolean (*set_metering_cursor)(EinsoraStore *self, const char *name, gint64 last_seq,
+                                    const char *updated_at, GError **error);
 };
 
 typedef gboolean (*EinsoraStoreTransactionFunc)(EinsoraStore *store, gpointer user_data,
@@ -326,5 +354,19 @@ gboolean einsora_store_insert_access_ticket(EinsoraStore *self, const EinsoraAcc
                                             GError **error);
 EinsoraAccessTicket *einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256,
                                                       const char *now, GError **error);
+
+GPtrArray *einsora_store_list_workloads_with_events_after(EinsoraStore *self, gint64 after_seq,
+                                                          GError **error);
+GPtrArray *einsora_store_list_workloads_in_state(EinsoraStore *self, EinsoraWorkloadState state,
+                                                 GError **error);
+gboolean einsora_store_replace_usage_records(EinsoraStore *self, const char *tenant_id,
+                                             const char *workload_id, GPtrArray *records,
+                                             GError **error);
+GPtrArray *einsora_store_list_usage_records(EinsoraStore *self, const char *tenant_id,
+                                            const char *from, const char *to, GError **error);
+gboolean einsora_store_get_metering_cursor(EinsoraStore *self, const char *name, gint64 *last_seq,
+                                           GError **error);
+gboolean einsora_store_set_metering_cursor(EinsoraStore *self, const char *name, gint64 last_seq,
+                                           const char *updated_at, GError **error);
 
 G_END_DECLS
