@@ -166,6 +166,32 @@ test_capacity(void)
     g_assert_cmpstr(many, ==, "16 CPUs · 64.0\u00a0GiB");
 }
 
+static void
+test_usage(void)
+{
+    const struct {
+        gint64 seconds;
+        const char *text;
+    } cases[] = {
+        {0, "none"},
+        {-5, "none"},
+        {59, "under a minute"},
+        {60, "1 min"},
+        {3599, "59 min"},
+        {3600, "1.00 hours"},
+        {9900, "2.75 hours"},
+        {359999, "100 hours"},
+        {359900, "99.97 hours"},
+        {360000, "100 hours"},
+        {4500000, "1250 hours"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *text = einsora_format_usage(cases[i].seconds);
+        g_assert_cmpstr(text, ==, cases[i].text);
+    }
+}
+
 static JsonObject *
 workload(const char *id, const char *state, gint64 version, const char *created_at)
 {
@@ -358,6 +384,7 @@ main(int argc, char **argv)
     g_test_add_func("/app/format/transition", test_transition);
     g_test_add_func("/app/format/reason", test_reason);
     g_test_add_func("/app/format/capacity", test_capacity);
+    g_test_add_func("/app/format/usage", test_usage);
     g_test_add_func("/app/workload-item/update", test_item_update);
     g_test_add_func("/app/workload-item/endpoint-model", test_item_endpoint_model);
     g_test_add_func("/app/workload-list/in-step", test_list);

@@ -18,6 +18,8 @@
 #include "einsora-notebook-window.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-port.h"
+#include "einsora-test-workload-rows.h"
+#include "einsora-usage-view.h"
 #include "einsora-window.h"
 #include "einsora-workload-page.h"
 
@@ -730,6 +732,157 @@ test_notebook_through_the_ui(void)
     }
 }
 
+/* ---- usage ---------------------------------------------------------- */
+
+#define TRAIN_ID "0190b5d2-7c4e-7abc-8def-00000ee00001"
+#define SWEEP_ID "0190b5d2-7c4e-7abc-8def-00000ee00002"
+#define ANALYSIS_ID "0190b5d2-7c4e-7abc-8def-00000ee00003"
+
+typedef struct {
+    EinsoraUsageView *view;
+    gchar *busy_day;  /* three days ago: 3.5 h + 1 h of two classes */
+    gchar *quiet_day; /* yesterday: 1.25 h */
+    gint64 asked_us;
+} UsageWait;
+
+/* A step of a history on @day: "running 2026-12-01T09:01:00.000000Z". */
+static gchar *
+step(const char *state, GDateTime *day, int hour, int minute)
+{
+    g_autoptr(GDateTime) time = g_date_time_add_full(day, 0, 0, 0, hour, minute, 0);
+    g_autofree gchar *text = g_date_time_format(time, "%Y-%m-%dT%H:%M:%S.000000Z");
+
+    return g_strdup_printf("%s %s", state, text);
+}
+
+/* Three workloads' pasts, each run once and deleted since. */
+static void
+insert_usage_history(const char *tenant_id, GDateTime *busy, GDateTime *quiet)
+{
+    g_autofree gchar *data_dir = g_build_filename(fixture.dir, "data", NULL);
+    struct {
+        const char *id, *name, *gpu_class;
+        GDateTime *day;
+        int from_hour, from_minute, to_hour, to_minute;
+    } runs[] = {
+        {TRAIN_ID, "ui-train", "cpu-2c-4g", busy, 9, 1, 12, 31},
+        {SWEEP_ID, "ui-sweep", "cpu-1c-2g", busy, 20, 1, 21, 1},
+        {ANALYSIS_ID, "ui-analysis", "cpu-2c-4g", quiet, 13, 1, 14, 16},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++) {
+        g_autofree gchar *pending =
+            step("pending", runs[i].day, runs[i].from_hour, runs[i].from_minute - 1);
+        g_autofree gchar *provisioning =
+            step("provisioning", runs[i].day, runs[i].from_hour, runs[i].from_minute - 1);
+        g_autofree gchar *running =
+            step("running", runs[i].day, runs[i].from_hour, runs[i].from_minute);
+        g_autofree gchar *deleting =
+            step("deleting", runs[i].day, runs[i].to_hour, runs[i].to_minute);
+        g_autofree gchar *deleted =
+            step("deleted", runs[i].day, runs[i].to_hour, runs[i].to_minute + 1);
+        const char *const steps[] = {pending, provisioning, running, deleting, deleted, NULL};
+
+        einsora_test_insert_history(data_dir, tenant_id, runs[i].id, runs[i].name,
+                                    runs[i].gpu_class, steps);
+    }
+}
+
+/* Metering runs every second here; the view reads again every 500 ms
+ * while the test waits (the window itself does every minute). */
+static gboolean
+usage_shown(gpointer data)
+{
+    UsageWait *wait = data;
+    EinsoraUsageChart *chart = einsora_usage_view_get_chart(wait->view);
+
+    if (g_get_monotonic_time() - wait->asked_us > 500 * 1000) {
+        wait->asked_us = g_get_monotonic_time();
+        g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "load-usage", NULL);
+    }
+    return einsora_usage_chart_get_n_days(chart) == EINSORA_USAGE_VIEW_DAYS &&
+           einsora_usage_chart_get_day_total(chart, wait->busy_day) == 4.5 &&
+           einsora_usage_chart_get_day_total(chart, wait->quiet_day) == 1.25 &&
+           einsora_usage_view_get_n_workloads(wait->view) >= 3;
+}
+
+static void
+on_answer(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    JsonNode **answer = user_data;
+    g_autoptr(GError) error = NULL;
+
+    *answer = einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    g_assert_no_error(error);
+}
+
+static gboolean
+node_set(gpointer data)
+{
+    return *(JsonNode **)data != NULL;
+}
+
+/* The Usage view: the last seven days' hours stacked by class, the
+ * total and the workloads, from the real daemon's metering of a past
+ * written into its store; and `einsora usage` says the same. */
+static void
+test_usage_view(void)
+{
+    EinsoraWindow *window = main_window();
+    EinsoraClient *client = einsora_application_get_client(fixture.app);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) me = NULL;
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) today =
+        g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now),
+                            g_date_time_get_day_of_month(now), 0, 0, 0);
+    g_autoptr(GDateTime) busy = g_date_time_add_days(today, -3);
+    g_autoptr(GDateTime) quiet = g_date_time_add_days(today, -1);
+    UsageWait wait = {0};
+    g_autofree gchar *cli_out = g_build_filename(fixture.dir, "cli-usage.txt", NULL);
+    g_autofree gchar *printed = NULL;
+
+    /* Asked as the app asks (a blocking call would wait behind its
+     * streams for a connection). */
+    einsora_client_request_async(client, "GET", "/v1/me", NULL, NULL, NULL, on_answer, &me);
+    g_assert_true(wait_for(node_set, &me, 30));
+    g_assert_nonnull(window);
+    insert_usage_history(json_object_get_string_member(json_node_get_object(me), "tenant_id"), busy,
+                         quiet);
+    wait.view = einsora_window_get_usage_view(window);
+    wait.busy_day = g_date_time_format(busy, "%Y-%m-%d");
+    wait.quiet_day = g_date_time_format(quiet, "%Y-%m-%d");
+    einsora_window_show_usage(window);
+    g_assert_true(wait_for(usage_shown, &wait, 60));
+    g_test_message("usage: %s", einsora_usage_view_get_summary(wait.view));
+    g_assert_nonnull(strstr(einsora_usage_view_get_summary(wait.view), "hours"));
+    settle(5500); /* the last test's toast goes (libadwaita's 5 s) */
+    save_screenshot(GTK_WIDGET(window), "usage-view.png");
+
+    /* The CLI's table of the same records. */
+    {
+        g_autoptr(GSubprocessLauncher) launcher =
+            g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+        g_autoptr(GSubprocess) cli = NULL;
+
+        g_subprocess_launcher_set_stdout_file_path(launcher, cli_out);
+        cli = g_subprocess_launcher_spawn(launcher, &error, g_getenv("EINSORA_CLI"), "usage",
+                                          "--by", "workload", NULL);
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_wait_check(cli, NULL, &error));
+        g_assert_no_error(error);
+        printed = read_or_empty(cli_out);
+        g_test_message("einsora usage:\n%s", printed);
+        g_assert_nonnull(strstr(printed, "ui-train"));
+        g_assert_nonnull(strstr(printed, "3.50"));
+        g_assert_nonnull(strstr(printed, "ui-analysis"));
+        g_assert_nonnull(strstr(printed, "1.25"));
+        save_terminal_screenshot("einsora usage --by workload", printed, "cli-usage.png");
+    }
+    g_free(wait.busy_day);
+    g_free(wait.quiet_day);
+}
+
 static void
 set_up_daemon_env(void)
 {
@@ -747,6 +900,7 @@ set_up_daemon_env(void)
     g_setenv("EINSORA_ACCESS_ADDR", "127.0.0.1:0", TRUE);
     g_setenv("EINSORA_SERVER", server, TRUE);
     g_setenv("EINSORA_CONTROLLER_INTERVAL", "1s", TRUE);
+    g_setenv("EINSORA_METERING_INTERVAL", "1s", TRUE);
     g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
     /* Jupyter's activity read twice a second, not every 30 s. */
     g_setenv("EINSORA_TEST_ACTIVITY_INTERVAL_MS", "500", TRUE);
@@ -796,6 +950,7 @@ main(int argc, char **argv)
     fixture.app = einsora_application_new();
     g_test_add_func("/app/ui/notebook-through-the-ui", test_notebook_through_the_ui);
     g_test_add_func("/app/ui/endpoint-through-the-dialog", test_endpoint_through_the_dialog);
+    g_test_add_func("/app/ui/usage-view", test_usage_view);
     status = g_test_run();
     stop_daemon();
     g_clear_object(&fixture.app);

@@ -802,12 +802,17 @@ einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error)
     return request_object(self, "GET", "/v1/catalog", NULL, NULL, raw, error);
 }
 
+static gchar *
+usage_path(const char *query)
+{
+    return query != NULL && *query != '\0' ? g_strdup_printf("/v1/usage?%s", query)
+                                           : g_strdup("/v1/usage");
+}
+
 JsonNode *
 einsora_client_get_usage(EinsoraClient *self, const char *query, GBytes **raw, GError **error)
 {
-    g_autofree gchar *path = query != NULL && *query != '\0'
-                                 ? g_strdup_printf("/v1/usage?%s", query)
-                                 : g_strdup("/v1/usage");
+    g_autofree gchar *path = usage_path(query);
 
     return request_object(self, "GET", path, NULL, NULL, raw, error);
 }
@@ -951,6 +956,15 @@ einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
                                  GAsyncReadyCallback callback, gpointer user_data)
 {
     request_object_async(self, "GET", "/v1/catalog", NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_get_usage_async(EinsoraClient *self, const char *query, GCancellable *cancellable,
+                               GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = usage_path(query);
+
+    request_object_async(self, "GET", path, NULL, NULL, cancellable, callback, user_data);
 }
 
 /* Logs: text, not JSON, and possibly endless, so read as a stream. */

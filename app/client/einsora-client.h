@@ -147,6 +147,9 @@ void einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cance
                                         GAsyncReadyCallback callback, gpointer user_data);
 void einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
                                       GAsyncReadyCallback callback, gpointer user_data);
+void einsora_client_get_usage_async(EinsoraClient *self, const char *query,
+                                    GCancellable *cancellable, GAsyncReadyCallback callback,
+                                    gpointer user_data);
 
 /* A workload's logs (GET /v1/workloads/{id}/logs), as text: @query is
  * the query already escaped ("tail=20&follow=true"; NULL: none), and

@@ -604,6 +604,80 @@ on_new_workload(GSimpleAction *action, GVariant *parameter, gpointer user_data)
                                          g_object_ref(self));
 }
 
+/* The Usage view's two reports (by day, by workload) over the same days:
+ * UTC days, as the records are kept, today's the last. */
+typedef struct {
+    EinsoraApplication *app;
+    GDateTime *first_day;
+    gboolean by_day;
+} UsageCall;
+
+static void
+usage_call_free(UsageCall *call)
+{
+    g_object_unref(call->app);
+    g_date_time_unref(call->first_day);
+    g_free(call);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(UsageCall, usage_call_free)
+
+static void
+on_usage(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(UsageCall) call = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    EinsoraWindow *window = main_window(call->app);
+    EinsoraUsageView *view = window != NULL ? einsora_window_get_usage_view(window) : NULL;
+    JsonObject *report;
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) || view == NULL)
+        return;
+    if (answer == NULL || !JSON_NODE_HOLDS_OBJECT(answer)) {
+        einsora_usage_view_set_error(view, error != NULL ? error->message
+                                                         : _("The daemon's answer isn't a report"));
+        return;
+    }
+    report = json_node_get_object(answer);
+    if (call->by_day)
+        einsora_usage_view_set_days(view, report, call->first_day);
+    else
+        einsora_usage_view_set_workloads(view, report);
+}
+
+static void
+on_load_usage(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) today = NULL;
+    g_autoptr(GDateTime) first_day = NULL;
+    g_autoptr(GDateTime) end = NULL;
+    g_autofree gchar *from = NULL, *to = NULL;
+
+    if (self->client == NULL)
+        return;
+    today = g_date_time_new_utc(g_date_time_get_year(now), g_date_time_get_month(now),
+                                g_date_time_get_day_of_month(now), 0, 0, 0);
+    first_day = g_date_time_add_days(today, 1 - EINSORA_USAGE_VIEW_DAYS);
+    end = g_date_time_add_days(today, 1);
+    from = g_date_time_format(first_day, "%Y-%m-%dT%H:%M:%SZ");
+    to = g_date_time_format(end, "%Y-%m-%dT%H:%M:%SZ");
+    for (guint i = 0; i < 2; i++) {
+        UsageCall *call = g_new0(UsageCall, 1);
+        g_autofree gchar *query = NULL;
+
+        call->app = g_object_ref(self);
+        call->first_day = g_date_time_ref(first_day);
+        call->by_day = i == 0;
+        query = g_strdup_printf("from=%s&to=%s&group_by=%s", from, to,
+                                call->by_day ? "day" : "workload");
+        einsora_client_get_usage_async(self->client, query, self->cancellable, on_usage, call);
+    }
+}
+
 static GtkWindow *
 notebook_window(EinsoraApplication *self, const char *workload_id)
 {
@@ -897,6 +971,7 @@ static const GActionEntry app_actions[] = {
     {"delete-workload", on_delete_workload, "s", NULL, NULL, {0}},
     {"export-workload", on_export_workload, "(ss)", NULL, NULL, {0}},
     {"follow-logs", on_follow_logs, "(ss)", NULL, NULL, {0}},
+    {"load-usage", on_load_usage, NULL, NULL, NULL, {0}},
     {"quit", on_quit, NULL, NULL, NULL, {0}},
     {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
     {"connect-server", on_connect_server, NULL, NULL, NULL, {0}},

@@ -172,3 +172,22 @@ einsora_format_capacity(gint64 cpus, gint64 memory_mib)
 
     return g_strdup_printf("%s · %s", cpu_text, memory);
 }
+
+gchar *
+einsora_format_usage(gint64 seconds)
+{
+    double hours = seconds / 3600.0;
+
+    if (seconds <= 0)
+        return g_strdup(_("none"));
+    if (seconds < 60)
+        return g_strdup(_("under a minute"));
+    if (seconds < 3600)
+        return g_strdup_printf(_("%d min"), (int)(seconds / 60));
+    /* Translators: hours of use, to two decimals as `einsora usage`
+     * prints them: "2.75 hours". */
+    if (hours < 99.995)
+        return g_strdup_printf(_("%.2f hours"), hours);
+    /* Translators: hours of use, whole, with the locale's grouping. */
+    return g_strdup_printf(_("%'.0f hours"), hours);
+}

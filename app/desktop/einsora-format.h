@@ -42,5 +42,8 @@ gchar *einsora_format_transition(const char *from_state, const char *to_state);
 gchar *einsora_format_reason(const char *reason, guint max_chars);
 /* "4 CPUs · 16 GiB"; memory in MiB as the API gives it. */
 gchar *einsora_format_capacity(gint64 cpus, gint64 memory_mib);
+/* Metered time: "none", "under a minute", "45 min", "2.75 hours" (to
+ * two decimals, as the CLI's table, up to 100 hours), "1,250 hours". */
+gchar *einsora_format_usage(gint64 seconds);
 
 G_END_DECLS

@@ -232,6 +232,16 @@ contains(GPtrArray *array, const char *text)
 }
 
 void
+einsora_usage_chart_add_day(EinsoraUsageChart *self, const char *day)
+{
+    g_return_if_fail(EINSORA_IS_USAGE_CHART(self));
+    g_return_if_fail(day != NULL);
+    if (!contains(self->days, day))
+        g_ptr_array_add(self->days, g_strdup(day));
+    gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+void
 einsora_usage_chart_add(EinsoraUsageChart *self, const char *day, const char *gpu_class,
                         double hours)
 {

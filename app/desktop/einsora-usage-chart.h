@@ -15,6 +15,8 @@ GtkWidget *einsora_usage_chart_new(void);
 void einsora_usage_chart_clear(EinsoraUsageChart *self);
 /* Adds @hours of @gpu_class on @day ("2026-12-03"); days are shown in
  * their order, classes in the order first seen. */
+/* Shows @day ("2026-12-03") in its place even if nothing ran that day. */
+void einsora_usage_chart_add_day(EinsoraUsageChart *self, const char *day);
 void einsora_usage_chart_add(EinsoraUsageChart *self, const char *day, const char *gpu_class,
                              double hours);
 guint einsora_usage_chart_get_n_days(EinsoraUsageChart *self);

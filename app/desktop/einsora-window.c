@@ -11,6 +11,9 @@
 
 /* Ages ("5 min") are re-read once a minute: a clock, not the daemon. */
 #define AGE_REFRESH_SECONDS 60
+/* The Usage view is read again this often while shown: metering's own
+ * interval (EINSORA_METERING_INTERVAL's default). */
+#define USAGE_REFRESH_SECONDS 60
 /* A connection that takes longer than this shows the spinner; a local
  * daemon usually answers first, and no spinner flashes. */
 #define SPINNER_DELAY_MS 1000
@@ -39,6 +42,9 @@ struct _EinsoraWindow {
     GtkDropDown *filter_dropdown;
     GtkListView *workload_list_view;
     GtkListBox *machines_list;
+    AdwViewStack *view_stack;
+    EinsoraUsageView *usage_view;
+    guint usage_source;
     AdwLeaflet *leaflet;
     GtkWidget *main_box;
     EinsoraWorkloadPage *workload_page;
@@ -93,6 +99,7 @@ einsora_window_dispose(GObject *object)
 
     g_clear_handle_id(&self->age_source, g_source_remove);
     g_clear_handle_id(&self->spinner_source, g_source_remove);
+    g_clear_handle_id(&self->usage_source, g_source_remove);
     if (self->main_stack != NULL)
         g_signal_handlers_disconnect_by_func(self->main_stack, on_main_page, self);
     if (self->paint_handler != 0 && gtk_widget_get_frame_clock(GTK_WIDGET(self)) != NULL)
@@ -127,6 +134,7 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     G_OBJECT_CLASS(klass)->dispose = einsora_window_dispose;
     GTK_WINDOW_CLASS(klass)->close_request = einsora_window_close_request;
     g_type_ensure(EINSORA_TYPE_WORKLOAD_PAGE);
+    g_type_ensure(EINSORA_TYPE_USAGE_VIEW);
     gtk_widget_class_set_template_from_resource(widget_class,
                                                 "/dev/einsora/Einsora/einsora-window.ui");
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, toasts);
@@ -142,6 +150,8 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, filter_dropdown);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, workload_list_view);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, machines_list);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, view_stack);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, usage_view);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, leaflet);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, main_box);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, workload_page);
@@ -276,6 +286,29 @@ on_page_back(EinsoraWorkloadPage *page, EinsoraWindow *self)
     einsora_window_show_list(self);
 }
 
+static gboolean
+on_usage_due(gpointer user_data)
+{
+    EinsoraWindow *self = user_data;
+
+    gtk_widget_activate_action(GTK_WIDGET(self), "app.load-usage", NULL);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Usage is read only while its view is shown. */
+static void
+on_view_page(AdwViewStack *stack, GParamSpec *pspec, EinsoraWindow *self)
+{
+    gboolean usage = g_strcmp0(adw_view_stack_get_visible_child_name(stack), "usage") == 0;
+
+    if (usage && self->usage_source == 0) {
+        on_usage_due(self);
+        self->usage_source = g_timeout_add_seconds(USAGE_REFRESH_SECONDS, on_usage_due, self);
+    }
+    if (!usage)
+        g_clear_handle_id(&self->usage_source, g_source_remove);
+}
+
 static void
 on_after_paint(GdkFrameClock *clock, EinsoraWindow *self)
 {
@@ -311,6 +344,8 @@ einsora_window_init(EinsoraWindow *self)
     g_signal_connect(self, "realize", G_CALLBACK(on_realize), self);
     g_signal_connect_object(self->main_stack, "notify::visible-child-name",
                             G_CALLBACK(on_main_page), self, 0);
+    g_signal_connect_object(self->view_stack, "notify::visible-child-name",
+                            G_CALLBACK(on_view_page), self, 0);
     on_main_page(self->main_stack, NULL, self);
 }
 
@@ -473,6 +508,19 @@ void
 einsora_window_show_list(EinsoraWindow *self)
 {
     adw_leaflet_set_visible_child(self->leaflet, self->main_box);
+}
+
+EinsoraUsageView *
+einsora_window_get_usage_view(EinsoraWindow *self)
+{
+    return self->usage_view;
+}
+
+void
+einsora_window_show_usage(EinsoraWindow *self)
+{
+    einsora_window_show_list(self);
+    adw_view_stack_set_visible_child_name(self->view_stack, "usage");
 }
 
 /* Which daemon, said discreetly: a server's name in the window's title

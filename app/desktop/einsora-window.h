@@ -6,6 +6,7 @@
 #include <adwaita.h>
 #include <json-glib/json-glib.h>
 
+#include "einsora-usage-view.h"
 #include "einsora-workload-item.h"
 #include "einsora-workload-page.h"
 
@@ -28,6 +29,10 @@ EinsoraWorkloadPage *einsora_window_show_workload(EinsoraWindow *self, EinsoraWo
 /* The workload page, whether shown or not. */
 EinsoraWorkloadPage *einsora_window_get_workload_page(EinsoraWindow *self);
 void einsora_window_show_list(EinsoraWindow *self);
+/* The Usage view: while it is shown, the window asks for its reports
+ * ("app.load-usage") when it opens and every minute after. */
+EinsoraUsageView *einsora_window_get_usage_view(EinsoraWindow *self);
+void einsora_window_show_usage(EinsoraWindow *self);
 /* Says which daemon the app uses: @server, its address; @local, whether
  * it is this machine's. */
 void einsora_window_set_server(EinsoraWindow *self, const char *server, gboolean local);
