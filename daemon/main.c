@@ -18,6 +18,7 @@
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
+#include "einsora-daemon-tls.h"
 #include "einsora-meter.h"
 #include "einsora-docker-driver.h"
 #include "einsora-docker-engine.h"
@@ -33,6 +34,7 @@
 #include "einsora-service.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
+#include "einsora-tls-identity.h"
 #include "einsora-uuid.h"
 
 #define DATABASE_NAME "einsora.db"
@@ -59,6 +61,10 @@ typedef struct {
     gchar *docker_host;
     gchar *docker_socket; /* from docker_host */
     gchar *metrics_open;
+    gchar *tls;
+    gchar *tls_cert;
+    gchar *tls_key;
+    EinsoraTlsMode tls_mode;
     gint64 controller_interval_us;
     gint64 idle_timeout_s; /* 0: none */
     gboolean wakes_controller;
@@ -92,6 +98,9 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->docker_host, g_free);
     g_clear_pointer(&settings->docker_socket, g_free);
     g_clear_pointer(&settings->metrics_open, g_free);
+    g_clear_pointer(&settings->tls, g_free);
+    g_clear_pointer(&settings->tls_cert, g_free);
+    g_clear_pointer(&settings->tls_key, g_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(EinsoraDaemonSettings, settings_clear)
@@ -224,8 +233,17 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         !resolve_setting(&settings->docker_host, "EINSORA_DOCKER_HOST", "--docker-host",
                          "unix://" EINSORA_DOCKER_DEFAULT_SOCKET, error) ||
         !resolve_setting(&settings->metrics_open, "EINSORA_METRICS_OPEN", "--metrics-open", "off",
-                         error))
+                         error) ||
+        !resolve_setting(&settings->tls, "EINSORA_TLS", "--tls", "auto", error) ||
+        !resolve_setting(&settings->tls_cert, "EINSORA_TLS_CERT", "--tls-cert", NULL, error) ||
+        !resolve_setting(&settings->tls_key, "EINSORA_TLS_KEY", "--tls-key", NULL, error))
         return FALSE;
+    if (!einsora_tls_mode_parse(settings->tls, &settings->tls_mode)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_TLS (--tls): \"%s\" is none of auto, on and plain-behind-tls-proxy",
+                    settings->tls);
+        return FALSE;
+    }
     if (!g_str_equal(settings->metrics_open, "off") &&
         !g_str_equal(settings->metrics_open, "loopback")) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -841,6 +859,80 @@ quit_on_signal(gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
+typedef struct {
+    EinsoraDaemonTls *tls;
+    EinsoraApiServer *api;
+} TlsReload;
+
+/* SIGHUP: a certificate renewed on disk serves the connections from now
+ * on; one that doesn't load leaves the last in place. */
+static gboolean
+reload_on_signal(gpointer user_data)
+{
+    TlsReload *reload = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (!einsora_daemon_tls_reload(reload->tls, &error)) {
+        g_message("SIGHUP: the TLS certificate stays as it was: %s", error->message);
+        return G_SOURCE_CONTINUE;
+    }
+    einsora_api_server_set_tls_certificate(reload->api,
+                                           einsora_daemon_tls_get_certificate(reload->tls));
+    g_message("SIGHUP: TLS certificate %s reloaded, fingerprint %s",
+              einsora_daemon_tls_describe(reload->tls),
+              einsora_daemon_tls_get_fingerprint(reload->tls));
+    return G_SOURCE_CONTINUE;
+}
+
+static void
+warn_if_plain_off_loopback(const EinsoraDaemonSettings *settings)
+{
+    if (settings->tls_mode == EINSORA_TLS_PLAIN_BEHIND_TLS_PROXY &&
+        !einsora_address_is_loopback(settings->api_addr))
+        g_message("TLS is off on %s (EINSORA_TLS=plain-behind-tls-proxy): plain HTTP, for a "
+                  "proxy in front that ends TLS; without one, tokens and passwords cross the "
+                  "network in clear",
+                  settings->api_addr);
+}
+
+/* What an operator asks of a daemon's setup, changing nothing: the
+ * certificate's fingerprint above all, to give to the Lab's people. */
+static int
+run_info(const EinsoraDaemonSettings *settings)
+{
+    g_autofree gchar *own = einsora_daemon_tls_identity_path(settings->data_dir);
+    const char *cert = settings->tls_cert != NULL ? settings->tls_cert : own;
+
+    g_print("einsora-daemon %s\n", EINSORA_VERSION);
+    g_print("data directory: %s\n", settings->data_dir);
+    g_print("api: %s\n", settings->api_addr);
+    g_print("access proxy: %s\n", settings->access_addr);
+    if (!einsora_daemon_tls_wanted(settings->tls_mode, settings->api_addr, settings->tls_cert)) {
+        g_print("tls: off (%s)\n", settings->tls_mode == EINSORA_TLS_PLAIN_BEHIND_TLS_PROXY
+                                       ? "plain-behind-tls-proxy: a proxy in front ends TLS"
+                                       : "a loopback address");
+        return EXIT_SUCCESS;
+    }
+    g_print("tls: on, certificate %s\n", cert);
+    if (settings->tls_cert == NULL && !g_file_test(own, G_FILE_TEST_EXISTS)) {
+        g_print("fingerprint: none yet; the daemon makes its certificate at its first start\n");
+        return EXIT_SUCCESS;
+    }
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GTlsCertificate) certificate = g_tls_certificate_new_from_file(cert, &error);
+        g_autofree gchar *fingerprint = NULL;
+
+        if (certificate == NULL) {
+            g_printerr("einsora-daemon info: %s: %s\n", cert, error->message);
+            return EXIT_FAILURE;
+        }
+        fingerprint = einsora_tls_certificate_fingerprint(certificate);
+        g_print("fingerprint: %s\n", fingerprint);
+    }
+    return EXIT_SUCCESS;
+}
+
 static int
 run_migrate(const EinsoraDaemonSettings *settings)
 {
@@ -949,6 +1041,9 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraMeter) meter = NULL;
     g_autoptr(EinsoraUser) owner = NULL;
     g_autoptr(EinsoraMetrics) metrics = einsora_metrics_new();
+    g_autoptr(EinsoraDaemonTls) tls = NULL;
+    TlsReload reload = {NULL};
+    guint reload_id = 0;
     g_auto(LocalMachine) machine = {NULL};
     GMainLoop *loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
@@ -974,6 +1069,12 @@ run_daemon(const EinsoraDaemonSettings *settings)
         !check_can_listen(settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen",
                           &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    /* Before the store: a certificate that doesn't load changes nothing. */
+    if (!einsora_daemon_tls_new(settings->tls_mode, settings->api_addr, settings->tls_cert,
+                                settings->tls_key, settings->data_dir, &tls, &error)) {
+        g_printerr("einsora-daemon: TLS: %s\n", error->message);
         return EXIT_FAILURE;
     }
     store = open_store(settings, &error);
@@ -1039,6 +1140,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
     einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
     einsora_api_server_set_metrics_open_to_loopback(
         api, g_str_equal(settings->metrics_open, "loopback"));
+    if (tls != NULL)
+        einsora_api_server_set_tls_certificate(api, einsora_daemon_tls_get_certificate(tls));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -1051,10 +1154,18 @@ run_daemon(const EinsoraDaemonSettings *settings)
               "http://w-<id>.localhost:%u/)",
               einsora_access_proxy_get_port(access), einsora_access_proxy_get_port(access));
     g_message("api listening on %s", uri);
+    if (tls != NULL) {
+        g_message("TLS certificate %s, fingerprint %s", einsora_daemon_tls_describe(tls),
+                  einsora_daemon_tls_get_fingerprint(tls));
+        reload = (TlsReload){.tls = tls, .api = api};
+        reload_id = g_unix_signal_add(SIGHUP, reload_on_signal, &reload);
+    }
+    warn_if_plain_off_loopback(settings);
     g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));
     start_probes(settings, &machine);
     g_main_loop_run(loop);
+    g_clear_handle_id(&reload_id, g_source_remove);
     einsora_meter_stop(meter);
     einsora_controller_stop(machine.controller);
     einsora_agent_stop(machine.agent);
@@ -1126,6 +1237,17 @@ main(int argc, char **argv)
          "loopback: GET /metrics answers requests from this machine without a token; off: only "
          "to the machine owner's token (EINSORA_METRICS_OPEN, default off)",
          "off|loopback"},
+        {"tls", 0, 0, G_OPTION_ARG_STRING, &settings.tls,
+         "auto: the API speaks TLS when its address isn't loopback; on: whatever the address; "
+         "plain-behind-tls-proxy: never, for a proxy in front that ends TLS (EINSORA_TLS, "
+         "default auto)",
+         "auto|on|plain-behind-tls-proxy"},
+        {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &settings.tls_cert,
+         "The API's TLS certificate (and its chain), PEM, read again on SIGHUP; without it, the "
+         "daemon's own in DATA_DIR/tls (EINSORA_TLS_CERT)",
+         "FILE"},
+        {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &settings.tls_key,
+         "The private key of --tls-cert, PEM (EINSORA_TLS_KEY)", "FILE"},
         {"agent-state-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.agent_state_dir,
          "Where the agent keeps this machine's ID and its lock (EINSORA_AGENT_STATE_DIR, "
          "default the data directory)",
@@ -1140,11 +1262,12 @@ main(int argc, char **argv)
     };
 
     setlocale(LC_ALL, "");
-    context = g_option_context_new("[migrate | account create]");
+    context = g_option_context_new("[migrate | info | account create]");
     g_option_context_set_summary(
         context, "Runs Einsora: the /v1 API over the store, the catalog and the service.\n"
-                 "\"migrate\" applies the database migrations and exits; \"account create\" "
-                 "adds a tenant and its first user and prints an API token for it.");
+                 "\"migrate\" applies the database migrations and exits; \"info\" prints the "
+                 "setup, with the TLS certificate's fingerprint; \"account create\" adds a "
+                 "tenant and its first user and prints an API token for it.");
     g_option_context_add_main_entries(context, entries, NULL);
     if (!g_option_context_parse(context, &argc, &argv, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
@@ -1162,10 +1285,12 @@ main(int argc, char **argv)
     }
     if (argc == 2 && g_strcmp0(argv[1], "migrate") == 0)
         return run_migrate(&settings);
+    if (argc == 2 && g_strcmp0(argv[1], "info") == 0)
+        return run_info(&settings);
     if (argc == 3 && g_strcmp0(argv[1], "account") == 0 && g_strcmp0(argv[2], "create") == 0)
         return run_account_create(&settings, tenant, email, password_stdin);
     if (argc > 1) {
-        g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate and "
+        g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate, info and "
                    "account create\n",
                    argv[1]);
         return 2;

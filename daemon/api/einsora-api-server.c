@@ -461,6 +461,12 @@ einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **
     return einsora_http_edge_listen(self->edge, address, error);
 }
 
+void
+einsora_api_server_set_tls_certificate(EinsoraApiServer *self, GTlsCertificate *certificate)
+{
+    einsora_http_edge_set_tls_certificate(self->edge, certificate);
+}
+
 gchar *
 einsora_api_server_get_uri(EinsoraApiServer *self)
 {

@@ -20,7 +20,10 @@ EinsoraApiServer *einsora_api_server_new(EinsoraService *service, EinsoraAuth *a
                                          EinsoraNowFunc now, gpointer now_data);
 /* Listens on "HOST:PORT" (an IP literal; port 0 picks a free one). */
 gboolean einsora_api_server_listen(EinsoraApiServer *self, const char *address, GError **error);
-/* The URI it listens on, e.g. "http://127.0.0.1:8080/". */
+/* Connections from now on speak TLS with @certificate (NULL: plain
+ * HTTP); call before listening, and again with a renewed one. */
+void einsora_api_server_set_tls_certificate(EinsoraApiServer *self, GTlsCertificate *certificate);
+/* The URI it listens on, e.g. "http://127.0.0.1:8080/", "https://…" with TLS. */
 gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 
 /* The port of the access proxy (EINSORA_ACCESS_ADDR), for the links

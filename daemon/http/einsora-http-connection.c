@@ -832,6 +832,14 @@ einsora_http_connection_new(const EinsoraHttpConnectionHost *host, GSocket *sock
     return self;
 }
 
+void
+einsora_http_connection_set_peer(EinsoraHttpConnection *self, GSocketAddress *local,
+                                 GSocketAddress *remote)
+{
+    g_set_object(&self->local, local);
+    g_set_object(&self->remote, remote);
+}
+
 GList *
 einsora_http_connection_get_waiting_link(EinsoraHttpConnection *self)
 {

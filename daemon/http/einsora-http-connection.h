@@ -33,6 +33,10 @@ EinsoraHttpConnection *einsora_http_connection_ref(EinsoraHttpConnection *connec
 void einsora_http_connection_unref(EinsoraHttpConnection *connection);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraHttpConnection, einsora_http_connection_unref)
 
+/* The addresses libsoup is told, when @socket isn't the peer's own (the
+ * inner end of a TLS front's pair). */
+void einsora_http_connection_set_peer(EinsoraHttpConnection *connection, GSocketAddress *local,
+                                      GSocketAddress *remote);
 void einsora_http_connection_start(EinsoraHttpConnection *connection);
 /* Its deadline (monotonic µs; 0: none now). */
 gint64 einsora_http_connection_get_deadline(EinsoraHttpConnection *connection);

@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "einsora-http-connection.h"
+#include "einsora-tls-front.h"
 
 #define DEFAULT_TIMEOUT_MS (30 * 1000)
 #define DEFAULT_IDLE_TIMEOUT_MS (60 * 1000)
@@ -30,6 +32,11 @@
 /* How often deadlines are checked: one timer, not one per connection. */
 #define SWEEP_INTERVAL_MS 1000
 
+/* Descriptors a connection holds: its socket, and with TLS the pair its
+ * front relays through. The cap counts descriptors, as the limit does. */
+#define PLAIN_WEIGHT 1
+#define TLS_WEIGHT 3
+
 #define CONNECTION_KEY "einsora-http-connection"
 #define HANGUP_KEY "einsora-http-hangup"
 
@@ -42,8 +49,12 @@ struct _EinsoraHttpEdge {
     GSource *incoming;
     guint accept_pause_id;
     GSource *sweep;
-    /* Every open connection (a reference each). */
+    /* NULL: plain HTTP. */
+    GTlsCertificate *certificate;
+    /* Every open connection (a reference each), to its weight. */
     GHashTable *connections;
+    /* The TLS front of each TLS connection. */
+    GHashTable *fronts;
     /* Those waiting for a request, longest first: they make room. */
     GQueue waiting;
     /* The connection whose request libsoup is taking right now. */
@@ -53,8 +64,8 @@ struct _EinsoraHttpEdge {
 
 G_DEFINE_FINAL_TYPE(EinsoraHttpEdge, einsora_http_edge, G_TYPE_OBJECT)
 
-/* Every edge's connections together: the cap is the process's, since
- * the edges share its open-file limit. */
+/* Every edge's connections together, by weight: the cap is the
+ * process's, since the edges share its open-file limit. */
 static gint all_connections;
 
 static gboolean resume_accepting(gpointer user_data);
@@ -129,12 +140,17 @@ einsora_http_edge_dispose(GObject *object)
     if (self->connections != NULL) {
         GHashTableIter iter;
         gpointer key;
+        gpointer weight;
         g_hash_table_iter_init(&iter, self->connections);
-        while (g_hash_table_iter_next(&iter, &key, NULL))
+        while (g_hash_table_iter_next(&iter, &key, &weight)) {
             einsora_http_connection_detach(key);
-        g_atomic_int_add(&all_connections, -(gint)g_hash_table_size(self->connections));
+            g_atomic_int_add(&all_connections, -(gint)GPOINTER_TO_UINT(weight));
+        }
         g_clear_pointer(&self->connections, g_hash_table_unref);
     }
+    /* A connection still in libsoup's hands sees its end of stream. */
+    g_clear_pointer(&self->fronts, g_hash_table_unref);
+    g_clear_object(&self->certificate);
     /* Its links are the connections' own. */
     g_queue_init(&self->waiting);
     if (self->server != NULL)
@@ -154,6 +170,8 @@ einsora_http_edge_init(EinsoraHttpEdge *self)
 {
     self->connections = g_hash_table_new_full(g_direct_hash, g_direct_equal,
                                               (GDestroyNotify)einsora_http_connection_unref, NULL);
+    self->fronts = g_hash_table_new_full(g_direct_hash, g_direct_equal,
+                                         (GDestroyNotify)einsora_tls_front_close, NULL);
     g_queue_init(&self->waiting);
 }
 
@@ -167,11 +185,14 @@ static void
 on_connection_closed(EinsoraHttpConnection *connection, gpointer user_data)
 {
     EinsoraHttpEdge *self = user_data;
+    gpointer weight;
 
     /* The table's reference may be the last: not while it is working. */
     einsora_http_connection_ref(connection);
-    if (g_hash_table_remove(self->connections, connection))
-        g_atomic_int_add(&all_connections, -1);
+    if (g_hash_table_lookup_extended(self->connections, connection, NULL, &weight)) {
+        g_atomic_int_add(&all_connections, -(gint)GPOINTER_TO_UINT(weight));
+        g_hash_table_remove(self->connections, connection);
+    }
     g_idle_add_full(G_PRIORITY_DEFAULT, release_later, connection,
                     (GDestroyNotify)einsora_http_connection_unref);
 }
@@ -279,6 +300,38 @@ make_room(EinsoraHttpEdge *self, EinsoraHttpConnection *newcomer)
     einsora_http_connection_expire(oldest, "making room");
 }
 
+static void
+on_front_done(EinsoraTlsFront *front, gpointer user_data)
+{
+    EinsoraHttpEdge *self = user_data;
+
+    g_hash_table_remove(self->fronts, front);
+}
+
+/* A TLS connection: the connection reads the inner end of its front's
+ * pair, and sees the TCP peer's addresses as its own. */
+static EinsoraHttpConnection *
+accept_tls(EinsoraHttpEdge *self, GSocket *socket)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSocket) inner = NULL;
+    g_autoptr(GSocketAddress) local = g_socket_get_local_address(socket, NULL);
+    g_autoptr(GSocketAddress) remote = g_socket_get_remote_address(socket, NULL);
+    EinsoraTlsFront *front = einsora_tls_front_new(socket, self->certificate, &inner, &error);
+    EinsoraHttpConnection *connection;
+
+    if (front == NULL) {
+        g_message("couldn't take a TLS connection: %s", error->message);
+        return NULL;
+    }
+    g_socket_set_option(socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+    connection = einsora_http_connection_new(&self->host, inner);
+    einsora_http_connection_set_peer(connection, local, remote);
+    g_hash_table_add(self->fronts, front);
+    einsora_tls_front_start(front, on_front_done, self);
+    return connection;
+}
+
 static gboolean
 on_incoming(GSocket *listener, GIOCondition condition, gpointer user_data)
 {
@@ -288,6 +341,7 @@ on_incoming(GSocket *listener, GIOCondition condition, gpointer user_data)
         g_autoptr(GError) error = NULL;
         g_autoptr(GSocket) socket = g_socket_accept(listener, NULL, &error);
         EinsoraHttpConnection *connection;
+        guint weight;
 
         if (socket == NULL) {
             if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
@@ -300,9 +354,13 @@ on_incoming(GSocket *listener, GIOCondition condition, gpointer user_data)
             self->accept_pause_id = g_timeout_add(ACCEPT_PAUSE_MS, resume_accepting, self);
             return G_SOURCE_REMOVE;
         }
-        connection = einsora_http_connection_new(&self->host, socket);
-        g_hash_table_add(self->connections, connection);
-        g_atomic_int_inc(&all_connections);
+        connection = self->certificate != NULL ? accept_tls(self, socket)
+                                               : einsora_http_connection_new(&self->host, socket);
+        if (connection == NULL)
+            continue;
+        weight = self->certificate != NULL ? TLS_WEIGHT : PLAIN_WEIGHT;
+        g_hash_table_insert(self->connections, connection, GUINT_TO_POINTER(weight));
+        g_atomic_int_add(&all_connections, (gint)weight);
         einsora_http_connection_start(connection);
         make_room(self, connection);
     }
@@ -409,11 +467,23 @@ einsora_http_edge_get_uri(EinsoraHttpEdge *self)
         return NULL;
     inet = G_INET_SOCKET_ADDRESS(address);
     host = g_inet_address_to_string(g_inet_socket_address_get_address(inet));
-    return g_strdup_printf(g_inet_address_get_family(g_inet_socket_address_get_address(inet)) ==
-                                   G_SOCKET_FAMILY_IPV6
-                               ? "http://[%s]:%u/"
-                               : "http://%s:%u/",
-                           host, g_inet_socket_address_get_port(inet));
+    return g_strdup_printf(
+        g_inet_address_get_family(g_inet_socket_address_get_address(inet)) == G_SOCKET_FAMILY_IPV6
+            ? "%s://[%s]:%u/"
+            : "%s://%s:%u/",
+        self->certificate != NULL ? "https" : "http", host, g_inet_socket_address_get_port(inet));
+}
+
+void
+einsora_http_edge_set_tls_certificate(EinsoraHttpEdge *self, GTlsCertificate *certificate)
+{
+    g_set_object(&self->certificate, certificate);
+}
+
+gboolean
+einsora_http_edge_is_tls(EinsoraHttpEdge *self)
+{
+    return self->certificate != NULL;
 }
 
 guint

@@ -60,7 +60,13 @@ GSocket *einsora_http_listen_socket_new(GInetSocketAddress *address, GError **er
 /* Listens on @address (einsora_http_address_parse()). */
 gboolean einsora_http_edge_listen(EinsoraHttpEdge *self, const char *address, GError **error);
 guint einsora_http_edge_get_port(EinsoraHttpEdge *self);
-/* "http://127.0.0.1:8080/", "http://[::1]:8080/", or NULL before listening. */
+/* Connections accepted from now on speak TLS with @certificate (and its
+ * private key), or plain HTTP with NULL; those open keep what they have.
+ * So a certificate renewed on disk is put in with no restart. */
+void einsora_http_edge_set_tls_certificate(EinsoraHttpEdge *self, GTlsCertificate *certificate);
+gboolean einsora_http_edge_is_tls(EinsoraHttpEdge *self);
+/* "http://127.0.0.1:8080/", "https://[::1]:8443/" with TLS, or NULL before
+ * listening. */
 gchar *einsora_http_edge_get_uri(EinsoraHttpEdge *self);
 guint einsora_http_edge_count_connections(EinsoraHttpEdge *self);
 guint einsora_http_edge_get_max_connections(EinsoraHttpEdge *self);
