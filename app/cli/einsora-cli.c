@@ -7,6 +7,7 @@
 #include <glib/gi18n.h>
 #include <stdio.h>
 
+#include "einsora-server-pins.h"
 #include "einsora-short-id.h"
 #include "einsora-table.h"
 
@@ -161,8 +162,8 @@ resolve_setting(const char *option_value, const char *variable, const char *opti
     return TRUE;
 }
 
-static gboolean
-check_server(const char *server, GError **error)
+gboolean
+einsora_cli_check_server(const char *server, GError **error)
 {
     g_autoptr(GUri) uri = g_uri_parse(server, G_URI_FLAGS_NONE, NULL);
     const char *scheme = uri != NULL ? g_uri_get_scheme(uri) : NULL;
@@ -236,7 +237,7 @@ einsora_cli_get_client(EinsoraCli *cli, GError **error)
         return NULL;
     if (server == NULL)
         server = EINSORA_CLI_DEFAULT_SERVER;
-    if (!check_server(server, error))
+    if (!einsora_cli_check_server(server, error))
         return NULL;
     if (!resolve_setting(cli->options.token, "EINSORA_TOKEN", "--token", &token, error))
         return NULL;
@@ -260,7 +261,26 @@ einsora_cli_get_client(EinsoraCli *cli, GError **error)
         return NULL;
     }
     cli->client = einsora_client_new(server, token);
+    if (!einsora_cli_apply_pin(cli->client, error)) {
+        g_clear_object(&cli->client);
+        return NULL;
+    }
     return cli->client;
+}
+
+gboolean
+einsora_cli_apply_pin(EinsoraClient *client, GError **error)
+{
+    g_autoptr(EinsoraServerPins) pins = NULL;
+    const char *server = einsora_client_get_base_url(client);
+
+    if (g_ascii_strncasecmp(server, "https:", strlen("https:")) != 0)
+        return TRUE;
+    pins = einsora_server_pins_load(NULL, error);
+    if (pins == NULL)
+        return FALSE;
+    einsora_client_set_pinned_certificate(client, einsora_server_pins_lookup(pins, server));
+    return TRUE;
 }
 
 guint

@@ -79,6 +79,10 @@ gboolean einsora_cli_expect_arguments(const EinsoraCliCommand *command, int argc
  * else the local daemon; --token, EINSORA_TOKEN, else the token file in
  * --data-dir, EINSORA_DATA_DIR, or the user's data directory. */
 EinsoraClient *einsora_cli_get_client(EinsoraCli *cli, GError **error);
+/* Whether @server is an http:// or https:// URL (a usage error if not). */
+gboolean einsora_cli_check_server(const char *server, GError **error);
+/* @client trusts what the user pinned for its server (einsora login). */
+gboolean einsora_cli_apply_pin(EinsoraClient *client, GError **error);
 
 /* The ID of the caller's workload (or API token) that @text names: a whole
  * ID, or a prefix that matches exactly one. */
@@ -132,6 +136,8 @@ gboolean einsora_cli_models(EinsoraCli *cli, const EinsoraCliCommand *command, i
                             char **argv, GError **error);
 gboolean einsora_cli_catalog(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                              char **argv, GError **error);
+gboolean einsora_cli_login(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
 gboolean einsora_cli_me(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                         GError **error);
 gboolean einsora_cli_tokens(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,

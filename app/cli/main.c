@@ -40,6 +40,10 @@ static const EinsoraCliCommand commands[] = {
     {"tokens", N_("[list | create NAME | revoke ID]"), N_("List, create and revoke API tokens"),
      einsora_cli_tokens},
     {"me", NULL, N_("Show whom the token belongs to"), einsora_cli_me},
+    {"login", N_("URL"),
+     N_("Trust a server's TLS certificate: check its fingerprint and pin it (--fingerprint "
+        "SHA256:… for scripts)"),
+     einsora_cli_login},
     {NULL},
 };
 

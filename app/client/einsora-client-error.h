@@ -26,11 +26,15 @@ typedef enum {
     EINSORA_CLIENT_ERROR_UNREACHABLE,
     /* An answer, but not one the API gives (not JSON, wrong shape). */
     EINSORA_CLIENT_ERROR_BAD_RESPONSE,
+    /* The server's TLS certificate is neither pinned nor one the system's
+     * CAs vouch for: nothing was sent. */
+    EINSORA_CLIENT_ERROR_UNTRUSTED_CERTIFICATE,
 } EinsoraClientError;
 
 /* The code strings of the errors that aren't the API's. */
 #define EINSORA_CLIENT_CODE_UNREACHABLE "unreachable"
 #define EINSORA_CLIENT_CODE_BAD_RESPONSE "bad_response"
+#define EINSORA_CLIENT_CODE_UNTRUSTED_CERTIFICATE "untrusted_certificate"
 
 GQuark einsora_client_error_quark(void);
 

@@ -10,6 +10,8 @@
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
 
+#include "einsora-pinned-database.h"
+
 /* A request with an Idempotency-Key that broke in transit is sent this many
  * times at most; the server answers a repeated key only once. */
 #define MAX_ATTEMPTS 3
@@ -25,6 +27,8 @@ struct _EinsoraClient {
     gchar *token;
     SoupSession *session;
     SoupSession *stream_session; /* no I/O timeout: a followed log may be quiet for hours */
+    /* Whom TLS trusts: the pinned certificate or the system's CAs. */
+    EinsoraPinnedDatabase *trust;
 };
 
 G_DEFINE_TYPE(EinsoraClient, einsora_client, G_TYPE_OBJECT)
@@ -79,6 +83,7 @@ einsora_client_finalize(GObject *object)
 
     g_clear_object(&self->session);
     g_clear_object(&self->stream_session);
+    g_clear_object(&self->trust);
     g_clear_pointer(&self->base_url, g_free);
     g_clear_pointer(&self->token, g_free);
     G_OBJECT_CLASS(einsora_client_parent_class)->finalize(object);
@@ -105,8 +110,28 @@ einsora_client_class_init(EinsoraClientClass *klass)
 static void
 einsora_client_init(EinsoraClient *self)
 {
+    self->trust = einsora_pinned_database_new(NULL);
     self->session = soup_session_new_with_options("timeout", TIMEOUT_SECONDS, "user-agent",
-                                                  "einsora/" EINSORA_VERSION, NULL);
+                                                  "einsora/" EINSORA_VERSION, "tls-database",
+                                                  self->trust, NULL);
+}
+
+void
+einsora_client_set_pinned_certificate(EinsoraClient *self, const char *fingerprint)
+{
+    g_return_if_fail(EINSORA_IS_CLIENT(self));
+    g_clear_object(&self->trust);
+    self->trust = einsora_pinned_database_new(fingerprint);
+    soup_session_set_tls_database(self->session, G_TLS_DATABASE(self->trust));
+    if (self->stream_session != NULL)
+        soup_session_set_tls_database(self->stream_session, G_TLS_DATABASE(self->trust));
+}
+
+GTlsDatabase *
+einsora_client_get_tls_database(EinsoraClient *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    return G_TLS_DATABASE(self->trust);
 }
 
 gchar *
@@ -159,7 +184,10 @@ EinsoraEventFeed *
 einsora_client_new_event_feed(EinsoraClient *self)
 {
     g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
-    return einsora_event_feed_new(self->base_url, self->token);
+    EinsoraEventFeed *feed = einsora_event_feed_new(self->base_url, self->token);
+
+    einsora_event_feed_set_tls_database(feed, G_TLS_DATABASE(self->trust));
+    return feed;
 }
 
 /* Only failures after which the request may have reached the server are
@@ -373,11 +401,37 @@ send_again(const char *method, const char *path, const char *idempotency_key, gu
     return TRUE;
 }
 
+/* What to check and what to type, when TLS refused the server. */
+static GError *
+untrusted_error(EinsoraClient *self, const char *presented)
+{
+    const char *pin = einsora_pinned_database_get_pin(self->trust);
+    g_autofree gchar *text =
+        pin != NULL
+            ? g_strdup_printf(_("%s presents a certificate other than the one you pinned: pinned "
+                                "%s, now %s. Nothing was sent. If its admin renewed it, check "
+                                "the new fingerprint with them (einsora-daemon info on the "
+                                "server prints it), then pin it: einsora login %s "
+                                "--fingerprint %s"),
+                              self->base_url, pin, presented, self->base_url, presented)
+            : g_strdup_printf(_("%s presents a certificate this machine doesn't trust, "
+                                "fingerprint %s. Nothing was sent. Check the fingerprint with "
+                                "the server's admin (einsora-daemon info on the server prints "
+                                "it), then pin it: einsora login %s --fingerprint %s"),
+                              self->base_url, presented, self->base_url, presented);
+
+    return einsora_client_error_new(EINSORA_CLIENT_CODE_UNTRUSTED_CERTIFICATE, NULL, 0, text);
+}
+
 static GError *
 unreachable_error(EinsoraClient *self, const GError *error)
 {
-    g_autofree gchar *text =
-        g_strdup_printf(_("can't reach %s: %s"), self->base_url, error->message);
+    g_autofree gchar *refused = einsora_pinned_database_dup_refused(self->trust);
+    g_autofree gchar *text = NULL;
+
+    if (error->domain == G_TLS_ERROR && refused != NULL)
+        return untrusted_error(self, refused);
+    text = g_strdup_printf(_("can't reach %s: %s"), self->base_url, error->message);
     return einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text);
 }
 
@@ -973,8 +1027,8 @@ static SoupSession *
 stream_session(EinsoraClient *self)
 {
     if (self->stream_session == NULL)
-        self->stream_session =
-            soup_session_new_with_options("user-agent", "einsora/" EINSORA_VERSION, NULL);
+        self->stream_session = soup_session_new_with_options(
+            "user-agent", "einsora/" EINSORA_VERSION, "tls-database", self->trust, NULL);
     return self->stream_session;
 }
 

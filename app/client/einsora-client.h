@@ -32,6 +32,13 @@ const char *einsora_client_get_base_url(EinsoraClient *self);
 /* The API token it sends (NULL: none), for a call outside /v1 to the same
  * server's endpoints. */
 const char *einsora_client_get_token(EinsoraClient *self);
+/* TLS accepts the certificate whose fingerprint is @fingerprint ("SHA256:"
+ * and hex, as einsora-daemon prints it), or one the system's CAs vouch
+ * for; NULL: those only. A refused certificate fails the call with
+ * EINSORA_CLIENT_ERROR_UNTRUSTED_CERTIFICATE, naming both fingerprints. */
+void einsora_client_set_pinned_certificate(EinsoraClient *self, const char *fingerprint);
+/* What its sessions trust, for another session to the same server. */
+GTlsDatabase *einsora_client_get_tls_database(EinsoraClient *self);
 /* The change feed of this client's server, with its token (not started). */
 EinsoraEventFeed *einsora_client_new_event_feed(EinsoraClient *self);
 

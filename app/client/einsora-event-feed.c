@@ -457,6 +457,13 @@ einsora_event_feed_set_backoff(EinsoraEventFeed *self, guint first_ms, guint max
     self->backoff_ms = first_ms;
 }
 
+void
+einsora_event_feed_set_tls_database(EinsoraEventFeed *self, GTlsDatabase *database)
+{
+    g_return_if_fail(EINSORA_IS_EVENT_FEED(self));
+    soup_session_set_tls_database(self->session, database);
+}
+
 EinsoraEventFeed *
 einsora_event_feed_new(const char *base_url, const char *token)
 {

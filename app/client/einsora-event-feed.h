@@ -38,6 +38,8 @@ EinsoraEventFeed *einsora_event_feed_new(const char *base_url, const char *token
 /* Opens the stream. @last_event_id: (nullable): the last event the caller
  * has; NULL starts from now (no backlog), "0" from the very first event.
  * Starting a started feed starts it again from @last_event_id. */
+/* Whom its TLS trusts (einsora_client_get_tls_database()); before start. */
+void einsora_event_feed_set_tls_database(EinsoraEventFeed *self, GTlsDatabase *database);
 void einsora_event_feed_start(EinsoraEventFeed *self, const char *last_event_id);
 /* Closes the stream and stops reconnecting; "connected" becomes FALSE.
  * No signal is emitted after it returns. */

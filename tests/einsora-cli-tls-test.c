@@ -1,0 +1,311 @@
+/* The real `einsora` against the real daemon over TLS (EINSORA_TLS=on on
+ * loopback; its own certificate, which no system CA vouches for): refused
+ * with the fingerprint and what to type until pinned; `einsora login`
+ * with a wrong fingerprint pins nothing, with the right one pins it in a
+ * private file; then every call works, the change feed too; a daemon
+ * whose certificate changed is refused with both fingerprints named, and
+ * the new one pinned by hand works. The pins file is trusted only when
+ * it is the user's alone. The interactive confirmation needs a terminal
+ * and is not run here. */
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "einsora-pinned-database.h"
+#include "einsora-server-pins.h"
+#include "einsora-test-daemon.h"
+#include "einsora-test-dir.h"
+
+typedef struct {
+    int status;
+    gchar *out;
+    gchar *err;
+} CliRun;
+
+static void
+cli_run_free(CliRun *run)
+{
+    g_free(run->out);
+    g_free(run->err);
+    g_free(run);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
+
+static EinsoraTestDaemon *daemon_;
+static gchar *config_home;
+
+static const char *
+cli_path(void)
+{
+    const char *path = g_getenv("EINSORA_CLI");
+
+    g_assert_nonnull(path);
+    return path;
+}
+
+/* einsora @argv with the daemon's URL and token, and a config home of
+ * the test's own; stdin is not a terminal. */
+static CliRun *
+run_cli_argv(const char *const *argv, gint timeout_s)
+{
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDIN_PIPE);
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(GSubprocess) process = NULL;
+    g_autoptr(GError) error = NULL;
+    CliRun *run = g_new0(CliRun, 1);
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
+    g_subprocess_launcher_setenv(launcher, "XDG_CONFIG_HOME", config_home, TRUE);
+    g_subprocess_launcher_setenv(launcher, "LC_ALL", "C.UTF-8", TRUE);
+    if (timeout_s > 0) {
+        g_autofree gchar *seconds = g_strdup_printf("%d", timeout_s);
+        g_ptr_array_add(args, "timeout");
+        g_ptr_array_add(args, "-s");
+        g_ptr_array_add(args, "INT");
+        g_ptr_array_add(args, seconds);
+        g_ptr_array_add(args, (gpointer)cli_path());
+        for (guint i = 0; argv[i] != NULL; i++)
+            g_ptr_array_add(args, (gpointer)argv[i]);
+        g_ptr_array_add(args, NULL);
+        process = g_subprocess_launcher_spawnv(launcher, (const char *const *)args->pdata, &error);
+    } else {
+        g_ptr_array_add(args, (gpointer)cli_path());
+        for (guint i = 0; argv[i] != NULL; i++)
+            g_ptr_array_add(args, (gpointer)argv[i]);
+        g_ptr_array_add(args, NULL);
+        process = g_subprocess_launcher_spawnv(launcher, (const char *const *)args->pdata, &error);
+    }
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate_utf8(process, "", NULL, &run->out, &run->err, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(process));
+    run->status = g_subprocess_get_exit_status(process);
+    g_test_message("einsora %s -> %d\n%s%s", argv[0], run->status, run->out, run->err);
+    g_assert_null(strstr(run->out, daemon_->owner_token));
+    g_assert_null(strstr(run->err, daemon_->owner_token));
+    return run;
+}
+
+#define run_cli(...) run_cli_argv((const char *const[]){__VA_ARGS__, NULL}, 0)
+
+static gchar *
+logged_fingerprint(void)
+{
+    g_autofree gchar *log = einsora_test_daemon_read_log(daemon_);
+    const char *at = g_strrstr(log, ", fingerprint SHA256:");
+
+    g_assert_nonnull(at);
+    return g_strndup(at + strlen(", fingerprint "), strlen("SHA256:") + 64);
+}
+
+static gchar *
+pins_path(void)
+{
+    return g_build_filename(config_home, "einsora", "servers.json", NULL);
+}
+
+static void
+test_pin_and_change(void)
+{
+    g_autofree gchar *fingerprint = logged_fingerprint();
+    g_autofree gchar *upper = g_ascii_strup(fingerprint + strlen("SHA256:"), -1);
+    g_autofree gchar *path = pins_path();
+    g_autofree gchar *renewed = NULL;
+    g_autofree gchar *tls_dir = g_build_filename(daemon_->data_dir, "tls", NULL);
+    struct stat st;
+
+    /* Not pinned: refused, nothing sent, the fingerprint and the command
+     * to run named. */
+    {
+        g_autoptr(CliRun) run = run_cli("me");
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "untrusted_certificate"));
+        g_assert_nonnull(strstr(run->err, fingerprint));
+        g_assert_nonnull(strstr(run->err, "einsora login"));
+    }
+    /* login without a fingerprint and with no terminal: nothing pinned. */
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri);
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, fingerprint));
+        g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+    }
+    /* A wrong one: nothing pinned. A malformed one: a usage error. */
+    {
+        g_autoptr(CliRun) run =
+            run_cli("login", daemon_->uri, "--fingerprint",
+                    "SHA256:1111111111111111111111111111111111111111111111111111111111111111");
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "not the fingerprint given"));
+        g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri, "--fingerprint", "SHA256:abc");
+        g_assert_cmpint(run->status, ==, 2);
+        g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+    }
+    /* The right one, as a person may copy it (upper case, no prefix). */
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri, "--fingerprint", upper);
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(strstr(run->out, "pinned"));
+    }
+    g_assert_cmpint(g_stat(path, &st), ==, 0);
+    g_assert_cmpuint(st.st_mode & 0777, ==, 0600);
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri);
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(strstr(run->out, "pinned already"));
+    }
+    /* Pinned: requests, and the change feed. */
+    {
+        g_autoptr(CliRun) run = run_cli("me");
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(strstr(run->out, "owner@localhost"));
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("workloads");
+        g_assert_cmpint(run->status, ==, 0);
+    }
+    {
+        g_autoptr(CliRun) run = run_cli_argv((const char *const[]){"watch", NULL}, 3);
+        /* Stopped by the timeout's SIGINT, after it connected. */
+        g_assert_nonnull(strstr(run->err, "Watching for events"));
+        g_assert_null(strstr(run->err, "untrusted"));
+    }
+
+    /* A new certificate (its identity made again) at the same address:
+     * refused, both named. */
+    {
+        g_autoptr(GUri) uri = g_uri_parse(daemon_->uri, G_URI_FLAGS_NONE, NULL);
+        g_free(daemon_->listen);
+        daemon_->listen = g_strdup_printf("127.0.0.1:%d", g_uri_get_port(uri));
+    }
+    einsora_test_daemon_stop(daemon_);
+    einsora_test_dir_remove(tls_dir);
+    g_assert_false(g_file_test(tls_dir, G_FILE_TEST_EXISTS));
+    einsora_test_daemon_start(daemon_);
+    renewed = logged_fingerprint();
+    g_assert_cmpstr(renewed, !=, fingerprint);
+    {
+        g_autoptr(CliRun) run = run_cli("me");
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "other than the one you pinned"));
+        g_assert_nonnull(strstr(run->err, fingerprint));
+        g_assert_nonnull(strstr(run->err, renewed));
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri);
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "other than the one you pinned"));
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("login", daemon_->uri, "--fingerprint", renewed);
+        g_assert_cmpint(run->status, ==, 0);
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("me");
+        g_assert_cmpint(run->status, ==, 0);
+    }
+
+    /* A pins file others may write is not trusted: an error, not a pass. */
+    g_assert_cmpint(g_chmod(path, 0666), ==, 0);
+    {
+        g_autoptr(CliRun) run = run_cli("me");
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "chmod 600"));
+    }
+    g_assert_cmpint(g_chmod(path, 0600), ==, 0);
+}
+
+/* Plain http:// to another machine: refused by login; loopback: nothing
+ * to pin. */
+static void
+test_login_plain(void)
+{
+    {
+        g_autoptr(CliRun) run = run_cli("login", "http://192.0.2.1:8080");
+        g_assert_cmpint(run->status, ==, 1);
+        g_assert_nonnull(strstr(run->err, "plain HTTP"));
+    }
+    {
+        g_autoptr(CliRun) run = run_cli("login", "http://127.0.0.1:8080");
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(strstr(run->out, "no certificate to pin"));
+    }
+}
+
+/* The pins file's own rules, in process: origins normalized, pins
+ * written whole and read back, a bad file an error. */
+static void
+test_pins_file(void)
+{
+    g_autofree gchar *dir = einsora_test_dir_new();
+    g_autofree gchar *path = g_build_filename(dir, "einsora", "servers.json", NULL);
+    g_autoptr(EinsoraServerPins) pins = NULL;
+    g_autoptr(EinsoraServerPins) again = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *origin = einsora_server_origin("HTTPS://Lab.Example/v1/");
+    g_autofree gchar *v6 = einsora_server_origin("https://[::1]:8443");
+    g_autofree gchar *normal = einsora_fingerprint_normalize(
+        "sha256:AB:CD:ef:01:23:45:67:89:ab:cd:ef:01:23:45:67:89:ab:cd:ef:01:23:45:67:89:ab:cd:"
+        "ef:01:23:45:67:89");
+    const char *pin = "SHA256:abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+
+    g_assert_cmpstr(origin, ==, "https://lab.example:443");
+    g_assert_cmpstr(v6, ==, "https://[::1]:8443");
+    g_assert_null(einsora_server_origin("ftp://lab"));
+    g_assert_cmpstr(normal, ==, pin);
+    g_assert_null(einsora_fingerprint_normalize("SHA256:abcd"));
+    g_assert_null(einsora_fingerprint_normalize(
+        "SHA256:zzcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"));
+
+    pins = einsora_server_pins_load(path, &error);
+    g_assert_no_error(error);
+    g_assert_null(einsora_server_pins_lookup(pins, "https://lab.example"));
+    g_assert_true(einsora_server_pins_save(pins, "https://lab.example:443/", pin, &error));
+    g_assert_false(einsora_server_pins_save(pins, "https://lab.example", "SHA256:12", &error));
+    g_clear_error(&error);
+    again = einsora_server_pins_load(path, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(einsora_server_pins_lookup(again, "https://LAB.example"), ==, pin);
+    g_assert_null(einsora_server_pins_lookup(again, "https://lab.example:8443"));
+
+    g_assert_true(g_file_set_contents(path, "{\"servers\": {\"https://x\": {}}}", -1, NULL));
+    g_assert_cmpint(g_chmod(path, 0600), ==, 0);
+    g_clear_pointer(&again, einsora_server_pins_free);
+    again = einsora_server_pins_load(path, &error);
+    g_assert_null(again);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    einsora_test_dir_remove(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/cli/tls/pins-file", test_pins_file);
+    if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
+        g_test_skip("GLib has no TLS backend here: install glib-networking");
+        return g_test_run();
+    }
+    config_home = einsora_test_dir_new();
+    daemon_ = einsora_test_daemon_new();
+    einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
+    einsora_test_daemon_start(daemon_);
+    g_test_add_func("/cli/tls/pin-and-change", test_pin_and_change);
+    g_test_add_func("/cli/tls/login-plain", test_login_plain);
+    status = g_test_run();
+    einsora_test_daemon_stop(daemon_);
+    einsora_test_daemon_free(daemon_);
+    einsora_test_dir_remove(config_home);
+    g_free(config_home);
+    return status;
+}
