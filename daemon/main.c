@@ -32,6 +32,7 @@
 #include "einsora-native-driver.h"
 #include "einsora-sim-driver.h"
 #include "einsora-service.h"
+#include "einsora-service-notify.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
 #include "einsora-tls-identity.h"
@@ -884,6 +885,21 @@ reload_on_signal(gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
+/* A Lab's first start: what its operator does next. */
+static void
+explain_first_lab_start(const EinsoraDaemonSettings *settings, const char *uri,
+                        EinsoraDaemonTls *tls)
+{
+    g_message("first start of a Lab server: people reach the API at %s from their machines", uri);
+    if (tls != NULL)
+        g_message("they pin its certificate with: einsora login <https://this-host:port> "
+                  "--fingerprint %s (einsora-daemon info prints it again)",
+                  einsora_daemon_tls_get_fingerprint(tls));
+    g_message("add a person with: einsora-daemon --data-dir %s account create --tenant TEAM "
+              "--email EMAIL --password-stdin (it prints their API token)",
+              settings->data_dir);
+}
+
 static void
 warn_if_plain_off_loopback(const EinsoraDaemonSettings *settings)
 {
@@ -1044,6 +1060,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_autoptr(EinsoraDaemonTls) tls = NULL;
     TlsReload reload = {NULL};
     guint reload_id = 0;
+    guint watchdog_id = 0;
     g_auto(LocalMachine) machine = {NULL};
     GMainLoop *loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
@@ -1161,10 +1178,19 @@ run_daemon(const EinsoraDaemonSettings *settings)
         reload_id = g_unix_signal_add(SIGHUP, reload_on_signal, &reload);
     }
     warn_if_plain_off_loopback(settings);
+    if (owner != NULL && !einsora_address_is_loopback(settings->api_addr))
+        explain_first_lab_start(settings, uri, tls);
     g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
               einsora_catalog_get_origin(catalog));
     start_probes(settings, &machine);
+    {
+        g_autofree gchar *status = g_strdup_printf("READY=1\nSTATUS=api on %s", uri);
+        einsora_service_notify(status);
+    }
+    watchdog_id = einsora_service_notify_start_watchdog();
     g_main_loop_run(loop);
+    einsora_service_notify("STOPPING=1");
+    g_clear_handle_id(&watchdog_id, g_source_remove);
     g_clear_handle_id(&reload_id, g_source_remove);
     einsora_meter_stop(meter);
     einsora_controller_stop(machine.controller);

@@ -649,6 +649,12 @@ test_off_loopback(void)
     einsora_test_daemon_start(daemon);
     g_assert_true(g_str_has_prefix(daemon->uri, "https://0.0.0.0:"));
     einsora_test_daemon_stop(daemon);
+    /* Its first start told the operator what comes next. */
+    log = einsora_test_daemon_read_log(daemon);
+    g_assert_nonnull(strstr(log, "first start of a Lab server"));
+    g_assert_nonnull(strstr(log, "einsora login <https://this-host:port> --fingerprint SHA256:"));
+    g_assert_nonnull(strstr(log, "account create --tenant TEAM"));
+    g_clear_pointer(&log, g_free);
 
     einsora_test_daemon_setenv(daemon, "EINSORA_TLS", "plain-behind-tls-proxy");
     einsora_test_daemon_start(daemon);
