@@ -18,7 +18,8 @@ typedef struct {
 static const TableColumns schema_columns[] = {
     {"tenants", (const char *const[]){"id", "name", "trusted", "created_at", NULL}},
     {"users", (const char *const[]){"id", "tenant_id", "email", "display_name", "password_hash",
-                                    "role", "created_at", "disabled_at", NULL}},
+                                    "role", "created_at", "disabled_at", "admin",
+                                    "password_must_change", NULL}},
     {"api_tokens",
      (const char *const[]){"id", "tenant_id", "user_id", "name", "prefix", "token_sha256",
                            "created_at", "last_used_at", "expires_at", "revoked_at", NULL}},
@@ -45,6 +46,8 @@ static const TableColumns schema_columns[] = {
                            "seconds", "gpu_seconds", "created_at", NULL}},
     {"leases", (const char *const[]){"name", "holder", "acquired_at", "expires_at", NULL}},
     {"metering_cursors", (const char *const[]){"name", "last_seq", "updated_at", NULL}},
+    {"audit_events", (const char *const[]){"id", "tenant_id", "at", "actor", "actor_user_id",
+                                           "action", "target", "detail", NULL}},
     {"idempotency_keys",
      (const char *const[]){"tenant_id", "key", "request_sha256", "response_status", "response_body",
                            "created_at", "expires_at", NULL}},
@@ -72,6 +75,7 @@ static const char *const schema_indexes[] = {
     "workload_events_tenant_id_seq",
     "access_tickets_expires_at",
     "usage_records_workload_id_gpu_class_hour_start",
+    "audit_events_tenant_id_at",
     "usage_records_tenant_id_hour_start",
     "idempotency_keys_expires_at",
     NULL,
@@ -1586,6 +1590,8 @@ assert_user_equal(const EinsoraUser *a, const EinsoraUser *b)
     g_assert_cmpstr(a->role, ==, b->role);
     g_assert_cmpstr(a->created_at, ==, b->created_at);
     g_assert_cmpstr(a->disabled_at, ==, b->disabled_at);
+    g_assert_cmpint(a->admin, ==, b->admin);
+    g_assert_cmpint(a->password_must_change, ==, b->password_must_change);
 }
 
 static gint64
@@ -1613,6 +1619,8 @@ test_user_round_trip(Fixture *f, gconstpointer data)
     g_clear_pointer(&owner->password_hash, g_free);
     replace_string(&owner->role, g_strdup("owner"));
     owner->disabled_at = tick(f);
+    owner->admin = TRUE;
+    owner->password_must_change = TRUE;
     g_assert_true(einsora_store_insert_user(f->store, owner, &error));
     g_assert_no_error(error);
     g_assert_cmpint(count_users(f), ==, 2);
@@ -1685,6 +1693,143 @@ test_user_other_tenant(Fixture *f, gconstpointer data)
     got = einsora_store_get_user(f->store, acme->id, unknown_id, &error);
     g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
     g_assert_null(got);
+}
+
+/* Every account, by email, whatever its tenant: a Lab's admins. */
+static void
+test_user_list_all(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) zoe = add_user(f, acme->id, "zoe@acme.example");
+    g_autoptr(EinsoraUser) ann = add_user(f, globex->id, "ann@globex.example");
+    g_autoptr(EinsoraUser) bob = add_user(f, acme->id, "bob@acme.example");
+    g_autoptr(GPtrArray) users = einsora_store_list_users(f->store, &error);
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(users->len, ==, 3);
+    assert_user_equal(g_ptr_array_index(users, 0), ann);
+    assert_user_equal(g_ptr_array_index(users, 1), bob);
+    assert_user_equal(g_ptr_array_index(users, 2), zoe);
+}
+
+/* Disabled and enabled again, in its tenant only; a second disable
+ * keeps the first time. */
+static void
+test_user_disable(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) got = NULL;
+    g_autofree gchar *first = tick(f);
+    g_autofree gchar *second = tick(f);
+    g_autofree gchar *unknown = new_id(f);
+
+    g_assert_true(einsora_store_set_user_disabled(f->store, acme->id, ann->id, first, &error));
+    g_assert_true(einsora_store_set_user_disabled(f->store, acme->id, ann->id, second, &error));
+    g_assert_no_error(error);
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_cmpstr(got->disabled_at, ==, first);
+    g_clear_pointer(&got, einsora_user_free);
+    g_assert_false(einsora_store_set_user_disabled(f->store, globex->id, ann->id, NULL, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_false(einsora_store_set_user_disabled(f->store, acme->id, unknown, first, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_cmpstr(got->disabled_at, ==, first);
+    g_clear_pointer(&got, einsora_user_free);
+    g_assert_true(einsora_store_set_user_disabled(f->store, acme->id, ann->id, NULL, &error));
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_no_error(error);
+    g_assert_null(got->disabled_at);
+}
+
+static void
+test_tenant_list_all(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) north = add_tenant(f, "north", TRUE);
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(GPtrArray) tenants = einsora_store_list_tenants(f->store, &error);
+    const EinsoraTenant *first;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(tenants->len, ==, 2);
+    first = g_ptr_array_index(tenants, 0);
+    g_assert_cmpstr(first->id, ==, acme->id);
+    g_assert_false(first->trusted);
+    g_assert_cmpstr(((const EinsoraTenant *)g_ptr_array_index(tenants, 1))->id, ==, north->id);
+    g_assert_true(((const EinsoraTenant *)g_ptr_array_index(tenants, 1))->trusted);
+}
+
+static EinsoraAuditEvent *
+audit_event_new_for(Fixture *f, const char *tenant_id, const char *action)
+{
+    EinsoraAuditEvent *event = einsora_audit_event_new();
+
+    event->id = new_id(f);
+    event->tenant_id = g_strdup(tenant_id);
+    event->at = tick(f);
+    event->actor = g_strdup("root@lab.example");
+    event->action = g_strdup(action);
+    event->target = g_strdup("ann@acme.example");
+    event->detail = g_strdup("made by an admin");
+    return event;
+}
+
+/* A tenant's trail: the latest N, oldest first; another tenant's is not
+ * in it; an unknown tenant's event is refused. */
+static void
+test_audit_trail(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(GPtrArray) made =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_audit_event_free);
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(EinsoraAuditEvent) other = audit_event_new_for(f, globex->id, "quota.set");
+    g_autofree gchar *unknown = new_id(f);
+    g_autoptr(EinsoraAuditEvent) nowhere = audit_event_new_for(f, unknown, "quota.set");
+
+    for (guint i = 0; i < 4; i++) {
+        EinsoraAuditEvent *event = audit_event_new_for(f, acme->id, "account.created");
+        if (i == 1)
+            g_clear_pointer(&event->actor_user_id, g_free);
+        else
+            event->actor_user_id = new_id(f);
+        g_assert_true(einsora_store_insert_audit_event(f->store, event, &error));
+        g_assert_no_error(error);
+        g_ptr_array_add(made, event);
+    }
+    g_assert_true(einsora_store_insert_audit_event(f->store, other, &error));
+    g_assert_false(einsora_store_insert_audit_event(f->store, nowhere, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    got = einsora_store_list_audit_events(f->store, acme->id, 3, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(got->len, ==, 3);
+    for (guint i = 0; i < 3; i++) {
+        const EinsoraAuditEvent *want = g_ptr_array_index(made, i + 1);
+        const EinsoraAuditEvent *have = g_ptr_array_index(got, i);
+        g_assert_cmpstr(have->id, ==, want->id);
+        g_assert_cmpstr(have->at, ==, want->at);
+        g_assert_cmpstr(have->actor, ==, want->actor);
+        g_assert_cmpstr(have->actor_user_id, ==, want->actor_user_id);
+        g_assert_cmpstr(have->action, ==, want->action);
+        g_assert_cmpstr(have->target, ==, want->target);
+        g_assert_cmpstr(have->detail, ==, want->detail);
+    }
+    g_clear_pointer(&got, g_ptr_array_unref);
+    got = einsora_store_list_audit_events(f->store, globex->id, 100, &error);
+    g_assert_cmpuint(got->len, ==, 1);
+    g_assert_cmpstr(((const EinsoraAuditEvent *)g_ptr_array_index(got, 0))->id, ==, other->id);
 }
 
 /* API tokens */
@@ -3293,6 +3438,10 @@ static const struct {
     {"user/duplicate-email-conflicts", test_user_duplicate_email},
     {"user/unknown-tenant-not-found", test_user_unknown_tenant},
     {"user/other-tenant-not-found", test_user_other_tenant},
+    {"user/list-all", test_user_list_all},
+    {"user/disable-and-enable", test_user_disable},
+    {"tenant/list-all", test_tenant_list_all},
+    {"audit/trail", test_audit_trail},
     {"api-token/round-trip", test_api_token_round_trip},
     {"api-token/duplicate-conflicts", test_api_token_duplicate},
     {"api-token/other-tenant-user-not-found", test_api_token_other_tenant_user},

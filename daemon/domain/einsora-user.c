@@ -23,6 +23,8 @@ einsora_user_copy(const EinsoraUser *user)
     copy->role = g_strdup(user->role);
     copy->created_at = g_strdup(user->created_at);
     copy->disabled_at = g_strdup(user->disabled_at);
+    copy->admin = user->admin;
+    copy->password_must_change = user->password_must_change;
     return copy;
 }
 

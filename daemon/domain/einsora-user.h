@@ -18,6 +18,10 @@ typedef struct {
     gchar *role;          /* "owner" or "member" */
     gchar *created_at;
     gchar *disabled_at; /* NULL while the account may sign in */
+    /* A Lab admin: manages every tenant's accounts and quotas. */
+    gboolean admin;
+    /* Its password was reset: it must be changed at the next sign-in. */
+    gboolean password_must_change;
 } EinsoraUser;
 
 #define EINSORA_TYPE_USER (einsora_user_get_type())

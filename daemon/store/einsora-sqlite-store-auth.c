@@ -7,7 +7,8 @@
 
 /* The columns each row mapper reads, in its order. */
 #define USER_COLUMNS                                                                               \
-    "id, tenant_id, email, display_name, password_hash, role, created_at, disabled_at"
+    "id, tenant_id, email, display_name, password_hash, role, created_at, disabled_at, admin, "     \
+    "password_must_change"
 #define API_TOKEN_COLUMNS                                                                          \
     "id, tenant_id, user_id, name, prefix, token_sha256, created_at, last_used_at, expires_at, "   \
     "revoked_at"
@@ -29,6 +30,8 @@ user_from_row(sqlite3_stmt *stmt)
     user->role = column_strdup(stmt, 5);
     user->created_at = column_strdup(stmt, 6);
     user->disabled_at = column_strdup(stmt, 7);
+    user->admin = sqlite3_column_int64(stmt, 8) != 0;
+    user->password_must_change = sqlite3_column_int64(stmt, 9) != 0;
     return user;
 }
 
@@ -73,7 +76,8 @@ einsora_sqlite_store_insert_user(EinsoraStore *store, const EinsoraUser *user, G
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
-        self, "INSERT INTO users (" USER_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        self,
+        "INSERT INTO users (" USER_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         error);
 
     if (stmt == NULL)
@@ -86,6 +90,8 @@ einsora_sqlite_store_insert_user(EinsoraStore *store, const EinsoraUser *user, G
     bind_text(stmt, 6, user->role);
     bind_text(stmt, 7, user->created_at);
     bind_text(stmt, 8, user->disabled_at);
+    sqlite3_bind_int(stmt, 9, user->admin ? 1 : 0);
+    sqlite3_bind_int(stmt, 10, user->password_must_change ? 1 : 0);
     return einsora_sqlite_store_step_write(
         self, stmt, "a user with this ID or email already exists", "no such tenant", error);
 }
@@ -133,6 +139,54 @@ einsora_sqlite_store_count_users(EinsoraStore *store, gint64 *count, GError **er
     if (sqlite3_step(stmt) != SQLITE_ROW)
         return set_sqlite_error(self, error);
     *count = sqlite3_column_int64(stmt, 0);
+    return TRUE;
+}
+
+GPtrArray *
+einsora_sqlite_store_list_users(EinsoraStore *store, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* users_email serves the order. */
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT " USER_COLUMNS " FROM users ORDER BY email", error);
+    g_autoptr(GPtrArray) users = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_user_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        g_ptr_array_add(users, user_from_row(stmt));
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&users);
+}
+
+gboolean
+einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_id,
+                                       const char *user_id, const char *disabled_at,
+                                       GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    /* coalesce: disabling twice keeps the first time; NULL enables. */
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "UPDATE users SET disabled_at = CASE WHEN ?3 IS NULL THEN NULL "
+        "ELSE coalesce(disabled_at, ?3) END WHERE tenant_id = ?1 AND id = ?2",
+        error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, user_id);
+    bind_text(stmt, 3, disabled_at);
+    if (!einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such user");
+        return FALSE;
+    }
     return TRUE;
 }
 

@@ -183,6 +183,16 @@ EinsoraUser *einsora_sqlite_store_get_user(EinsoraStore *store, const char *tena
 EinsoraUser *einsora_sqlite_store_find_user_by_email(EinsoraStore *store, const char *email,
                                                      GError **error);
 gboolean einsora_sqlite_store_count_users(EinsoraStore *store, gint64 *count, GError **error);
+GPtrArray *einsora_sqlite_store_list_users(EinsoraStore *store, GError **error);
+gboolean einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_id,
+                                                const char *user_id, const char *disabled_at,
+                                                GError **error);
+GPtrArray *einsora_sqlite_store_list_tenants(EinsoraStore *store, GError **error);
+/* einsora-sqlite-store-audit.c: the audit trail. */
+gboolean einsora_sqlite_store_insert_audit_event(EinsoraStore *store,
+                                                 const EinsoraAuditEvent *event, GError **error);
+GPtrArray *einsora_sqlite_store_list_audit_events(EinsoraStore *store, const char *tenant_id,
+                                                  guint limit, GError **error);
 gboolean einsora_sqlite_store_count_workloads_with_model(EinsoraStore *store, const char *model,
                                                          gint64 *count, GError **error);
 gboolean einsora_sqlite_store_count_workloads(

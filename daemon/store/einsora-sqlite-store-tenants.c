@@ -56,6 +56,27 @@ einsora_sqlite_store_get_tenant(EinsoraStore *store, const char *tenant_id, GErr
     return NULL;
 }
 
+GPtrArray *
+einsora_sqlite_store_list_tenants(EinsoraStore *store, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt =
+        prepare(self, "SELECT " TENANT_COLUMNS " FROM tenants ORDER BY name", error);
+    g_autoptr(GPtrArray) tenants =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_tenant_free);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        g_ptr_array_add(tenants, tenant_from_row(stmt));
+    if (rc != SQLITE_DONE) {
+        set_sqlite_error(self, error);
+        return NULL;
+    }
+    return g_steal_pointer(&tenants);
+}
+
 EinsoraTenant *
 einsora_sqlite_store_find_tenant_by_name(EinsoraStore *store, const char *name, GError **error)
 {

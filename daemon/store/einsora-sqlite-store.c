@@ -438,6 +438,11 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->get_user = einsora_sqlite_store_get_user;
     iface->find_user_by_email = einsora_sqlite_store_find_user_by_email;
     iface->count_users = einsora_sqlite_store_count_users;
+    iface->list_users = einsora_sqlite_store_list_users;
+    iface->set_user_disabled = einsora_sqlite_store_set_user_disabled;
+    iface->list_tenants = einsora_sqlite_store_list_tenants;
+    iface->insert_audit_event = einsora_sqlite_store_insert_audit_event;
+    iface->list_audit_events = einsora_sqlite_store_list_audit_events;
     iface->count_workloads_with_model = einsora_sqlite_store_count_workloads_with_model;
     iface->count_workloads = einsora_sqlite_store_count_workloads;
     iface->insert_api_token = einsora_sqlite_store_insert_api_token;

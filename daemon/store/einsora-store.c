@@ -384,6 +384,53 @@ einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error)
     return EINSORA_STORE_GET_IFACE(self)->count_users(self, count, error);
 }
 
+GPtrArray *
+einsora_store_list_users(EinsoraStore *self, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_users(self, error);
+}
+
+gboolean
+einsora_store_set_user_disabled(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                const char *disabled_at, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL && user_id != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->set_user_disabled(self, tenant_id, user_id, disabled_at,
+                                                            error);
+}
+
+GPtrArray *
+einsora_store_list_tenants(EinsoraStore *self, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_tenants(self, error);
+}
+
+gboolean
+einsora_store_insert_audit_event(EinsoraStore *self, const EinsoraAuditEvent *event,
+                                 GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(event != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_audit_event(self, event, error);
+}
+
+GPtrArray *
+einsora_store_list_audit_events(EinsoraStore *self, const char *tenant_id, guint limit,
+                                GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(tenant_id != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->list_audit_events(self, tenant_id, limit, error);
+}
+
 gboolean
 einsora_store_insert_api_token(EinsoraStore *self, const EinsoraApiToken *token, GError **error)
 {

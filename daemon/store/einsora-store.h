@@ -19,6 +19,7 @@
 #include "einsora-idempotency-record.h"
 #include "einsora-machine.h"
 #include "einsora-session.h"
+#include "einsora-audit-event.h"
 #include "einsora-tenant.h"
 #include "einsora-usage-record.h"
 #include "einsora-user.h"
@@ -140,6 +141,20 @@ struct _EinsoraStoreInterface {
      * normalise. */
     EinsoraUser *(*find_user_by_email)(EinsoraStore *self, const char *email, GError **error);
     gboolean (*count_users)(EinsoraStore *self, gint64 *count, GError **error);
+    /* Global, for a Lab's admins: every account, by email. */
+    GPtrArray *(*list_users)(EinsoraStore *self, GError **error);
+    /* @disabled_at NULL enables the account; disabling twice keeps the
+     * first time. NOT_FOUND unless the user is in the tenant. */
+    gboolean (*set_user_disabled)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                  const char *disabled_at, GError **error);
+    /* Global, for a Lab's admins: every tenant, by name. */
+    GPtrArray *(*list_tenants)(EinsoraStore *self, GError **error);
+    /* The audit trail (EinsoraAuditEvent): an event for an unknown tenant
+     * is NOT_FOUND; a list is the tenant's latest @limit, oldest first. */
+    gboolean (*insert_audit_event)(EinsoraStore *self, const EinsoraAuditEvent *event,
+                                   GError **error);
+    GPtrArray *(*list_audit_events)(EinsoraStore *self, const char *tenant_id, guint limit,
+                                    GError **error);
     /* Global: the model store is the installation's. Workloads of any
      * tenant, not deleted, that serve the model named @model. */
     gboolean (*count_workloads_with_model)(EinsoraStore *self, const char *model, gint64 *count,
@@ -312,6 +327,15 @@ EinsoraUser *einsora_store_get_user(EinsoraStore *self, const char *tenant_id, c
 EinsoraUser *einsora_store_find_user_by_email(EinsoraStore *self, const char *email,
                                               GError **error);
 gboolean einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error);
+GPtrArray *einsora_store_list_users(EinsoraStore *self, GError **error);
+gboolean einsora_store_set_user_disabled(EinsoraStore *self, const char *tenant_id,
+                                         const char *user_id, const char *disabled_at,
+                                         GError **error);
+GPtrArray *einsora_store_list_tenants(EinsoraStore *self, GError **error);
+gboolean einsora_store_insert_audit_event(EinsoraStore *self, const EinsoraAuditEvent *event,
+                                          GError **error);
+GPtrArray *einsora_store_list_audit_events(EinsoraStore *self, const char *tenant_id, guint limit,
+                                           GError **error);
 gboolean einsora_store_count_workloads_with_model(EinsoraStore *self, const char *model,
                                                   gint64 *count, GError **error);
 gboolean einsora_store_count_workloads(
