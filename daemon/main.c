@@ -1002,14 +1002,13 @@ read_password(GError **error)
  * user, and gets an API token for it on standard output, once. */
 static int
 run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, const char *email,
-                   gboolean password_stdin)
+                   gboolean password_stdin, gboolean join, gboolean admin)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(EinsoraSqliteStore) store = NULL;
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraUser) user = NULL;
-    g_autoptr(EinsoraActor) actor = NULL;
-    g_autoptr(EinsoraApiToken) token = NULL;
+    g_autoptr(EinsoraTenant) existing = NULL;
     g_autofree gchar *password = NULL;
     g_autofree gchar *secret = NULL;
 
@@ -1027,16 +1026,20 @@ run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, co
         return EXIT_FAILURE;
     }
     auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);
-    user = einsora_auth_create_account(auth, tenant, email, password, "owner", FALSE, &error);
+    if (join) {
+        existing = einsora_store_find_tenant_by_name(EINSORA_STORE(store), tenant, &error);
+        if (existing == NULL) {
+            g_printerr("einsora-daemon account create: --join: no tenant named \"%s\"\n", tenant);
+            return EXIT_FAILURE;
+        }
+    }
+    /* The operator on the machine: no admin account needed (NULL actor). */
+    user = einsora_auth_admin_create_account(auth, NULL, existing != NULL ? existing->id : NULL,
+                                             existing != NULL ? NULL : tenant, email, password,
+                                             admin, &secret, &error);
     if (password != NULL)
         explicit_bzero(password, strlen(password));
     if (user == NULL) {
-        g_printerr("einsora-daemon account create: %s\n", error->message);
-        return EXIT_FAILURE;
-    }
-    actor = einsora_actor_new(user->tenant_id, user->id, user->email, "einsora-daemon account");
-    token = einsora_auth_create_token(auth, actor, "created with the account", &secret, &error);
-    if (token == NULL) {
         g_printerr("einsora-daemon account create: %s\n", error->message);
         return EXIT_FAILURE;
     }
@@ -1211,6 +1214,8 @@ main(int argc, char **argv)
     g_autofree gchar *tenant = NULL;
     g_autofree gchar *email = NULL;
     gboolean password_stdin = FALSE;
+    gboolean join = FALSE;
+    gboolean admin = FALSE;
     const GOptionEntry entries[] = {
         {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.data_dir,
          "Where the database and the token file live (EINSORA_DATA_DIR)", "DIR"},
@@ -1284,6 +1289,11 @@ main(int argc, char **argv)
          "EMAIL"},
         {"password-stdin", 0, 0, G_OPTION_ARG_NONE, &password_stdin,
          "account create: read a password from standard input", NULL},
+        {"join", 0, 0, G_OPTION_ARG_NONE, &join,
+         "account create: add a member to the existing tenant --tenant names, not a new tenant",
+         NULL},
+        {"admin", 0, 0, G_OPTION_ARG_NONE, &admin,
+         "account create: the account is a Lab admin (manages accounts and quotas)", NULL},
         {NULL},
     };
 
@@ -1314,7 +1324,7 @@ main(int argc, char **argv)
     if (argc == 2 && g_strcmp0(argv[1], "info") == 0)
         return run_info(&settings);
     if (argc == 3 && g_strcmp0(argv[1], "account") == 0 && g_strcmp0(argv[2], "create") == 0)
-        return run_account_create(&settings, tenant, email, password_stdin);
+        return run_account_create(&settings, tenant, email, password_stdin, join, admin);
     if (argc > 1) {
         g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate, info and "
                    "account create\n",

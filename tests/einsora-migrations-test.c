@@ -555,7 +555,8 @@ column_default(sqlite3 *db, const char *table, const char *column, const char *k
 
     for (guint i = 0; i < G_N_ELEMENTS(filled_columns); i++) {
         if (g_str_equal(filled_columns[i].table, table) &&
-            g_str_equal(filled_columns[i].column, column) && g_str_equal(filled_columns[i].key, key))
+            g_str_equal(filled_columns[i].column, column) &&
+            g_str_equal(filled_columns[i].key, key))
             return g_strdup(filled_columns[i].value);
     }
     g_assert_cmpint(sqlite3_prepare_v2(db,

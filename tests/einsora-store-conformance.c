@@ -17,9 +17,9 @@ typedef struct {
 
 static const TableColumns schema_columns[] = {
     {"tenants", (const char *const[]){"id", "name", "trusted", "created_at", NULL}},
-    {"users", (const char *const[]){"id", "tenant_id", "email", "display_name", "password_hash",
-                                    "role", "created_at", "disabled_at", "admin",
-                                    "password_must_change", NULL}},
+    {"users",
+     (const char *const[]){"id", "tenant_id", "email", "display_name", "password_hash", "role",
+                           "created_at", "disabled_at", "admin", "password_must_change", NULL}},
     {"api_tokens",
      (const char *const[]){"id", "tenant_id", "user_id", "name", "prefix", "token_sha256",
                            "created_at", "last_used_at", "expires_at", "revoked_at", NULL}},

@@ -136,6 +136,10 @@ gboolean einsora_cli_models(EinsoraCli *cli, const EinsoraCliCommand *command, i
                             char **argv, GError **error);
 gboolean einsora_cli_catalog(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                              char **argv, GError **error);
+gboolean einsora_cli_admin(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
+gboolean einsora_cli_audit(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
 gboolean einsora_cli_login(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                            GError **error);
 gboolean einsora_cli_me(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,

@@ -40,6 +40,9 @@ static const EinsoraCliCommand commands[] = {
     {"tokens", N_("[list | create NAME | revoke ID]"), N_("List, create and revoke API tokens"),
      einsora_cli_tokens},
     {"me", NULL, N_("Show whom the token belongs to"), einsora_cli_me},
+    {"audit", NULL, N_("Show your tenant's audit trail: what admins changed"), einsora_cli_audit},
+    {"admin", N_("accounts | tenants | quota"),
+     N_("A Lab admin's commands: accounts, tenants and GPU quotas"), einsora_cli_admin},
     {"login", N_("URL"),
      N_("Trust a server's TLS certificate: check its fingerprint and pin it (--fingerprint "
         "SHA256:… for scripts)"),

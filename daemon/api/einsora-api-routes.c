@@ -49,6 +49,16 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/tokens", AUTH, FALSE, TRUE, NULL, einsora_api_tokens_create},
     {"GET", "/v1/tokens", AUTH, FALSE, FALSE, paged, einsora_api_tokens_list},
     {"DELETE", "/v1/tokens/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_tokens_revoke},
+    {"GET", "/v1/audit", AUTH, FALSE, FALSE, NULL, einsora_api_audit_list},
+    {"GET", "/v1/admin/accounts", AUTH, FALSE, FALSE, NULL, einsora_api_admin_accounts_list},
+    {"POST", "/v1/admin/accounts", AUTH, FALSE, TRUE, NULL, einsora_api_admin_accounts_create},
+    {"POST", "/v1/admin/accounts/{id}/disable", AUTH, FALSE, FALSE, NULL,
+     einsora_api_admin_accounts_disable},
+    {"POST", "/v1/admin/accounts/{id}/enable", AUTH, FALSE, FALSE, NULL,
+     einsora_api_admin_accounts_enable},
+    {"GET", "/v1/admin/tenants", AUTH, FALSE, FALSE, NULL, einsora_api_admin_tenants_list},
+    {"PUT", "/v1/admin/tenants/{id}/quotas/{class}", AUTH, FALSE, TRUE, NULL,
+     einsora_api_admin_quota_set},
 };
 
 #undef AUTH
@@ -71,7 +81,8 @@ pattern_matches(const char *pattern, const char *path, GStrv *params)
     if (g_strv_length(want) != g_strv_length(have))
         return FALSE;
     for (guint i = 0; want[i] != NULL; i++) {
-        if (g_strcmp0(want[i], "{id}") == 0) {
+        /* "{id}", "{class}": any one segment. */
+        if (want[i][0] == '{' && g_str_has_suffix(want[i], "}")) {
             if (*have[i] == '\0')
                 return FALSE;
             g_strv_builder_add(found, have[i]);

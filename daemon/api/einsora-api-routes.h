@@ -17,7 +17,7 @@ typedef enum {
 
 typedef struct {
     const char *method;
-    const char *pattern; /* segments; "{id}" matches one path segment */
+    const char *pattern; /* segments; "{id}" (any "{name}") matches one path segment */
     EinsoraApiAuth auth;
     gboolean idempotent_key;  /* honours Idempotency-Key */
     gboolean takes_body;      /* a JSON body; other routes refuse one */
@@ -36,6 +36,8 @@ extern const EinsoraApiField einsora_api_session_login_fields[];
 extern const EinsoraApiField einsora_api_workloads_create_fields[];
 extern const EinsoraApiField einsora_api_tokens_create_fields[];
 extern const EinsoraApiField einsora_api_models_import_fields[];
+extern const EinsoraApiField einsora_api_admin_accounts_create_fields[];
+extern const EinsoraApiField einsora_api_admin_quota_set_fields[];
 
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
@@ -68,5 +70,12 @@ void einsora_api_models_found(EinsoraApiServer *server, EinsoraApiRequest *reque
 void einsora_api_tokens_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_tokens_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_accounts_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_accounts_create(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_accounts_disable(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_accounts_enable(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_tenants_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_quota_set(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_audit_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 
 G_END_DECLS

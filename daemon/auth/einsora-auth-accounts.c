@@ -14,8 +14,8 @@
 
 /* Checks an email address enough to catch mistakes (delivery is not ours
  * to judge) and returns it in ASCII lower case, the form the store keeps. */
-static gchar *
-normalize_email(const char *email, GError **error)
+gchar *
+einsora_auth_normalize_email(const char *email, GError **error)
 {
     gsize len = email != NULL ? strlen(email) : 0;
     const char *at;
@@ -105,7 +105,7 @@ einsora_auth_create_account(EinsoraAuth *self, const char *tenant_name, const ch
     if (!einsora_auth_check_name("a tenant's name", tenant_name, EINSORA_AUTH_TENANT_NAME_MAX_BYTES,
                                  error))
         return NULL;
-    normalized = normalize_email(email, error);
+    normalized = einsora_auth_normalize_email(email, error);
     if (normalized == NULL)
         return NULL;
     if (!einsora_user_role_is_valid(role)) {

@@ -157,6 +157,8 @@ einsora_auth_ensure_first_run(EinsoraAuth *self, const char *data_dir,
     tenant = einsora_tenant_new(tenant_id, EINSORA_AUTH_LOCAL_TENANT, TRUE, created_at);
     user = einsora_auth_user_new(tenant_id, EINSORA_AUTH_LOCAL_OWNER_EMAIL, NULL,
                                  EINSORA_USER_ROLE_OWNER, now_us);
+    /* The machine's owner runs its Lab, if it becomes one. */
+    user->admin = TRUE;
     token = einsora_api_token_new();
     token->id = einsora_uuid_v7_new(now_us / 1000);
     token->tenant_id = g_strdup(tenant_id);

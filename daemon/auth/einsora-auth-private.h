@@ -90,6 +90,8 @@ typedef struct {
  * keys; say which. */
 gboolean einsora_auth_insert_account_tx(EinsoraStore *store, gpointer user_data, GError **error);
 /* A new user, its display name the part of @email before the @. */
+/* @email checked and in ASCII lower case, or NULL with INVALID_REQUEST. */
+gchar *einsora_auth_normalize_email(const char *email, GError **error);
 EinsoraUser *einsora_auth_user_new(const char *tenant_id, const char *email,
                                    const char *password_hash, const char *role, gint64 now_us);
 

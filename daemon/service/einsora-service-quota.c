@@ -41,10 +41,19 @@ einsora_service_check_quota_in_tx(EinsoraService *self, const char *tenant_id,
         return TRUE;
     if (!einsora_service_get_gpu_quota(self, tenant_id, gpu_class, &quota, &held, error))
         return FALSE;
+    /* No quota row: nobody gave this tenant the class, and the person
+     * learns who can. */
+    if (quota == 0) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED,
+                    "quota exceeded for %s: your tenant has no quota of %s GPUs; a Lab admin "
+                    "can give it one (einsora admin quota set)",
+                    gpu_class, gpu_class);
+        return FALSE;
+    }
     if (held + requested > quota) {
         g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED,
                     "quota exceeded for %s: %" G_GINT64_FORMAT " GPU(s) held, %" G_GINT64_FORMAT
-                    " requested, quota %" G_GINT64_FORMAT,
+                    " requested, quota %" G_GINT64_FORMAT "; a Lab admin can raise it",
                     gpu_class, held, requested, quota);
         return FALSE;
     }

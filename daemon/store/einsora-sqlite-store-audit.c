@@ -29,7 +29,8 @@ einsora_sqlite_store_insert_audit_event(EinsoraStore *store, const EinsoraAuditE
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
-        self, "INSERT INTO audit_events (" AUDIT_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        self,
+        "INSERT INTO audit_events (" AUDIT_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         error);
 
     if (stmt == NULL)

@@ -7,7 +7,7 @@
 
 /* The columns each row mapper reads, in its order. */
 #define USER_COLUMNS                                                                               \
-    "id, tenant_id, email, display_name, password_hash, role, created_at, disabled_at, admin, "     \
+    "id, tenant_id, email, display_name, password_hash, role, created_at, disabled_at, admin, "    \
     "password_must_change"
 #define API_TOKEN_COLUMNS                                                                          \
     "id, tenant_id, user_id, name, prefix, token_sha256, created_at, last_used_at, expires_at, "   \
@@ -165,8 +165,7 @@ einsora_sqlite_store_list_users(EinsoraStore *store, GError **error)
 
 gboolean
 einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_id,
-                                       const char *user_id, const char *disabled_at,
-                                       GError **error)
+                                       const char *user_id, const char *disabled_at, GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
     /* coalesce: disabling twice keeps the first time; NULL enables. */

@@ -412,8 +412,7 @@ einsora_store_list_tenants(EinsoraStore *self, GError **error)
 }
 
 gboolean
-einsora_store_insert_audit_event(EinsoraStore *self, const EinsoraAuditEvent *event,
-                                 GError **error)
+einsora_store_insert_audit_event(EinsoraStore *self, const EinsoraAuditEvent *event, GError **error)
 {
     g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
     g_return_val_if_fail(event != NULL, FALSE);

@@ -1,0 +1,447 @@
+/* A Lab's people, against the real daemon and the real `einsora`: the
+ * Solo owner is the first admin; it makes a team with a lead and a
+ * member, gives the team a GPU quota, disables and enables the member;
+ * everyone else gets 403 from /v1/admin whatever they send; the team's
+ * audit trail says what happened, with no secret in it or in the log;
+ * `einsora-daemon account create --join/--admin` does the same from the
+ * machine (docs/adr/0049). */
+#include <string.h>
+
+#include "einsora-test-daemon.h"
+#include "einsora-test-dir.h"
+
+#define JSON "application/json"
+#define GPU_CLASS "h100-80gb"
+
+static EinsoraTestDaemon *daemon_;
+static GPtrArray *secrets;
+
+static EinsoraTestResponse *
+call(const char *method, const char *path, const char *token, const char *body)
+{
+    return einsora_test_request(daemon_, method, path, token, body != NULL ? JSON : NULL, body,
+                                NULL);
+}
+
+static const char *
+account_member(EinsoraTestResponse *response, const char *member)
+{
+    JsonObject *root = json_node_get_object(response->json);
+    JsonObject *account = json_object_get_object_member(root, "account");
+
+    g_assert_nonnull(account);
+    return json_object_get_string_member_with_default(account, member, NULL);
+}
+
+/* POST /v1/admin/accounts: the new account's ID in *@id, its token back. */
+static gchar *
+create_account(const char *token, const char *body, gchar **id)
+{
+    g_autoptr(EinsoraTestResponse) created = call("POST", "/v1/admin/accounts", token, body);
+    const char *secret;
+
+    g_assert_cmpuint(created->status, ==, 201);
+    secret = einsora_test_response_string(created, "secret");
+    g_assert_true(g_str_has_prefix(secret, "tsk_"));
+    g_ptr_array_add(secrets, g_strdup(secret));
+    *id = g_strdup(account_member(created, "id"));
+    return g_strdup(secret);
+}
+
+static gchar *
+cli(const char *token, const char *const *argv, gint *status)
+{
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE);
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(GSubprocess) process = NULL;
+    g_autoptr(GError) error = NULL;
+    gchar *out = NULL;
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", token, TRUE);
+    g_subprocess_launcher_setenv(launcher, "LC_ALL", "C.UTF-8", TRUE);
+    g_ptr_array_add(args, (gpointer)g_getenv("EINSORA_CLI"));
+    for (guint i = 0; argv[i] != NULL; i++)
+        g_ptr_array_add(args, (gpointer)argv[i]);
+    g_ptr_array_add(args, NULL);
+    process = g_subprocess_launcher_spawnv(launcher, (const char *const *)args->pdata, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate_utf8(process, NULL, NULL, &out, NULL, &error));
+    g_assert_no_error(error);
+    *status = g_subprocess_get_exit_status(process);
+    g_test_message("einsora %s -> %d\n%s", argv[0], *status, out);
+    return out;
+}
+
+static gchar *
+tenant_id_of(const char *token)
+{
+    g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", token, NULL);
+
+    g_assert_cmpuint(me->status, ==, 200);
+    return g_strdup(einsora_test_response_string(me, "tenant_id"));
+}
+
+static void
+test_lab_people(void)
+{
+    const char *owner = daemon_->owner_token;
+    g_autofree gchar *lead_id = NULL;
+    g_autofree gchar *member_id = NULL;
+    g_autofree gchar *lead = NULL;
+    g_autofree gchar *member = NULL;
+    g_autofree gchar *team = NULL;
+    g_autofree gchar *body = NULL;
+    g_autofree gchar *quota_path = NULL;
+    g_autofree gchar *log = NULL;
+    g_autofree gchar *owner_id = NULL;
+    const char *gpu_notebook = "{\"kind\":\"notebook\",\"name\":\"big\",\"gpu_class\":\"" GPU_CLASS
+                               "\",\"image\":\"jupyter-notebook\"}";
+
+    /* The owner makes a team: its lead, then a member who joins it. */
+    lead =
+        create_account(owner, "{\"email\":\"Lead@Lab.example\",\"new_tenant\":\"team\"}", &lead_id);
+    team = tenant_id_of(lead);
+    body = g_strdup_printf("{\"email\":\"member@lab.example\",\"tenant_id\":\"%s\"}", team);
+    member = create_account(owner, body, &member_id);
+    {
+        g_autofree gchar *member_team = tenant_id_of(member);
+        g_assert_cmpstr(member_team, ==, team);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) taken = call("POST", "/v1/admin/accounts", owner, body);
+        g_assert_cmpuint(taken->status, ==, 409);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) both =
+            call("POST", "/v1/admin/accounts", owner,
+                 "{\"email\":\"x@lab.example\",\"new_tenant\":\"x\",\"tenant_id\":\"00000000-0000-"
+                 "0000-0000-000000000000\"}");
+        g_assert_cmpuint(both->status, ==, 400);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) list = call("GET", "/v1/admin/accounts", owner, NULL);
+        JsonArray *accounts =
+            json_object_get_array_member(json_node_get_object(list->json), "accounts");
+        g_assert_cmpuint(list->status, ==, 200);
+        g_assert_cmpuint(json_array_get_length(accounts), ==, 3);
+        for (guint i = 0; i < 3; i++) {
+            JsonObject *account = json_array_get_object_element(accounts, i);
+            const char *email = json_object_get_string_member(account, "email");
+            gboolean admin = json_object_get_boolean_member(account, "admin");
+            g_assert_cmpint(admin, ==, g_str_equal(email, "owner@localhost"));
+            if (g_str_equal(email, "lead@lab.example")) {
+                g_assert_cmpstr(json_object_get_string_member(account, "role"), ==, "owner");
+                g_assert_cmpstr(json_object_get_string_member(account, "tenant"), ==, "team");
+            }
+            if (g_str_equal(email, "member@lab.example"))
+                g_assert_cmpstr(json_object_get_string_member(account, "role"), ==, "member");
+            if (admin)
+                owner_id = g_strdup(json_object_get_string_member(account, "id"));
+        }
+    }
+
+    /* Not an admin: 403 from every /v1/admin route, whatever the body. */
+    {
+        const struct {
+            const char *method;
+            const char *path;
+            const char *body;
+        } refused[] = {
+            {"GET", "/v1/admin/accounts", NULL},
+            {"GET", "/v1/admin/tenants", NULL},
+            {"POST", "/v1/admin/accounts",
+             "{\"email\":\"sneak@lab.example\",\"new_tenant\":\"s\"}"},
+            {"POST", "/v1/admin/accounts", "{\"nonsense\":1}"},
+            {"PUT", "/v1/admin/tenants/00000000-0000-0000-0000-000000000000/quotas/" GPU_CLASS,
+             "{\"gpus\":64}"},
+            {"PUT", "/v1/admin/tenants/00000000-0000-0000-0000-000000000001/quotas/nope",
+             "not json"},
+        };
+        g_autofree gchar *disable = g_strdup_printf("/v1/admin/accounts/%s/disable", owner_id);
+        g_autofree gchar *quota = g_strdup_printf("/v1/admin/tenants/%s/quotas/" GPU_CLASS, team);
+        for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+            g_autoptr(EinsoraTestResponse) no =
+                call(refused[i].method, refused[i].path, lead, refused[i].body);
+            g_test_message("%s %s: %u %s", refused[i].method, refused[i].path, no->status,
+                           no->body);
+            g_assert_cmpuint(no->status, ==, 403);
+            g_assert_cmpstr(einsora_test_response_error_code(no), ==, "forbidden");
+        }
+        {
+            g_autoptr(EinsoraTestResponse) no = call("POST", disable, member, NULL);
+            g_assert_cmpuint(no->status, ==, 403);
+        }
+        {
+            g_autoptr(EinsoraTestResponse) no = call("PUT", quota, lead, "{\"gpus\":8}");
+            g_assert_cmpuint(no->status, ==, 403);
+        }
+    }
+
+    /* No quota yet: refused, and told who can give one. */
+    {
+        g_autoptr(EinsoraTestResponse) no = call("POST", "/v1/workloads", lead, gpu_notebook);
+        g_assert_cmpuint(no->status, ==, 409);
+        g_assert_cmpstr(einsora_test_response_error_code(no), ==, "quota_exceeded");
+        g_assert_nonnull(strstr(no->body, "a Lab admin can give it one"));
+    }
+    /* The admin gives one; bad quotas change nothing. */
+    quota_path = g_strdup_printf("/v1/admin/tenants/%s/quotas/" GPU_CLASS, team);
+    {
+        const struct {
+            const char *path;
+            const char *body;
+            guint status;
+        } bad[] = {
+            {quota_path, "{\"gpus\":-1}", 400},
+            {quota_path, "{\"gpus\":5000}", 400},
+            {quota_path, "{\"gpus\":\"two\"}", 400},
+            {"/v1/admin/tenants/00000000-0000-0000-0000-000000000000/quotas/" GPU_CLASS,
+             "{\"gpus\":1}", 404},
+        };
+        g_autofree gchar *cpu_path = g_strdup_printf("/v1/admin/tenants/%s/quotas/cpu-2c-4g", team);
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autoptr(EinsoraTestResponse) no = call("PUT", bad[i].path, owner, bad[i].body);
+            g_assert_cmpuint(no->status, ==, bad[i].status);
+        }
+        {
+            g_autoptr(EinsoraTestResponse) no = call("PUT", cpu_path, owner, "{\"gpus\":1}");
+            g_assert_cmpuint(no->status, ==, 400);
+            g_assert_nonnull(strstr(no->body, "not a GPU class"));
+        }
+    }
+    {
+        g_autoptr(EinsoraTestResponse) set = call("PUT", quota_path, owner, "{\"gpus\":1}");
+        g_assert_cmpuint(set->status, ==, 200);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) tenants = call("GET", "/v1/admin/tenants", owner, NULL);
+        JsonArray *list =
+            json_object_get_array_member(json_node_get_object(tenants->json), "tenants");
+        gboolean seen = FALSE;
+        for (guint i = 0; i < json_array_get_length(list); i++) {
+            JsonObject *tenant = json_array_get_object_element(list, i);
+            if (g_str_equal(json_object_get_string_member(tenant, "id"), team)) {
+                JsonObject *quotas = json_object_get_object_member(tenant, "quotas");
+                g_assert_cmpint(json_object_get_int_member(quotas, GPU_CLASS), ==, 1);
+                g_assert_cmpint(json_object_get_int_member(quotas, "nvidia-l4-24gb"), ==, 0);
+                seen = TRUE;
+            }
+        }
+        g_assert_true(seen);
+    }
+    /* One GPU: the first create passes (it waits for a machine), the
+     * second is past the quota. */
+    {
+        g_autoptr(EinsoraTestResponse) yes = call("POST", "/v1/workloads", lead, gpu_notebook);
+        g_autoptr(EinsoraTestResponse) no = call("POST", "/v1/workloads", member, gpu_notebook);
+        g_assert_cmpuint(yes->status, ==, 201);
+        g_assert_cmpuint(no->status, ==, 409);
+        g_assert_nonnull(strstr(no->body, "a Lab admin can raise it"));
+        /* The team's workload is the member's to see; the owner's tenant
+         * doesn't see it. */
+        {
+            g_autofree gchar *path =
+                g_strdup_printf("/v1/workloads/%s", einsora_test_response_string(yes, "id"));
+            g_autoptr(EinsoraTestResponse) seen = call("GET", path, member, NULL);
+            g_autoptr(EinsoraTestResponse) hidden = call("GET", path, owner, NULL);
+            g_assert_cmpuint(seen->status, ==, 200);
+            g_assert_cmpuint(hidden->status, ==, 404);
+        }
+    }
+
+    /* Disabled: refused at its next request; enabled: back. An admin
+     * can't disable itself. */
+    {
+        g_autofree gchar *disable = g_strdup_printf("/v1/admin/accounts/%s/disable", member_id);
+        g_autofree gchar *enable = g_strdup_printf("/v1/admin/accounts/%s/enable", member_id);
+        g_autofree gchar *self = g_strdup_printf("/v1/admin/accounts/%s/disable", owner_id);
+        g_autoptr(EinsoraTestResponse) off = call("POST", disable, owner, NULL);
+        g_autoptr(EinsoraTestResponse) refused = NULL;
+        g_autoptr(EinsoraTestResponse) on = NULL;
+        g_autoptr(EinsoraTestResponse) back = NULL;
+        g_autoptr(EinsoraTestResponse) not_self = call("POST", self, owner, NULL);
+        g_autoptr(EinsoraTestResponse) unknown = call(
+            "POST", "/v1/admin/accounts/00000000-0000-0000-0000-000000000000/disable", owner, NULL);
+
+        g_assert_cmpuint(off->status, ==, 200);
+        g_assert_nonnull(account_member(off, "disabled_at"));
+        refused = call("GET", "/v1/me", member, NULL);
+        g_assert_cmpuint(refused->status, ==, 401);
+        on = call("POST", enable, owner, NULL);
+        g_assert_cmpuint(on->status, ==, 200);
+        g_assert_null(account_member(on, "disabled_at"));
+        back = call("GET", "/v1/me", member, NULL);
+        g_assert_cmpuint(back->status, ==, 200);
+        g_assert_cmpuint(not_self->status, ==, 400);
+        g_assert_cmpuint(unknown->status, ==, 404);
+    }
+
+    /* The team's trail, seen by its people; the owner's tenant's holds
+     * none of it. */
+    {
+        g_autoptr(EinsoraTestResponse) trail = call("GET", "/v1/audit", member, NULL);
+        g_autoptr(EinsoraTestResponse) other = call("GET", "/v1/audit", owner, NULL);
+        JsonArray *events =
+            json_object_get_array_member(json_node_get_object(trail->json), "events");
+        const char *const actions[] = {"account.created", "account.created", "quota.set",
+                                       "account.disabled", "account.enabled"};
+
+        g_assert_cmpuint(trail->status, ==, 200);
+        g_assert_cmpuint(json_array_get_length(events), ==, G_N_ELEMENTS(actions));
+        for (guint i = 0; i < G_N_ELEMENTS(actions); i++) {
+            JsonObject *event = json_array_get_object_element(events, i);
+            g_assert_cmpstr(json_object_get_string_member(event, "action"), ==, actions[i]);
+            g_assert_cmpstr(json_object_get_string_member(event, "actor"), ==, "owner@localhost");
+        }
+        g_assert_nonnull(strstr(trail->body, "1 GPU(s), was 0"));
+        g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                             json_node_get_object(other->json), "events")),
+                         ==, 0);
+        for (guint i = 0; i < secrets->len; i++)
+            g_assert_null(strstr(trail->body, g_ptr_array_index(secrets, i)));
+    }
+
+    /* The CLI, as the admin and as the lead. */
+    {
+        gint status;
+        g_autofree gchar *accounts =
+            cli(owner, (const char *const[]){"admin", "accounts", NULL}, &status);
+        g_autofree gchar *tenants =
+            cli(owner, (const char *const[]){"admin", "tenants", NULL}, &status);
+        g_autofree gchar *set =
+            cli(owner, (const char *const[]){"admin", "quota", "set", "team", GPU_CLASS, "2", NULL},
+                &status);
+        g_autofree gchar *tenants_after = NULL;
+        g_autofree gchar *created = NULL;
+        g_autofree gchar *disabled = NULL;
+        g_autofree gchar *refused = NULL;
+        g_autofree gchar *audit = NULL;
+
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(accounts, "member@lab.example"));
+        g_assert_nonnull(strstr(tenants, GPU_CLASS " 1"));
+        tenants_after = cli(owner, (const char *const[]){"admin", "tenants", NULL}, &status);
+        g_assert_nonnull(strstr(tenants_after, GPU_CLASS " 2"));
+        created = cli(owner,
+                      (const char *const[]){"admin", "accounts", "create", "third@lab.example",
+                                            "--tenant", "team", NULL},
+                      &status);
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(created, "tsk_"));
+        disabled = cli(
+            owner, (const char *const[]){"admin", "accounts", "disable", "third@lab.example", NULL},
+            &status);
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(disabled, "is disabled"));
+        refused = cli(lead, (const char *const[]){"admin", "accounts", NULL}, &status);
+        g_assert_cmpint(status, ==, 1);
+        g_assert_nonnull(strstr(refused, "forbidden"));
+        audit = cli(lead, (const char *const[]){"audit", NULL}, &status);
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(audit, "quota.set"));
+        g_assert_nonnull(strstr(audit, "third@lab.example"));
+    }
+
+    log = einsora_test_daemon_read_log(daemon_);
+    g_assert_nonnull(strstr(log, "audit: owner@localhost: quota.set " GPU_CLASS));
+    for (guint i = 0; i < secrets->len; i++)
+        g_assert_null(strstr(log, g_ptr_array_index(secrets, i)));
+}
+
+/* From the machine: --join adds a member to a tenant, --admin makes an
+ * admin who may then use /v1/admin. */
+static void
+test_daemon_command(void)
+{
+    g_autoptr(EinsoraTestDaemon) lab = einsora_test_daemon_new();
+    g_autofree gchar *first = NULL;
+    g_autofree gchar *joined = NULL;
+    g_autofree gchar *admin = NULL;
+    g_autoptr(GSubprocess) unknown = NULL;
+    g_autoptr(GError) error = NULL;
+
+    einsora_test_daemon_start(lab);
+    einsora_test_daemon_stop(lab);
+    first = einsora_test_daemon_create_account(lab, "crew", "boss@crew.example", NULL);
+    /* einsora_test_daemon_create_account passes no --join or --admin:
+     * both by hand. */
+    {
+        const char *argv[] = {
+            einsora_test_daemon_path(), "--data-dir", lab->data_dir, "--tenant", "crew", "--email",
+            "hand@crew.example",        "--join",     "account",     "create",   NULL};
+        g_autoptr(GSubprocess) process =
+            g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+        g_assert_true(g_subprocess_communicate_utf8(process, NULL, NULL, &joined, NULL, &error));
+        g_assert_cmpint(g_subprocess_get_exit_status(process), ==, 0);
+        g_strstrip(joined);
+    }
+    {
+        const char *argv[] = {
+            einsora_test_daemon_path(), "--data-dir", lab->data_dir, "--tenant", "ops", "--email",
+            "root@ops.example",         "--admin",    "account",     "create",   NULL};
+        g_autoptr(GSubprocess) process =
+            g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+        g_assert_true(g_subprocess_communicate_utf8(process, NULL, NULL, &admin, NULL, &error));
+        g_assert_cmpint(g_subprocess_get_exit_status(process), ==, 0);
+        g_strstrip(admin);
+    }
+    {
+        const char *argv[] = {einsora_test_daemon_path(),
+                              "--data-dir",
+                              lab->data_dir,
+                              "--tenant",
+                              "nobody",
+                              "--email",
+                              "x@nobody.example",
+                              "--join",
+                              "account",
+                              "create",
+                              NULL};
+        unknown = g_subprocess_newv(
+            argv, G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error);
+        g_assert_true(g_subprocess_wait(unknown, NULL, &error));
+        g_assert_cmpint(g_subprocess_get_exit_status(unknown), !=, 0);
+    }
+    einsora_test_daemon_start(lab);
+    {
+        g_autoptr(EinsoraTestResponse) me_first =
+            einsora_test_request(lab, "GET", "/v1/me", first, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) me_joined =
+            einsora_test_request(lab, "GET", "/v1/me", joined, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) as_admin =
+            einsora_test_request(lab, "GET", "/v1/admin/accounts", admin, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) not_admin =
+            einsora_test_request(lab, "GET", "/v1/admin/accounts", first, NULL, NULL, NULL);
+        g_autoptr(EinsoraTestResponse) trail =
+            einsora_test_request(lab, "GET", "/v1/audit", first, NULL, NULL, NULL);
+
+        g_assert_cmpstr(einsora_test_response_string(me_first, "tenant_id"), ==,
+                        einsora_test_response_string(me_joined, "tenant_id"));
+        g_assert_cmpuint(as_admin->status, ==, 200);
+        g_assert_cmpuint(not_admin->status, ==, 403);
+        g_assert_nonnull(strstr(trail->body, "einsora-daemon account create"));
+        g_assert_nonnull(strstr(trail->body, "hand@crew.example"));
+    }
+    einsora_test_daemon_stop(lab);
+}
+
+int
+main(int argc, char **argv)
+{
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    secrets = g_ptr_array_new_with_free_func(g_free);
+    daemon_ = einsora_test_daemon_new();
+    einsora_test_daemon_start(daemon_);
+    g_ptr_array_add(secrets, g_strdup(daemon_->owner_token));
+    g_test_add_func("/admin/lab-people", test_lab_people);
+    g_test_add_func("/admin/daemon-command", test_daemon_command);
+    status = g_test_run();
+    einsora_test_daemon_stop(daemon_);
+    einsora_test_daemon_free(daemon_);
+    g_ptr_array_unref(secrets);
+    return status;
+}
