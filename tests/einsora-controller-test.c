@@ -235,13 +235,11 @@ test_capacity_queues_with_reasons(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, TENANT_T, trusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
     events = events_of(f, TENANT_A, untrusted);
     g_assert_cmpstr(last_reason(events), ==,
-                    "waiting for l40s-48gb capacity: requested 1 GPU(s), not enough free right "
-                    "now");
+                    "waiting for l40s-48gb capacity: not enough free right now");
     before = events->len;
     g_clear_pointer(&events, g_ptr_array_unref);
     events = events_of(f, TENANT_T, trusted);
-    g_assert_cmpstr(last_reason(events), ==,
-                    "waiting for l40s-48gb capacity: requested 1 GPU(s), 0 free");
+    g_assert_cmpstr(last_reason(events), ==, "waiting for l40s-48gb capacity: needs 1 GPU, 0 free");
 
     /* Waiting the same way is noted once, not every pass. */
     pass(f);
@@ -272,6 +270,67 @@ test_capacity_queues_with_reasons(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, TENANT_A, untrusted), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
     g_assert_cmpint(state_of(f, TENANT_T, trusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
     assert_timeline_consistent(f, TENANT_A, untrusted);
+}
+
+typedef struct {
+    const char *klass;
+    gint64 cpus, memory_mib, gpus; /* each tenant's own machine */
+    const char *trusted, *untrusted;
+} ShortCase;
+
+static const ShortCase short_cases[] = {
+    {"cpu-2c-4g", 1, 65536, 0, "waiting for cpu-2c-4g capacity: needs 2 CPU cores, 1 free",
+     "waiting for cpu-2c-4g capacity: not enough free right now"},
+    {"cpu-2c-4g", 8, 1536, 0, "waiting for cpu-2c-4g capacity: needs 4 GiB of memory, 1.5 GiB free",
+     "waiting for cpu-2c-4g capacity: not enough free right now"},
+    {"l40s-x2", 16, 65536, 1, "waiting for l40s-x2 capacity: needs 2 GPUs, 1 free",
+     "waiting for l40s-x2 capacity: not enough free right now"},
+};
+
+static void
+add_own_machine(Fixture *f, const char *id, const char *tenant_id, const ShortCase *c)
+{
+    g_autoptr(EinsoraMachine) record = einsora_machine_new();
+    EinsoraMachineCapacity *capacity;
+
+    record->id = g_strdup(id);
+    record->tenant_id = g_strdup(tenant_id);
+    record->name = g_strdup("box");
+    record->region = g_strdup("local");
+    record->cpus = c->cpus;
+    record->memory_mib = c->memory_mib;
+    record->sharing = EINSORA_SHARING_PRIVATE;
+    capacity = einsora_machine_capacity_new(record);
+    capacity->online = TRUE;
+    if (c->gpus > 0)
+        g_hash_table_insert(capacity->devices, g_strdup(c->klass), GINT_TO_POINTER((gint)c->gpus));
+    g_strfreev(capacity->drivers);
+    capacity->drivers = g_strsplit("sim", ",", -1);
+    einsora_fake_backend_add_machine(f->backend, capacity);
+}
+
+/* On machines, the queued reason names what the machine lacks (CPUs,
+ * memory or GPUs) and, to a trusted tenant only, how much. */
+static void
+test_queued_reason_names_what_is_short(Fixture *f, gconstpointer data)
+{
+    const ShortCase *c = data;
+    g_autofree gchar *untrusted = NULL;
+    g_autofree gchar *trusted = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    add_own_machine(f, "0190b5d2-7c4e-7abc-8def-0000000000d1", TENANT_A, c);
+    add_own_machine(f, "0190b5d2-7c4e-7abc-8def-0000000000d2", TENANT_T, c);
+    untrusted = launch(f, f->alice, c->klass);
+    trusted = launch(f, f->trent, c->klass);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, untrusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_T, trusted), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    events = events_of(f, TENANT_A, untrusted);
+    g_assert_cmpstr(last_reason(events), ==, c->untrusted);
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_T, trusted);
+    g_assert_cmpstr(last_reason(events), ==, c->trusted);
 }
 
 /* FIFO with backfill: a large request that doesn't fit leaves the room to
@@ -1007,6 +1066,17 @@ main(int argc, char **argv)
     ADD("/controller/admit/capacity-queues-trusted-and-untrusted",
         test_capacity_queues_with_reasons);
     ADD("/controller/admit/fifo-with-backfill", test_backfill);
+    {
+        static const char *const names[] = {"cpu-short-of-cpus", "cpu-short-of-memory",
+                                            "gpu-short-of-gpus"};
+        G_STATIC_ASSERT(G_N_ELEMENTS(names) == G_N_ELEMENTS(short_cases));
+        for (guint i = 0; i < G_N_ELEMENTS(short_cases); i++) {
+            g_autofree gchar *path =
+                g_strdup_printf("/controller/admit/queued-reason-names-what-is-short/%s", names[i]);
+            g_test_add(path, Fixture, &short_cases[i], fixture_set_up,
+                       test_queued_reason_names_what_is_short, fixture_tear_down);
+        }
+    }
     ADD("/controller/admit/settling-admits-nothing", test_settling_admits_nothing);
     ADD("/controller/admit/one-transaction-per-group", test_admission_group_commit);
     ADD("/controller/admit/lost-group-is-decided-again", test_admission_group_lost);

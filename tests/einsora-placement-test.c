@@ -5,10 +5,12 @@
 
 #define OWNER "0190b5d2-7c4e-7abc-8def-00000000000a"
 #define GUEST "0190b5d2-7c4e-7abc-8def-00000000000b"
-#define WS "0190b5d2-7c4e-7abc-8def-0000000000c1"   /* owner's workstation */
-#define POOL "0190b5d2-7c4e-7abc-8def-0000000000c2" /* guest's community box */
-#define MAC "0190b5d2-7c4e-7abc-8def-0000000000c3"  /* owner's Mac */
-#define AWAY "0190b5d2-7c4e-7abc-8def-0000000000c4" /* owner's, in another region */
+#define WS "0190b5d2-7c4e-7abc-8def-0000000000c1"     /* owner's workstation */
+#define POOL "0190b5d2-7c4e-7abc-8def-0000000000c2"   /* guest's community box */
+#define MAC "0190b5d2-7c4e-7abc-8def-0000000000c3"    /* owner's Mac */
+#define AWAY "0190b5d2-7c4e-7abc-8def-0000000000c4"   /* owner's, in another region */
+#define LOWMEM "0190b5d2-7c4e-7abc-8def-0000000000c5" /* owner's, with 2 GiB */
+#define SMALL "0190b5d2-7c4e-7abc-8def-0000000000c6"  /* owner's, with 4 CPUs */
 
 static const char test_catalog[] =
     "{\"version\": 1,"
@@ -83,44 +85,63 @@ typedef struct {
     guint held_vms_on_mac;
     EinsoraPlacementOutcome outcome;
     const char *machine_id, *driver;
+    /* NO_CAPACITY: what the closest machine is short of, and the figures
+     * of the first of those (GPUs, units, CPUs, memory, driver slots). */
+    guint short_of;
     gint64 requested, free;
 } PlacementCase;
 
+#define GPUS EINSORA_SHORTFALL_GPUS
+#define CPUS EINSORA_SHORTFALL_CPUS
+#define MEMORY EINSORA_SHORTFALL_MEMORY
+#define DRIVER EINSORA_SHORTFALL_DRIVER
+
 static const PlacementCase cases[] = {
     {"owner-notebook-on-own-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
-     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 0},
+     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 0, 0, 0},
     {"guest-cannot-use-private-machine", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
-     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+     NULL, "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 0, 0, 0},
     {"weak-driver-only-for-owner", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
-     "pool", NULL, 0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 1, 0},
+     "pool", NULL, 0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 0, 0, 0},
     {"strong-driver-for-others", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "pool",
-     NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "libvirt", 1, 0},
+     NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "libvirt", 0, 0, 0},
     {"owner-prefers-nothing-but-fits", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
-     NULL, "ws,pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "linux-native", 1, 0},
+     NULL, "ws,pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "linux-native", 0, 0, 0},
     {"gpu-taken", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", "ws", 0,
-     EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+     EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, GPUS, 1, 0},
     {"gpu-free", OWNER, "notebook", "l40s-48gb", "jupyter", "local", NULL, NULL, "ws", NULL, 0,
-     EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 1},
+     EINSORA_PLACEMENT_PLACED, WS, "linux-native", 0, 0, 0},
     {"two-gpus-on-a-one-gpu-machine", OWNER, "notebook", "l40s-x2", "jupyter", "local", NULL, NULL,
-     "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 2, 0},
+     "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 0, 0, 0},
     {"not-enough-cpus", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL, "ws",
-     NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+     NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, CPUS, 16, 8},
+    {"cpu-class-short-of-memory", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
+     "lowmem", NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, MEMORY, 4096, 2048},
+    {"short-of-cpus-and-memory", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL,
+     "lowmem", NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, CPUS | MEMORY, 16, 8},
+    /* The reason names the machine closest to fitting, wherever it is. */
+    {"closest-machine-named", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL,
+     "lowmem,ws", NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, CPUS, 16, 8},
+    {"closest-machine-named-first", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL,
+     NULL, "ws,lowmem", NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, CPUS, 16, 8},
+    {"closer-by-less", OWNER, "notebook", "cpu-16c-64g", "jupyter", "local", NULL, NULL, "small,ws",
+     NULL, 0, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, CPUS, 16, 8},
     {"other-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws,away", NULL,
-     0, EINSORA_PLACEMENT_PLACED, AWAY, "linux-native", 1, 0},
+     0, EINSORA_PLACEMENT_PLACED, AWAY, "linux-native", 0, 0, 0},
     {"no-machine-in-region", OWNER, "notebook", "cpu-2c-4g", "jupyter", "eu", NULL, NULL, "ws",
-     NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+     NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 0, 0, 0},
     {"offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL, "off", NULL,
-     0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 1, 0},
+     0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 0, 0, 0},
     {"disk-on-offline-machine", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS,
-     "linux-native", "off,pool", NULL, 0, EINSORA_PLACEMENT_WAITING_FOR_DISK, NULL, NULL, 1, 0},
+     "linux-native", "off,pool", NULL, 0, EINSORA_PLACEMENT_WAITING_FOR_DISK, NULL, NULL, 0, 0, 0},
     {"disk-goes-back-home", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", WS, "linux-native",
-     "away,pool,ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 1, 0},
+     "away,pool,ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 0, 0, 0},
     {"vm-per-machine-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL,
-     2, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, 1, 0},
+     2, EINSORA_PLACEMENT_NO_CAPACITY, NULL, NULL, DRIVER, 1, 0},
     {"vm-under-limit", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "mac", NULL, 1,
-     EINSORA_PLACEMENT_PLACED, MAC, "macos-vz", 1, 0},
+     EINSORA_PLACEMENT_PLACED, MAC, "macos-vz", 0, 0, 0},
     {"no-driver-for-kind", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "nodrv", NULL,
-     0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 1, 0},
+     0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 0, 0, 0},
 };
 
 static EinsoraCapacity *
@@ -147,6 +168,13 @@ capacity_for(const char *which)
         else if (g_str_equal(n, "off"))
             m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, FALSE, 8, 1,
                         "linux-native");
+        else if (g_str_equal(n, "lowmem")) {
+            m = machine(LOWMEM, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
+                        "linux-native");
+            m->memory_mib = 2048;
+        } else if (g_str_equal(n, "small"))
+            m = machine(SMALL, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 4, 0,
+                        "linux-native");
         else if (g_str_equal(n, "nodrv"))
             m = machine(WS, OWNER, "local", "linux", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
                         "linux-native");
@@ -154,6 +182,30 @@ capacity_for(const char *which)
         g_ptr_array_add(capacity->machines, m);
     }
     return capacity;
+}
+
+/* Only a workload waiting for capacity says what it is short of; the
+ * figures checked are those of the first thing short. */
+static void
+assert_short_of(const EinsoraPlacementResult *result, guint short_of, gint64 requested, gint64 free)
+{
+    static const EinsoraShortfallKind order[] = {GPUS, EINSORA_SHORTFALL_UNITS, CPUS, MEMORY,
+                                                 DRIVER};
+    const EinsoraShortfallAmount *first = NULL;
+
+    if (result->outcome != EINSORA_PLACEMENT_NO_CAPACITY) {
+        g_assert_null(result->shortfall);
+        g_assert_cmpuint(short_of, ==, 0);
+        return;
+    }
+    g_assert_nonnull(result->shortfall);
+    g_assert_cmphex(result->shortfall->short_of, ==, short_of);
+    for (guint i = 0; i < G_N_ELEMENTS(order) && first == NULL; i++)
+        if (short_of & order[i])
+            first = einsora_shortfall_amount(result->shortfall, order[i]);
+    g_assert_nonnull(first);
+    g_assert_cmpint(first->requested, ==, requested);
+    g_assert_cmpint(first->free, ==, free);
 }
 
 static void
@@ -189,8 +241,11 @@ test_case(gconstpointer data)
     g_assert_cmpint(result->outcome, ==, c->outcome);
     g_assert_cmpstr(result->machine_id, ==, c->machine_id);
     g_assert_cmpstr(result->driver, ==, c->driver);
-    g_assert_cmpint(result->requested, ==, c->requested);
-    g_assert_cmpint(result->free, ==, c->free);
+    assert_short_of(result, c->short_of, c->requested, c->free);
+    if (c->short_of & DRIVER) {
+        g_assert_cmpstr(result->shortfall->driver, ==, "macos-vz");
+        g_assert_cmpint(result->shortfall->driver_limit, ==, 2);
+    }
     if (c->outcome == EINSORA_PLACEMENT_PLACED)
         g_assert_cmpstr(result->placed_class, ==, c->klass);
 }
@@ -213,15 +268,44 @@ test_cluster_units(void)
             einsora_placement_place(w, catalog, capacity, usage);
         g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_PLACED);
         g_assert_null(result->machine_id);
-        g_assert_cmpint(result->requested, ==, 2);
+        g_assert_null(result->shortfall);
     }
     einsora_usage_add(usage, w, pair);
     {
         g_autoptr(EinsoraPlacementResult) result =
             einsora_placement_place(w, catalog, capacity, usage);
-        g_assert_cmpint(result->outcome, ==, EINSORA_PLACEMENT_NO_CAPACITY);
-        g_assert_cmpint(result->free, ==, 1);
+        /* Units of a GPU class are its GPUs. */
+        assert_short_of(result, GPUS, 2, 1);
     }
+    {
+        g_autoptr(EinsoraWorkload) small =
+            workload(OWNER, "notebook", "cpu-2c-4g", "jupyter", "local");
+        g_autoptr(EinsoraPlacementResult) result =
+            einsora_placement_place(small, catalog, capacity, usage);
+        assert_short_of(result, EINSORA_SHORTFALL_UNITS, 1, 0);
+    }
+}
+
+static void
+assert_same_amount(const EinsoraShortfallAmount *got, const EinsoraShortfallAmount *want)
+{
+    g_assert_cmpint(got->requested, ==, want->requested);
+    g_assert_cmpint(got->free, ==, want->free);
+}
+
+static void
+assert_same_shortfall(const EinsoraShortfall *got, const EinsoraShortfall *want)
+{
+    g_assert_true((got == NULL) == (want == NULL));
+    if (want == NULL)
+        return;
+    g_assert_cmphex(got->short_of, ==, want->short_of);
+    assert_same_amount(&got->gpus, &want->gpus);
+    assert_same_amount(&got->cpus, &want->cpus);
+    assert_same_amount(&got->memory_mib, &want->memory_mib);
+    assert_same_amount(&got->units, &want->units);
+    assert_same_amount(&got->driver_slots, &want->driver_slots);
+    g_assert_cmpstr(got->driver, ==, want->driver);
 }
 
 /* Placing from a cursor (as a pass placing many of one shape does) says
@@ -260,8 +344,7 @@ test_first_fit_cursor_agrees(void)
         g_assert_cmpint(got->outcome, ==, want->outcome);
         g_assert_cmpstr(got->machine_id, ==, want->machine_id);
         g_assert_cmpstr(got->driver, ==, want->driver);
-        g_assert_cmpint(got->free, ==, want->free);
-        g_assert_cmpint(got->requested, ==, want->requested);
+        assert_same_shortfall(got->shortfall, want->shortfall);
         if (want->outcome != EINSORA_PLACEMENT_PLACED)
             continue;
         placed++;

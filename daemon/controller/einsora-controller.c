@@ -324,8 +324,7 @@ waiting_reason(EinsoraController *self, Pass *pass, const EinsoraWorkload *workl
     case EINSORA_PLACEMENT_NO_CAPACITY:
     case EINSORA_PLACEMENT_PLACED:
     default:
-        return einsora_reason_waiting_for_capacity(workload->gpu_class, result->requested,
-                                                   result->free,
+        return einsora_reason_waiting_for_capacity(workload->gpu_class, result->shortfall,
                                                    tenant_trusted(self, pass, workload->tenant_id));
     }
 }

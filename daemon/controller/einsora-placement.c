@@ -22,6 +22,7 @@ einsora_placement_result_free(EinsoraPlacementResult *result)
     g_free(result->machine_id);
     g_free(result->machine_name);
     g_free(result->driver);
+    einsora_shortfall_free(result->shortfall);
     g_free(result);
 }
 
@@ -42,21 +43,28 @@ place_on_cluster(const EinsoraComputeClass *klass, const EinsoraCapacity *capaci
     result = einsora_placement_result_new(free >= units_of(klass) ? EINSORA_PLACEMENT_PLACED
                                                                   : EINSORA_PLACEMENT_NO_CAPACITY);
     result->placed_class = g_strdup(klass->name);
-    result->requested = units_of(klass);
-    result->free = MAX(free, 0);
+    if (result->outcome == EINSORA_PLACEMENT_NO_CAPACITY) {
+        result->shortfall = einsora_shortfall_new();
+        einsora_shortfall_measure(result->shortfall,
+                                  klass->devices > 0 ? EINSORA_SHORTFALL_GPUS
+                                                     : EINSORA_SHORTFALL_UNITS,
+                                  units_of(klass), free);
+    }
     return result;
 }
 
 /* The driver this machine would use for the workload, from the image's
- * runtime in the catalog's order, or NULL. Isolation comes from the
- * domain's table (the catalog driver's info), never from the machine. */
+ * runtime in the catalog's order, or NULL; *@full says which driver, if
+ * any, was passed over for being at its per-machine limit. Isolation
+ * comes from the domain's table (the catalog driver's info), never from
+ * the machine. */
 static const char *
 pick_driver(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
             const EinsoraImageRuntime *runtime, EinsoraAccelerator accelerator,
             const EinsoraMachineCapacity *machine, const EinsoraMachineUsage *used,
-            const char *only, gboolean *at_limit)
+            const char *only, const EinsoraCatalogDriver **full)
 {
-    *at_limit = FALSE;
+    *full = NULL;
     for (guint i = 0; runtime->driver_refs[i] != NULL; i++) {
         const char *name = runtime->driver_refs[i];
         const EinsoraCatalogDriver *driver = einsora_catalog_lookup_driver(catalog, name);
@@ -72,7 +80,8 @@ pick_driver(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
         /* A full driver is a matter of capacity: room frees up later. */
         if (driver->info->per_machine_limit > 0 &&
             einsora_machine_usage_driver(used, name) >= driver->info->per_machine_limit) {
-            *at_limit = TRUE;
+            if (*full == NULL)
+                *full = driver;
             continue;
         }
         return name;
@@ -98,6 +107,60 @@ fits(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
     if (cpus < klass->cpus || memory < klass->memory_mib)
         return FALSE;
     return klass->devices == 0 || free_devices(machine, used, klass->name) >= klass->devices;
+}
+
+/* What @machine lacks for @klass, with @full the driver it would use at
+ * its limit (or NULL). Only said, never decided on: fits() decides. The
+ * driver's name is left to the caller, so that measuring allocates
+ * nothing. */
+static void
+measure(const EinsoraComputeClass *klass, const EinsoraMachineCapacity *machine,
+        const EinsoraMachineUsage *used, const EinsoraCatalogDriver *full,
+        EinsoraShortfall *shortfall)
+{
+    *shortfall = (EinsoraShortfall){0};
+    if (klass->devices > 0)
+        einsora_shortfall_measure(shortfall, EINSORA_SHORTFALL_GPUS, klass->devices,
+                                  free_devices(machine, used, klass->name));
+    einsora_shortfall_measure(shortfall, EINSORA_SHORTFALL_CPUS, klass->cpus,
+                              machine->cpus - (used != NULL ? used->cpus : 0));
+    einsora_shortfall_measure(shortfall, EINSORA_SHORTFALL_MEMORY, klass->memory_mib,
+                              machine->memory_mib - (used != NULL ? used->memory_mib : 0));
+    if (full != NULL) {
+        gint64 limit = full->info->per_machine_limit;
+
+        shortfall->driver_limit = limit;
+        einsora_shortfall_measure(shortfall, EINSORA_SHORTFALL_DRIVER, 1,
+                                  limit - einsora_machine_usage_driver(used, full->name));
+    }
+}
+
+/* Whether @a is closer to fitting than @b: short of fewer things, or of
+ * the same things by less (GPUs first, then CPUs, memory, driver slots).
+ * Otherwise the machine looked at first stays the one the reason names. */
+static gboolean
+closer(const EinsoraShortfall *a, const EinsoraShortfall *b)
+{
+    static const EinsoraShortfallKind order[] = {EINSORA_SHORTFALL_GPUS, EINSORA_SHORTFALL_CPUS,
+                                                 EINSORA_SHORTFALL_MEMORY,
+                                                 EINSORA_SHORTFALL_DRIVER};
+    guint count_a = einsora_shortfall_count(a);
+    guint count_b = einsora_shortfall_count(b);
+
+    if (count_a != count_b)
+        return count_a < count_b;
+    if (a->short_of != b->short_of)
+        return FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+        const EinsoraShortfallAmount *x = einsora_shortfall_amount(a, order[i]);
+        const EinsoraShortfallAmount *y = einsora_shortfall_amount(b, order[i]);
+
+        if ((a->short_of & order[i]) == 0)
+            continue;
+        if (x->requested - x->free != y->requested - y->free)
+            return x->requested - x->free < y->requested - y->free;
+    }
+    return FALSE;
 }
 
 /* The lowest GPUs of the class that nothing placed here holds. When
@@ -134,7 +197,9 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
 {
     EinsoraPlacementOutcome outcome = EINSORA_PLACEMENT_NO_MACHINE;
     gboolean sticky = has_disk(workload);
-    gint64 best_free = 0;
+    EinsoraShortfall best = {0};
+    const EinsoraCatalogDriver *best_full = NULL;
+    gboolean measured = FALSE;
     EinsoraPlacementResult *result;
 
     if (sticky)
@@ -143,7 +208,8 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
         const EinsoraMachineCapacity *machine = g_ptr_array_index(capacity->machines, i);
         const EinsoraMachineUsage *used = einsora_usage_lookup_machine(usage, machine->machine->id);
         const char *driver;
-        gboolean at_limit = FALSE;
+        const EinsoraCatalogDriver *full = NULL;
+        EinsoraShortfall shortfall;
 
         if (sticky && g_strcmp0(machine->machine->id, workload->machine_id) != 0)
             continue;
@@ -156,17 +222,19 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
             outcome == EINSORA_PLACEMENT_WAITING_FOR_DISK)
             outcome = EINSORA_PLACEMENT_NO_DRIVER;
         driver = pick_driver(workload, catalog, runtime, klass->accelerator, machine, used,
-                             sticky ? workload->driver : NULL, &at_limit);
-        if (driver == NULL) {
-            if (at_limit)
-                outcome = EINSORA_PLACEMENT_NO_CAPACITY;
+                             sticky ? workload->driver : NULL, &full);
+        if (driver == NULL && full == NULL)
+            continue;
+        outcome = EINSORA_PLACEMENT_NO_CAPACITY;
+        if (driver == NULL || !fits(klass, machine, used)) {
+            measure(klass, machine, used, driver == NULL ? full : NULL, &shortfall);
+            if (!measured || closer(&shortfall, &best)) {
+                best = shortfall;
+                best_full = driver == NULL ? full : NULL;
+                measured = TRUE;
+            }
             continue;
         }
-        outcome = EINSORA_PLACEMENT_NO_CAPACITY;
-        best_free =
-            MAX(best_free, klass->devices > 0 ? free_devices(machine, used, klass->name) : 0);
-        if (!fits(klass, machine, used))
-            continue;
 
         result = einsora_placement_result_new(EINSORA_PLACEMENT_PLACED);
         result->placed_class = g_strdup(klass->name);
@@ -174,15 +242,15 @@ place_on_machines(const EinsoraWorkload *workload, EinsoraCatalog *catalog,
         result->machine_name = g_strdup(machine->machine->name);
         result->driver = g_strdup(driver);
         result->gpu_mask = pick_gpus(klass, machine, used);
-        result->requested = units_of(klass);
-        result->free = klass->devices > 0 ? free_devices(machine, used, klass->name) : 0;
         *placed_at = i;
         return result;
     }
     result = einsora_placement_result_new(outcome);
     result->placed_class = g_strdup(klass->name);
-    result->requested = units_of(klass);
-    result->free = MAX(best_free, 0);
+    if (outcome == EINSORA_PLACEMENT_NO_CAPACITY) {
+        result->shortfall = einsora_shortfall_copy(&best);
+        result->shortfall->driver = best_full != NULL ? g_strdup(best_full->name) : NULL;
+    }
     return result;
 }
 
@@ -214,7 +282,6 @@ place(const EinsoraWorkload *workload, EinsoraCatalog *catalog, const EinsoraCap
     if (runtime == NULL) {
         EinsoraPlacementResult *result = einsora_placement_result_new(EINSORA_PLACEMENT_NO_DRIVER);
         result->placed_class = g_strdup(klass->name);
-        result->requested = units_of(klass);
         return result;
     }
     if (*first > 0) {

@@ -6,6 +6,7 @@
 
 #include "einsora-capacity.h"
 #include "einsora-catalog.h"
+#include "einsora-shortfall.h"
 #include "einsora-usage.h"
 #include "einsora-workload.h"
 
@@ -31,8 +32,9 @@ typedef struct {
     gchar *machine_name;
     gchar *driver;
     guint64 gpu_mask; /* the machine's GPUs it gets; 0: none chosen */
-    gint64 requested; /* units of the class asked for */
-    gint64 free;      /* units free where it could run (for the reason) */
+    /* NO_CAPACITY: what the machine closest to taking it (or the
+     * cluster) lacks, for the reason; else NULL. */
+    EinsoraShortfall *shortfall;
 } EinsoraPlacementResult;
 
 EinsoraPlacementResult *einsora_placement_result_new(EinsoraPlacementOutcome outcome);

@@ -87,19 +87,73 @@ einsora_reason_access_requested(const EinsoraActor *actor)
     return g_strdup_printf("open in a browser requested by %s", who);
 }
 
-/* Only trusted tenants learn how many GPUs are free: the count describes
+/* Memory as a person reads it: MiB below a GiB, else GiB to a tenth,
+ * rounded @up for what is needed and down for what is free, so that the
+ * two never read the same while one falls short. */
+static gchar *
+format_memory(gint64 mib, gboolean up)
+{
+    gint64 tenths;
+
+    if (mib == 0)
+        return g_strdup("0");
+    if (mib < 1024)
+        return g_strdup_printf("%" G_GINT64_FORMAT " MiB", mib);
+    tenths = up ? (mib * 10 + 1023) / 1024 : mib * 10 / 1024;
+    if (tenths % 10 == 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT " GiB", tenths / 10);
+    return g_strdup_printf("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT " GiB", tenths / 10,
+                           tenths % 10);
+}
+
+static void
+append_need(GString *out, const char *need, const char *free)
+{
+    g_string_append_printf(out, "%s%s, %s free", out->len > 0 ? "; " : "", need, free);
+}
+
+static void
+append_count(GString *out, const EinsoraShortfallAmount *amount, const char *one, const char *many)
+{
+    g_autofree gchar *need = g_strdup_printf("%" G_GINT64_FORMAT " %s", amount->requested,
+                                             amount->requested == 1 ? one : many);
+    g_autofree gchar *free = g_strdup_printf("%" G_GINT64_FORMAT, amount->free);
+    append_need(out, need, free);
+}
+
+/* Only trusted tenants learn how much is free: the figures describe
  * other tenants' use of the machines. */
 gchar *
-einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
+einsora_reason_waiting_for_capacity(const char *gpu_class, const EinsoraShortfall *shortfall,
                                     gboolean trusted)
 {
-    if (trusted)
-        return g_strdup_printf("waiting for %s capacity: requested %" G_GINT64_FORMAT
-                               " GPU(s), %" G_GINT64_FORMAT " free",
-                               gpu_class, requested, free);
-    return g_strdup_printf("waiting for %s capacity: requested %" G_GINT64_FORMAT
-                           " GPU(s), not enough free right now",
-                           gpu_class, requested);
+    g_autoptr(GString) needs = g_string_new(NULL);
+    guint short_of = shortfall != NULL && trusted ? shortfall->short_of : 0;
+
+    if (short_of & EINSORA_SHORTFALL_GPUS)
+        append_count(needs, &shortfall->gpus, "GPU", "GPUs");
+    if (short_of & EINSORA_SHORTFALL_UNITS) {
+        g_autofree gchar *unit = g_strdup_printf("× %s", gpu_class);
+        append_count(needs, &shortfall->units, unit, unit);
+    }
+    if (short_of & EINSORA_SHORTFALL_CPUS)
+        append_count(needs, &shortfall->cpus, "CPU core", "CPU cores");
+    if (short_of & EINSORA_SHORTFALL_MEMORY) {
+        g_autofree gchar *amount = format_memory(shortfall->memory_mib.requested, TRUE);
+        g_autofree gchar *need = g_strdup_printf("%s of memory", amount);
+        g_autofree gchar *free = format_memory(shortfall->memory_mib.free, FALSE);
+        append_need(needs, need, free);
+    }
+    if (short_of & EINSORA_SHORTFALL_DRIVER) {
+        g_autofree gchar *slot = g_strdup_printf("%s slot", shortfall->driver);
+        g_autofree gchar *slots = g_strdup_printf("%s slots", shortfall->driver);
+        append_count(needs, &shortfall->driver_slots, slot, slots);
+        g_string_append_printf(needs, " (at most %" G_GINT64_FORMAT " per machine)",
+                               shortfall->driver_limit);
+    }
+    if (needs->len == 0)
+        return g_strdup_printf("waiting for %s capacity: not enough free right now", gpu_class);
+    return g_strdup_printf("waiting for %s capacity: needs %s", gpu_class, needs->str);
 }
 
 gchar *

@@ -7,6 +7,7 @@
 #include <glib.h>
 
 #include "einsora-actor.h"
+#include "einsora-shortfall.h"
 #include "einsora-workload-state.h"
 
 G_BEGIN_DECLS
@@ -26,7 +27,10 @@ gchar *einsora_reason_created(const EinsoraActor *actor);
 gchar *einsora_reason_requested(EinsoraUserAction action, const EinsoraActor *actor);
 /* A one-time link to open the notebook in a browser was handed out. */
 gchar *einsora_reason_access_requested(const EinsoraActor *actor);
-gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, gint64 requested, gint64 free,
+/* "waiting for cpu-2c-4g capacity: needs 2 CPU cores, 1 free"; the
+ * figures only to @trusted tenants, and only when @shortfall (may be
+ * NULL) knows what is short. */
+gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, const EinsoraShortfall *shortfall,
                                            gboolean trusted);
 /* With @gpu_mask, which of the machine's GPUs (their nvidia-smi
  * indexes); 0 leaves them unsaid. */
