@@ -139,42 +139,6 @@ EinsoraUser *einsora_auth_create_account(EinsoraAuth *self, const char *tenant_n
                                          const char *email, const char *password, const char *role,
                                          gboolean trusted, GError **error);
 
-/* Lab administration (docs/adr/0049). @actor must be an active Lab
- * admin, else EINSORA_ERROR_FORBIDDEN; NULL is the daemon's own command,
- * run on the machine. Each change is written with its line in the
- * tenant's audit trail, in one transaction, and logged; no secret in
- * either. */
-gboolean einsora_auth_require_admin(EinsoraAuth *self, const EinsoraActor *actor, GError **error);
-GPtrArray *einsora_auth_admin_list_accounts(EinsoraAuth *self, const EinsoraActor *actor,
-                                            GError **error);
-GPtrArray *einsora_auth_admin_list_tenants(EinsoraAuth *self, const EinsoraActor *actor,
-                                           GError **error);
-/* A new account, a member of the tenant @tenant_id or the owner of a new
- * tenant named @new_tenant (exactly one), with a first API token whose
- * secret goes to *@secret. @password: NULL for none (the API never sets
- * one: argon2 is slow on purpose, and no request waits for it). */
-EinsoraUser *einsora_auth_admin_create_account(EinsoraAuth *self, const EinsoraActor *actor,
-                                               const char *tenant_id, const char *new_tenant,
-                                               const char *email, const char *password,
-                                               gboolean admin, gchar **secret, GError **error);
-/* Disables (its tokens and sessions stop at the next request) or enables
- * the account @user_id, in whatever tenant; an admin can't disable
- * itself. The account as it is now. */
-EinsoraUser *einsora_auth_admin_set_disabled(EinsoraAuth *self, const EinsoraActor *actor,
-                                             const char *user_id, gboolean disabled,
-                                             GError **error);
-/* The GPUs of @gpu_class the tenant may hold (the caller checks the
- * class against the catalog). */
-gboolean einsora_auth_admin_set_quota(EinsoraAuth *self, const EinsoraActor *actor,
-                                      const char *tenant_id, const char *gpu_class, gint64 gpus,
-                                      GError **error);
-/* A tenant's quota of @gpu_class, for a caller that checked who may ask. */
-gboolean einsora_auth_get_quota(EinsoraAuth *self, const char *tenant_id, const char *gpu_class,
-                                gint64 *gpus, GError **error);
-/* The latest @limit lines of @actor's own tenant's audit trail. */
-GPtrArray *einsora_auth_list_audit(EinsoraAuth *self, const EinsoraActor *actor, guint limit,
-                                   GError **error);
-
 /* Solo's first run. When the store has no users: creates the tenant
  * "local" (trusted) with a quota of @gpus_per_class for each of
  * @gpu_classes (NULL-terminated, may be NULL), its owner
