@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "einsora-connection.h"
+#include "einsora-pinned-database.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-port.h"
 #include "einsora-token-store.h"
@@ -264,6 +265,85 @@ test_remote_stored_token(Fixture *f, gconstpointer data)
     g_unsetenv("EINSORA_TOKEN_STORE");
 }
 
+static gboolean
+port_answers(guint port)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GSocketConnection) connection =
+        g_socket_client_connect_to_host(client, "127.0.0.1", (guint16)port, NULL, NULL);
+
+    return connection != NULL;
+}
+
+/* A daemon speaking TLS with its own certificate (EINSORA_TLS=on): not
+ * trusted, so an error naming its fingerprint and no daemon started;
+ * trusted, connected; a pin of another certificate, refused again. */
+static void
+test_untrusted_certificate(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraConnection) connection = NULL;
+    g_autoptr(EinsoraClient) client = NULL;
+    g_autoptr(GSubprocess) daemon = NULL;
+    g_autoptr(GUri) uri = g_uri_parse(f->server, G_URI_FLAGS_NONE, NULL);
+    g_autofree gchar *https = g_strdup_printf("https://127.0.0.1:%d", g_uri_get_port(uri));
+    g_autofree gchar *cert =
+        g_build_filename(g_getenv("EINSORA_DATA_DIR"), "tls", "server.pem", NULL);
+    g_autoptr(GTlsCertificate) certificate = NULL;
+    g_autofree gchar *fingerprint = NULL;
+    g_autofree gchar *refused = NULL;
+    g_autoptr(JsonNode) me = NULL;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    g_setenv("EINSORA_TLS", "on", TRUE);
+    daemon = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
+                              &error, g_getenv("EINSORA_DAEMON"), NULL);
+    g_unsetenv("EINSORA_TLS");
+    g_assert_no_error(error);
+    g_ptr_array_add(f->pids, g_strdup(g_subprocess_get_identifier(daemon)));
+    while (!port_answers((guint)g_uri_get_port(uri))) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(50 * 1000);
+    }
+    certificate = g_tls_certificate_new_from_file(cert, &error);
+    g_assert_no_error(error);
+    fingerprint = einsora_certificate_fingerprint(certificate);
+
+    connection = einsora_connection_new(https, NULL);
+    client = ensure(connection, 10000, NULL, &error);
+    g_assert_null(client);
+    g_assert_error(error, EINSORA_CONNECTION_ERROR, EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE);
+    g_assert_nonnull(strstr(error->message, fingerprint));
+    g_assert_false(einsora_connection_started_daemon(connection));
+    refused = einsora_connection_dup_refused_fingerprint(connection);
+    g_assert_cmpstr(refused, ==, fingerprint);
+    g_clear_error(&error);
+
+    g_assert_true(einsora_connection_trust_certificate(connection, refused, &error));
+    g_assert_no_error(error);
+    g_clear_object(&connection);
+    connection = einsora_connection_new(https, NULL);
+    client = ensure(connection, 10000, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(client);
+    me = einsora_client_get_me(client, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(me);
+    g_clear_object(&client);
+
+    /* Another certificate pinned for it: refused, both named. */
+    g_assert_true(einsora_connection_trust_certificate(
+        connection, "SHA256:1111111111111111111111111111111111111111111111111111111111111111",
+        &error));
+    g_clear_object(&connection);
+    connection = einsora_connection_new(https, NULL);
+    client = ensure(connection, 10000, NULL, &error);
+    g_assert_null(client);
+    g_assert_error(error, EINSORA_CONNECTION_ERROR, EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE);
+    g_assert_nonnull(strstr(error->message, "other than the one you trusted"));
+    g_assert_nonnull(strstr(error->message, fingerprint));
+}
+
 /* A daemon on this machine gets the local token file and may be started;
  * anything else is remote, whatever it is called. */
 static void
@@ -359,6 +439,9 @@ main(int argc, char **argv)
                    test_remote_not_started, fixture_tear_down);
         g_test_add("/app/connection/remote-stored-token", Fixture, NULL, fixture_set_up,
                    test_remote_stored_token, fixture_tear_down);
+        if (g_tls_backend_supports_tls(g_tls_backend_get_default()))
+            g_test_add("/app/connection/untrusted-certificate", Fixture, NULL, fixture_set_up,
+                       test_untrusted_certificate, fixture_tear_down);
     } else {
         g_test_message("EINSORA_DAEMON is not set: no daemon tests");
     }

@@ -314,6 +314,23 @@ test_window_offers_it(void)
     WAIT_FOR(find_button(GTK_WIDGET(window), "app.connect-server") != NULL);
     g_assert_true(gtk_widget_is_sensitive(find_button(GTK_WIDGET(window), "app.connect-server")));
     g_assert_nonnull(find_button(GTK_WIDGET(window), "app.reconnect"));
+    /* Trust is offered only for a certificate that wasn't trusted. */
+    g_assert_null(find_button(GTK_WIDGET(window), "app.trust-certificate"));
+    einsora_window_show_untrusted(
+        window,
+        "https://lab.example.org:8443 presents a certificate this computer doesn’t trust. Its "
+        "fingerprint is SHA256:0337f898a1e43681a8b72a6ec99a05cbf2331424442a9351eb11421788f8377e. "
+        "Trust it only if it is the one einsora-daemon info prints on the server.",
+        TRUE);
+    WAIT_FOR(find_button(GTK_WIDGET(window), "app.trust-certificate") != NULL);
+    {
+        gboolean waited = FALSE;
+        g_timeout_add(500, on_deadline, &waited);
+        WAIT_FOR(waited);
+    }
+    save_window(GTK_WIDGET(window), "untrusted-certificate-page.png");
+    einsora_window_show_error(window, "The daemon stopped before it was ready.");
+    WAIT_FOR(find_button(GTK_WIDGET(window), "app.trust-certificate") == NULL);
     {
         /* The page's crossfade over. */
         gboolean waited = FALSE;

@@ -23,6 +23,8 @@ struct _EinsoraApplication {
     AdwApplication parent_instance;
     GSettings *settings;
     EinsoraConnection *connection;
+    /* The certificate the server presented when it wasn't trusted. */
+    gchar *refused_fingerprint;
     EinsoraClient *client;
     EinsoraWorkloadList *workloads;
     GCancellable *cancellable; /* of the current connection's calls */
@@ -272,6 +274,18 @@ on_connected(GObject *source, GAsyncResult *result, gpointer user_data)
         einsora_connection_ensure_finish(EINSORA_CONNECTION(source), result, &error);
 
     if (client == NULL) {
+        if (g_error_matches(error, EINSORA_CONNECTION_ERROR,
+                            EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE)) {
+            EinsoraWindow *window = main_window(self);
+            g_free(self->refused_fingerprint);
+            self->refused_fingerprint =
+                einsora_connection_dup_refused_fingerprint(EINSORA_CONNECTION(source));
+            g_message("not connected: %s", error->message);
+            if (window != NULL)
+                einsora_window_show_untrusted(window, error->message,
+                                              self->refused_fingerprint != NULL);
+            return;
+        }
         if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             show_error(self, error->message);
         return;
@@ -932,6 +946,25 @@ on_reconnect(GSimpleAction *action, GVariant *parameter, gpointer user_data)
     connect_daemon(EINSORA_APPLICATION(user_data));
 }
 
+/* The person compared the fingerprint the error page shows with the
+ * server's, and trusts it: kept in the pins the CLI keeps too. */
+static void
+on_trust_certificate(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    g_autoptr(GError) error = NULL;
+
+    if (self->connection == NULL || self->refused_fingerprint == NULL)
+        return;
+    if (!einsora_connection_trust_certificate(self->connection, self->refused_fingerprint,
+                                              &error)) {
+        show_error(self, error->message);
+        return;
+    }
+    g_clear_pointer(&self->refused_fingerprint, g_free);
+    connect_daemon(self);
+}
+
 /* A Lab server's address and token (or this machine again): the dialog
  * sets daemon-url and activates app.reconnect. */
 static void
@@ -974,6 +1007,7 @@ static const GActionEntry app_actions[] = {
     {"load-usage", on_load_usage, NULL, NULL, NULL, {0}},
     {"quit", on_quit, NULL, NULL, NULL, {0}},
     {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
+    {"trust-certificate", on_trust_certificate, NULL, NULL, NULL, {0}},
     {"connect-server", on_connect_server, NULL, NULL, NULL, {0}},
     {"about", on_about, NULL, NULL, NULL, {0}},
 };
@@ -1112,6 +1146,7 @@ einsora_application_dispose(GObject *object)
     stop_following_logs(self);
     g_clear_object(&self->cancellable);
     g_clear_object(&self->connection);
+    g_clear_pointer(&self->refused_fingerprint, g_free);
     g_clear_object(&self->client);
     g_clear_object(&self->workloads);
     g_clear_object(&self->settings);

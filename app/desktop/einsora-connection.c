@@ -2,6 +2,8 @@
 
 #include "einsora-connection.h"
 
+#include "einsora-pinned-database.h"
+#include "einsora-server-pins.h"
 #include "einsora-token-store.h"
 
 #include <errno.h>
@@ -25,6 +27,9 @@ struct _EinsoraConnection {
     gboolean started_daemon;
     gchar *daemon_pid;
     SoupSession *session;
+    /* A remote https server's: the pin kept for it, or the system's CAs. */
+    EinsoraPinnedDatabase *trust;
+    gchar *pin;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraConnection, einsora_connection, G_TYPE_OBJECT)
@@ -71,6 +76,8 @@ einsora_connection_finalize(GObject *object)
     g_free(self->log_path);
     g_free(self->daemon_pid);
     g_clear_object(&self->session);
+    g_clear_object(&self->trust);
+    g_free(self->pin);
     G_OBJECT_CLASS(einsora_connection_parent_class)->finalize(object);
 }
 
@@ -269,7 +276,12 @@ ready(GTask *task)
         g_task_return_error(task, error);
         return;
     }
-    g_task_return_pointer(task, einsora_client_new(self->server, self->token), g_object_unref);
+    {
+        EinsoraClient *client = einsora_client_new(self->server, self->token);
+        if (self->pin != NULL)
+            einsora_client_set_pinned_certificate(client, self->pin);
+        g_task_return_pointer(task, client, g_object_unref);
+    }
 }
 
 static void ask_ready(GTask *task);
@@ -302,6 +314,23 @@ on_ready_answer(GObject *source, GAsyncResult *result, gpointer user_data)
     if (body != NULL && msg != NULL && soup_message_get_status(msg) == SOUP_STATUS_OK) {
         ready(task);
         return;
+    }
+    /* Answered, over TLS we don't trust: never a daemon to start. */
+    if (error != NULL && error->domain == G_TLS_ERROR && self->trust != NULL) {
+        g_autofree gchar *refused = einsora_pinned_database_dup_refused(self->trust);
+        if (refused != NULL) {
+            g_task_return_new_error(
+                task, EINSORA_CONNECTION_ERROR, EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE,
+                self->pin != NULL
+                    ? _("%s presents a certificate other than the one you trusted: it was %s, "
+                        "it is now %s. Trust the new one only if the server’s admin says it "
+                        "changed.")
+                    : _("%s presents a certificate this computer doesn’t trust. Its fingerprint "
+                        "is %s. Trust it only if it is the one einsora-daemon info prints on "
+                        "the server."),
+                self->server, self->pin != NULL ? self->pin : refused, refused);
+            return;
+        }
     }
     if (!self->local) {
         g_task_return_new_error(
@@ -470,6 +499,52 @@ on_stored_token(GObject *source, GAsyncResult *result, gpointer user_data)
     ask_ready(task);
 }
 
+gchar *
+einsora_connection_dup_refused_fingerprint(EinsoraConnection *self)
+{
+    g_return_val_if_fail(EINSORA_IS_CONNECTION(self), NULL);
+    return self->trust != NULL ? einsora_pinned_database_dup_refused(self->trust) : NULL;
+}
+
+gboolean
+einsora_connection_trust_certificate(EinsoraConnection *self, const char *fingerprint,
+                                     GError **error)
+{
+    g_autoptr(EinsoraServerPins) pins = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_CONNECTION(self), FALSE);
+    pins = einsora_server_pins_load(NULL, error);
+    if (pins == NULL || !einsora_server_pins_save(pins, self->server, fingerprint, error))
+        return FALSE;
+    g_message("trusted the certificate %s of %s", fingerprint, self->server);
+    return TRUE;
+}
+
+/* An https server (a Lab's, or this machine's with --tls on) is trusted
+ * through its pin or the system's CAs; a pins file that can't be read is
+ * a connection error, not trust. */
+static gboolean
+load_trust(EinsoraConnection *self, GError **error)
+{
+    g_autoptr(EinsoraServerPins) pins = NULL;
+    g_autoptr(GError) local_error = NULL;
+
+    if (g_ascii_strncasecmp(self->server, "https:", strlen("https:")) != 0)
+        return TRUE;
+    pins = einsora_server_pins_load(NULL, &local_error);
+    if (pins == NULL) {
+        g_set_error(error, EINSORA_CONNECTION_ERROR, EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE,
+                    _("The trusted certificates can’t be read: %s"), local_error->message);
+        return FALSE;
+    }
+    g_free(self->pin);
+    self->pin = g_strdup(einsora_server_pins_lookup(pins, self->server));
+    g_clear_object(&self->trust);
+    self->trust = einsora_pinned_database_new(self->pin);
+    soup_session_set_tls_database(self->session, G_TLS_DATABASE(self->trust));
+    return TRUE;
+}
+
 void
 einsora_connection_ensure_async(EinsoraConnection *self, guint timeout_ms,
                                 GCancellable *cancellable, GAsyncReadyCallback callback,
@@ -482,6 +557,14 @@ einsora_connection_ensure_async(EinsoraConnection *self, guint timeout_ms,
     ensure->deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
     g_task_set_task_data(task, ensure, (GDestroyNotify)ensure_free);
     progress(self, _("Looking for the daemon…"));
+    {
+        GError *error = NULL;
+        if (!load_trust(self, &error)) {
+            g_task_return_error(task, error);
+            g_object_unref(task);
+            return;
+        }
+    }
     if (!self->local && self->token == NULL) {
         g_autoptr(EinsoraTokenStore) store = einsora_token_store_new();
         einsora_token_store_lookup_async(store, self->server, cancellable, on_stored_token, task);

@@ -22,6 +22,9 @@ typedef enum {
     EINSORA_CONNECTION_ERROR_UNREACHABLE,   /* a remote daemon didn't answer */
     EINSORA_CONNECTION_ERROR_DAEMON_FAILED, /* the local daemon didn't start */
     EINSORA_CONNECTION_ERROR_BAD_SERVER,    /* not an http(s) URL with a host */
+    /* a remote https server's certificate is neither the one trusted nor
+     * vouched for by a system CA (docs/adr/0047) */
+    EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE,
 } EinsoraConnectionError;
 
 #define EINSORA_CONNECTION_DEFAULT_SERVER "http://127.0.0.1:8080"
@@ -57,5 +60,12 @@ gboolean einsora_connection_started_daemon(EinsoraConnection *self);
 /* (nullable) The process ID of the child it started, if it did. */
 const char *einsora_connection_get_daemon_pid(EinsoraConnection *self);
 const char *einsora_connection_get_token(EinsoraConnection *self);
+/* After EINSORA_CONNECTION_ERROR_UNTRUSTED_CERTIFICATE: the fingerprint
+ * of the certificate the server presented. */
+gchar *einsora_connection_dup_refused_fingerprint(EinsoraConnection *self);
+/* Trusts @fingerprint for this server from now on (the pins the CLI's
+ * einsora login keeps too); the next ensure uses it. */
+gboolean einsora_connection_trust_certificate(EinsoraConnection *self, const char *fingerprint,
+                                              GError **error);
 
 G_END_DECLS

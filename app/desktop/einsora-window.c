@@ -35,6 +35,7 @@ struct _EinsoraWindow {
     guint spinner_source;
     AdwStatusPage *error_page;
     GtkLabel *error_label;
+    GtkWidget *trust_button;
     GtkStack *list_stack;
     AdwStatusPage *empty_page;
     GtkLabel *count_label;
@@ -143,6 +144,7 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, connecting_spinner);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, error_page);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, error_label);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, trust_button);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, list_stack);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, empty_page);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, count_label);
@@ -397,6 +399,16 @@ einsora_window_show_connecting(EinsoraWindow *self, const char *what)
 void
 einsora_window_show_error(EinsoraWindow *self, const char *message)
 {
+    einsora_window_show_untrusted(self, message, FALSE);
+}
+
+void
+einsora_window_show_untrusted(EinsoraWindow *self, const char *message, gboolean offer_trust)
+{
+    gtk_widget_set_visible(self->trust_button, offer_trust);
+    adw_status_page_set_title(self->error_page, offer_trust
+                                                    ? _("This Server’s Certificate Isn’t Trusted")
+                                                    : _("Einsora Can't Reach Its Daemon"));
     gtk_label_set_text(self->error_label, message);
     adw_status_page_set_icon_name(self->error_page, ERROR_ICON);
     gtk_stack_set_visible_child_name(self->main_stack, "error");

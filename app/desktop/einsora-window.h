@@ -20,6 +20,9 @@ EinsoraWindow *einsora_window_new(GtkApplication *application, GListModel *workl
                                   GSettings *settings);
 void einsora_window_show_connecting(EinsoraWindow *self, const char *what);
 void einsora_window_show_error(EinsoraWindow *self, const char *message);
+/* The error page for a server whose certificate isn't trusted: with
+ * @offer_trust, its Trust This Certificate button (app.trust-certificate). */
+void einsora_window_show_untrusted(EinsoraWindow *self, const char *message, gboolean offer_trust);
 void einsora_window_show_ready(EinsoraWindow *self);
 /* @machines: the API's machine objects. */
 void einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines);
