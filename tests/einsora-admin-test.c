@@ -74,6 +74,33 @@ cli(const char *token, const char *const *argv, gint *status)
     return out;
 }
 
+/* einsora @argv with @input on its standard input. */
+static gchar *
+cli_with_input(const char *token, const char *const *argv, const char *input, gint *status)
+{
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDERR_MERGE);
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(GSubprocess) process = NULL;
+    g_autoptr(GError) error = NULL;
+    gchar *out = NULL;
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", token, TRUE);
+    g_subprocess_launcher_setenv(launcher, "LC_ALL", "C.UTF-8", TRUE);
+    g_ptr_array_add(args, (gpointer)g_getenv("EINSORA_CLI"));
+    for (guint i = 0; argv[i] != NULL; i++)
+        g_ptr_array_add(args, (gpointer)argv[i]);
+    g_ptr_array_add(args, NULL);
+    process = g_subprocess_launcher_spawnv(launcher, (const char *const *)args->pdata, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate_utf8(process, input, NULL, &out, NULL, &error));
+    g_assert_no_error(error);
+    *status = g_subprocess_get_exit_status(process);
+    return out;
+}
+
 static gchar *
 tenant_id_of(const char *token)
 {
@@ -344,8 +371,116 @@ test_lab_people(void)
         g_assert_nonnull(strstr(audit, "third@lab.example"));
     }
 
+    /* A reset: a temporary password, once; signed in with it, the
+     * session may only change it; changed, everything again. */
+    {
+        g_autofree gchar *reset_path =
+            g_strdup_printf("/v1/admin/accounts/%s/reset-password", member_id);
+        g_autoptr(EinsoraTestResponse) not_admin = call("POST", reset_path, lead, NULL);
+        g_autoptr(EinsoraTestResponse) reset = call("POST", reset_path, owner, NULL);
+        g_autoptr(EinsoraTestResponse) login = NULL;
+        g_autoptr(EinsoraTestResponse) blocked = NULL;
+        g_autoptr(EinsoraTestResponse) me = NULL;
+        g_autofree gchar *temporary = NULL;
+        g_autofree gchar *login_body = NULL;
+        g_autofree gchar *cookie = NULL;
+        g_autofree gchar *wrong = NULL;
+        g_autofree gchar *right = NULL;
+        const char *csrf;
+        const char *set_cookie;
+
+        g_assert_cmpuint(not_admin->status, ==, 403);
+        g_assert_cmpuint(reset->status, ==, 200);
+        temporary = g_strdup(einsora_test_response_string(reset, "password"));
+        g_assert_true(g_str_has_prefix(temporary, "tmp_"));
+        g_ptr_array_add(secrets, g_strdup(temporary));
+        login_body =
+            g_strdup_printf("{\"email\":\"member@lab.example\",\"password\":\"%s\"}", temporary);
+        login = call("POST", "/v1/login", NULL, login_body);
+        g_assert_cmpuint(login->status, ==, 200);
+        g_assert_true(json_object_get_boolean_member(json_node_get_object(login->json),
+                                                     "password_must_change"));
+        csrf = einsora_test_response_string(login, "csrf_token");
+        set_cookie = soup_message_headers_get_one(login->headers, "Set-Cookie");
+        g_assert_nonnull(set_cookie);
+        cookie = g_strndup(set_cookie, strcspn(set_cookie, ";"));
+        {
+            const char *const headers[] = {"Cookie", cookie, "X-CSRF-Token", csrf, NULL};
+            blocked =
+                einsora_test_request(daemon_, "GET", "/v1/workloads", NULL, NULL, NULL, headers);
+            g_assert_cmpuint(blocked->status, ==, 403);
+            g_assert_cmpstr(einsora_test_response_error_code(blocked), ==,
+                            "password_change_required");
+            me = einsora_test_request(daemon_, "GET", "/v1/me", NULL, NULL, NULL, headers);
+            g_assert_cmpuint(me->status, ==, 200);
+            {
+                g_autoptr(EinsoraTestResponse) short_one = einsora_test_request(
+                    daemon_, "POST", "/v1/me/password", NULL, JSON,
+                    "{\"current_password\":\"x\",\"new_password\":\"short\"}", headers);
+                g_assert_cmpuint(short_one->status, ==, 400);
+            }
+            wrong = g_strdup("{\"current_password\":\"not-it-at-all\",\"new_password\":"
+                             "\"correct horse battery\"}");
+            {
+                g_autoptr(EinsoraTestResponse) refused = einsora_test_request(
+                    daemon_, "POST", "/v1/me/password", NULL, JSON, wrong, headers);
+                g_assert_cmpuint(refused->status, ==, 403);
+            }
+            right = g_strdup_printf(
+                "{\"current_password\":\"%s\",\"new_password\":\"correct horse battery\"}",
+                temporary);
+            {
+                g_autoptr(EinsoraTestResponse) changed = einsora_test_request(
+                    daemon_, "POST", "/v1/me/password", NULL, JSON, right, headers);
+                g_autoptr(EinsoraTestResponse) free_again = einsora_test_request(
+                    daemon_, "GET", "/v1/workloads", NULL, NULL, NULL, headers);
+                g_assert_cmpuint(changed->status, ==, 204);
+                g_assert_cmpuint(free_again->status, ==, 200);
+            }
+        }
+        {
+            g_autoptr(EinsoraTestResponse) old = call("POST", "/v1/login", NULL, login_body);
+            g_autoptr(EinsoraTestResponse) trail = call("GET", "/v1/audit", member, NULL);
+            g_assert_cmpuint(old->status, ==, 401);
+            g_assert_nonnull(strstr(trail->body, "password.reset"));
+            g_assert_nonnull(strstr(trail->body, "password.changed"));
+            g_assert_null(strstr(trail->body, temporary));
+        }
+    }
+
+    /* The same through the CLI: the lead sets a first password (none
+     * yet: an empty current one), then changes it. */
+    {
+        gint status;
+        g_autofree gchar *first = cli_with_input(lead, (const char *const[]){"password", NULL},
+                                                 "\nfirst password 1\n", &status);
+        g_autofree gchar *wrong = NULL;
+        g_autofree gchar *second = NULL;
+        g_autofree gchar *reset = NULL;
+
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(first, "Password changed"));
+        wrong = cli_with_input(lead, (const char *const[]){"password", NULL},
+                               "not it\nsecond password 2\n", &status);
+        g_assert_cmpint(status, ==, 1);
+        g_assert_nonnull(strstr(wrong, "the current password is wrong"));
+        second = cli_with_input(lead, (const char *const[]){"password", NULL},
+                                "first password 1\nsecond password 2\n", &status);
+        g_assert_cmpint(status, ==, 0);
+        reset = cli(
+            owner,
+            (const char *const[]){"admin", "accounts", "reset-password", "lead@lab.example", NULL},
+            &status);
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(reset, "tmp_"));
+        g_ptr_array_add(secrets,
+                        g_strndup(strstr(reset, "tmp_"), strcspn(strstr(reset, "tmp_"), "\n")));
+    }
+
     log = einsora_test_daemon_read_log(daemon_);
     g_assert_nonnull(strstr(log, "audit: owner@localhost: quota.set " GPU_CLASS));
+    g_assert_null(strstr(log, "correct horse battery"));
+    g_assert_null(strstr(log, "second password 2"));
     for (guint i = 0; i < secrets->len; i++)
         g_assert_null(strstr(log, g_ptr_array_index(secrets, i)));
 }

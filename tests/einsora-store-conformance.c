@@ -1749,6 +1749,34 @@ test_user_disable(Fixture *f, gconstpointer data)
     g_assert_null(got->disabled_at);
 }
 
+/* A new password, and whether it must be changed; in its tenant only. */
+static void
+test_user_password(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) got = NULL;
+    const char *hash = "$argon2id$v=19$m=65536,t=3,p=1$bmV3$bmV3aGFzaA";
+
+    g_assert_true(einsora_store_set_user_password(f->store, acme->id, ann->id, hash, TRUE, &error));
+    g_assert_no_error(error);
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_cmpstr(got->password_hash, ==, hash);
+    g_assert_true(got->password_must_change);
+    g_clear_pointer(&got, einsora_user_free);
+    g_assert_false(
+        einsora_store_set_user_password(f->store, globex->id, ann->id, NULL, FALSE, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_true(
+        einsora_store_set_user_password(f->store, acme->id, ann->id, NULL, FALSE, &error));
+    got = einsora_store_get_user(f->store, acme->id, ann->id, &error);
+    g_assert_null(got->password_hash);
+    g_assert_false(got->password_must_change);
+}
+
 static void
 test_tenant_list_all(Fixture *f, gconstpointer data)
 {
@@ -3440,6 +3468,7 @@ static const struct {
     {"user/other-tenant-not-found", test_user_other_tenant},
     {"user/list-all", test_user_list_all},
     {"user/disable-and-enable", test_user_disable},
+    {"user/password", test_user_password},
     {"tenant/list-all", test_tenant_list_all},
     {"audit/trail", test_audit_trail},
     {"api-token/round-trip", test_api_token_round_trip},

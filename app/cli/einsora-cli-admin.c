@@ -5,6 +5,10 @@
 #include "einsora-cli.h"
 
 #include <glib/gi18n.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "einsora-table.h"
 
@@ -225,6 +229,32 @@ accounts_enable(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, cha
     return accounts_set(cli, command, argc, argv, "enable", error);
 }
 
+static gboolean
+accounts_reset_password(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                        GError **error)
+{
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *text = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    gboolean printed;
+
+    if (!einsora_cli_parse(cli, command, NULL, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error) ||
+        (id = resolve_account(cli, argv[1], error)) == NULL)
+        return FALSE;
+    path = g_strdup_printf("/v1/admin/accounts/%s/reset-password", id);
+    if (!call(cli, "POST", path, NULL, &root, &printed, error))
+        return FALSE;
+    if (printed)
+        return TRUE;
+    /* Shown here once; the server keeps only its hash. */
+    text = g_strdup_printf(_("%s's password is reset. Give them this one somewhere safe; they "
+                             "must change it when they next sign in:\n%s\n"),
+                           argv[1], einsora_cli_get_string(json_node_get_object(root), "password"));
+    return einsora_cli_write_text(text, error);
+}
+
 static const EinsoraCliCommand account_commands[] = {
     {"list", NULL, N_("List every account of the Lab"), accounts_list},
     {"create", N_("EMAIL"),
@@ -233,6 +263,8 @@ static const EinsoraCliCommand account_commands[] = {
     {"disable", N_("EMAIL|ID"), N_("Disable an account: its tokens and sessions stop at once"),
      accounts_disable},
     {"enable", N_("EMAIL|ID"), N_("Enable a disabled account"), accounts_enable},
+    {"reset-password", N_("EMAIL|ID"),
+     N_("Reset an account's password and print a temporary one, once"), accounts_reset_password},
     {NULL},
 };
 
@@ -357,7 +389,7 @@ admin_quota(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **
 }
 
 static const EinsoraCliCommand admin_commands[] = {
-    {"accounts", N_("[list | create EMAIL | disable EMAIL | enable EMAIL]"),
+    {"accounts", N_("[list | create EMAIL | disable EMAIL | enable EMAIL | reset-password EMAIL]"),
      N_("List, create, disable and enable the Lab's accounts"), admin_accounts},
     {"tenants", NULL, N_("List the Lab's tenants and their GPU quotas"), admin_tenants},
     {"quota", N_("set TENANT CLASS GPUS"), N_("Give a tenant a quota of a GPU class"), admin_quota},
@@ -420,4 +452,77 @@ einsora_cli_audit(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, c
     }
     text = einsora_table_render(table);
     return einsora_cli_write_text(text, error);
+}
+
+/* One line of standard input; at a terminal, asked for without echo. */
+static gchar *
+read_secret_line(const char *prompt)
+{
+    gchar line[1100];
+    gboolean tty = isatty(STDIN_FILENO);
+    struct termios saved, quiet;
+    gchar *result = NULL;
+
+    if (tty) {
+        g_printerr("%s", prompt);
+        tcgetattr(STDIN_FILENO, &saved);
+        quiet = saved;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+    }
+    if (fgets(line, sizeof line, stdin) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        result = g_strdup(line);
+    }
+    explicit_bzero(line, sizeof line);
+    if (tty) {
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        g_printerr("\n");
+    }
+    return result;
+}
+
+gboolean
+einsora_cli_password(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                     GError **error)
+{
+    g_autofree gchar *current = NULL;
+    g_autofree gchar *new_password = NULL;
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    EinsoraClient *client;
+
+    if (!einsora_cli_parse(cli, command, NULL,
+                           _("Reads the current password, then the new one (at least 8 "
+                             "characters): at a terminal without echo, else one line each from "
+                             "standard input. An account with no password yet gives an empty "
+                             "current one."),
+                           FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 0, error) ||
+        (client = einsora_cli_get_client(cli, error)) == NULL)
+        return FALSE;
+    current = read_secret_line(_("Current password: "));
+    new_password = read_secret_line(_("New password: "));
+    if (current == NULL || new_password == NULL) {
+        g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                            _("give the current password and the new one, a line each"));
+        return FALSE;
+    }
+    json_builder_begin_object(builder);
+    if (*current != '\0') {
+        json_builder_set_member_name(builder, "current_password");
+        json_builder_add_string_value(builder, current);
+    }
+    json_builder_set_member_name(builder, "new_password");
+    json_builder_add_string_value(builder, new_password);
+    json_builder_end_object(builder);
+    body = json_builder_get_root(builder);
+    explicit_bzero(current, strlen(current));
+    explicit_bzero(new_password, strlen(new_password));
+    /* 204: a JSON null root, not NULL. */
+    root = einsora_client_request(client, "POST", "/v1/me/password", body, NULL, NULL, error);
+    if (root == NULL)
+        return FALSE;
+    return einsora_cli_write_text(_("Password changed.\n"), error);
 }

@@ -40,6 +40,8 @@ static const EinsoraCliCommand commands[] = {
     {"tokens", N_("[list | create NAME | revoke ID]"), N_("List, create and revoke API tokens"),
      einsora_cli_tokens},
     {"me", NULL, N_("Show whom the token belongs to"), einsora_cli_me},
+    {"password", NULL, N_("Change your password (read from the terminal or standard input)"),
+     einsora_cli_password},
     {"audit", NULL, N_("Show your tenant's audit trail: what admins changed"), einsora_cli_audit},
     {"admin", N_("accounts | tenants | quota"),
      N_("A Lab admin's commands: accounts, tenants and GPU quotas"), einsora_cli_admin},

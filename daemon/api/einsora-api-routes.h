@@ -38,6 +38,7 @@ extern const EinsoraApiField einsora_api_tokens_create_fields[];
 extern const EinsoraApiField einsora_api_models_import_fields[];
 extern const EinsoraApiField einsora_api_admin_accounts_create_fields[];
 extern const EinsoraApiField einsora_api_admin_quota_set_fields[];
+extern const EinsoraApiField einsora_api_password_change_fields[];
 
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
@@ -77,5 +78,7 @@ void einsora_api_admin_accounts_enable(EinsoraApiServer *server, EinsoraApiReque
 void einsora_api_admin_tenants_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_admin_quota_set(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_audit_list(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_password_change(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_admin_reset_password(EinsoraApiServer *server, EinsoraApiRequest *request);
 
 G_END_DECLS

@@ -401,6 +401,15 @@ handle_request(SoupServer *server, SoupServerMessage *message, const char *path,
             einsora_api_request_respond_error(request, error);
             return;
         }
+        /* A reset password opens the way to changing it, nothing else. */
+        if (actor->password_must_change && !g_str_equal(route->pattern, "/v1/me/password") &&
+            !g_str_equal(route->pattern, "/v1/logout") && !g_str_equal(route->pattern, "/v1/me")) {
+            einsora_actor_free(actor);
+            einsora_api_request_respond_problem(
+                request, SOUP_STATUS_FORBIDDEN, "password_change_required",
+                "your password was reset: change it first (POST /v1/me/password)");
+            return;
+        }
         einsora_api_request_set_actor(request, actor);
     }
 

@@ -144,6 +144,7 @@ on_login(GObject *source, GAsyncResult *result, gpointer user_data)
         json_object_set_string_member(user, "tenant_id", actor->tenant_id);
         json_object_set_object_member(root, "user", user);
         json_object_set_string_member(root, "csrf_token", csrf);
+        json_object_set_boolean_member(root, "password_must_change", actor->password_must_change);
         json_node_take_object(node, root);
         einsora_api_request_set_actor(ctx->request, g_steal_pointer(&actor));
         set_cookie(
@@ -236,6 +237,7 @@ einsora_api_session_me(EinsoraApiServer *server, EinsoraApiRequest *request)
     json_object_set_string_member(root, "tenant_id", actor->tenant_id);
     json_object_set_string_member(root, "subject", actor->subject);
     json_object_set_string_member(root, "via", actor->via);
+    json_object_set_boolean_member(root, "password_must_change", actor->password_must_change);
     json_node_take_object(node, root);
     einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
 }

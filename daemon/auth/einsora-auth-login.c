@@ -71,6 +71,7 @@ start_session(EinsoraAuth *self, const EinsoraUser *user, GError **error)
 
     result = g_new0(LoginResult, 1);
     result->actor = einsora_actor_new(user->tenant_id, user->id, user->email, SESSION_VIA);
+    result->actor->password_must_change = user->password_must_change;
     result->session_value = g_steal_pointer(&session_value);
     result->csrf_token = g_steal_pointer(&csrf_token);
     return result;

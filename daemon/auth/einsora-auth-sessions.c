@@ -47,6 +47,7 @@ einsora_auth_authenticate_session(EinsoraAuth *self, const char *session_value,
 {
     g_autoptr(EinsoraSession) session = NULL;
     g_autoptr(EinsoraUser) user = NULL;
+    EinsoraActor *actor;
 
     g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -73,7 +74,9 @@ einsora_auth_authenticate_session(EinsoraAuth *self, const char *session_value,
             return NULL;
         }
     }
-    return einsora_actor_new(user->tenant_id, user->id, user->email, SESSION_VIA);
+    actor = einsora_actor_new(user->tenant_id, user->id, user->email, SESSION_VIA);
+    actor->password_must_change = user->password_must_change;
+    return actor;
 }
 
 gboolean

@@ -122,6 +122,22 @@ EinsoraUser *einsora_auth_admin_set_disabled(EinsoraAuth *self, const EinsoraAct
 gboolean einsora_auth_admin_set_quota(EinsoraAuth *self, const EinsoraActor *actor,
                                       const char *tenant_id, const char *gpu_class, gint64 gpus,
                                       GError **error);
+/* @actor's own new password (at least 8 characters), checked against
+ * @current_password when the account has one; a wrong one is
+ * EINSORA_ERROR_FORBIDDEN. Clears a reset's must-change. */
+void einsora_auth_change_password_async(EinsoraAuth *self, const EinsoraActor *actor,
+                                        const char *current_password, const char *new_password,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+gboolean einsora_auth_change_password_finish(EinsoraAuth *self, GAsyncResult *result,
+                                             GError **error);
+/* An admin resets @user_id's password: a new random one, returned once
+ * (to be given to the person), that must be changed at the next sign-in. */
+void einsora_auth_admin_reset_password_async(EinsoraAuth *self, const EinsoraActor *actor,
+                                             const char *user_id, GCancellable *cancellable,
+                                             GAsyncReadyCallback callback, gpointer user_data);
+gchar *einsora_auth_admin_reset_password_finish(EinsoraAuth *self, GAsyncResult *result,
+                                                GError **error);
 /* A tenant's quota of @gpu_class, for a caller that checked who may ask. */
 gboolean einsora_auth_get_quota(EinsoraAuth *self, const char *tenant_id, const char *gpu_class,
                                 gint64 *gpus, GError **error);

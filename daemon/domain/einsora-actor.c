@@ -18,7 +18,11 @@ einsora_actor_new(const char *tenant_id, const char *user_id, const char *subjec
 EinsoraActor *
 einsora_actor_copy(const EinsoraActor *actor)
 {
-    return einsora_actor_new(actor->tenant_id, actor->user_id, actor->subject, actor->via);
+    EinsoraActor *copy =
+        einsora_actor_new(actor->tenant_id, actor->user_id, actor->subject, actor->via);
+
+    copy->password_must_change = actor->password_must_change;
+    return copy;
 }
 
 void

@@ -11,6 +11,9 @@ typedef struct {
     gchar *user_id;
     gchar *subject; /* e.g. the user's email */
     gchar *via;     /* e.g. browser session, or API token "laptop" (tsk_Ab3x…) */
+    /* Signed in with a password an admin reset: until it is changed, the
+     * session may do nothing else. */
+    gboolean password_must_change;
 } EinsoraActor;
 
 #define EINSORA_TYPE_ACTOR (einsora_actor_get_type())

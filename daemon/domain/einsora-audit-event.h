@@ -13,6 +13,8 @@ G_BEGIN_DECLS
 #define EINSORA_AUDIT_ACCOUNT_DISABLED "account.disabled"
 #define EINSORA_AUDIT_ACCOUNT_ENABLED "account.enabled"
 #define EINSORA_AUDIT_QUOTA_SET "quota.set"
+#define EINSORA_AUDIT_PASSWORD_CHANGED "password.changed"
+#define EINSORA_AUDIT_PASSWORD_RESET "password.reset"
 
 typedef struct {
     gchar *id;

@@ -189,6 +189,33 @@ einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_i
     return TRUE;
 }
 
+gboolean
+einsora_sqlite_store_set_user_password(EinsoraStore *store, const char *tenant_id,
+                                       const char *user_id, const char *password_hash,
+                                       gboolean must_change, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "UPDATE users SET password_hash = ?3, password_must_change = ?4 "
+        "WHERE tenant_id = ?1 AND id = ?2",
+        error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, user_id);
+    bind_text(stmt, 3, password_hash);
+    sqlite3_bind_int(stmt, 4, must_change ? 1 : 0);
+    if (!einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such user");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* API tokens */
 
 gboolean

@@ -187,6 +187,9 @@ GPtrArray *einsora_sqlite_store_list_users(EinsoraStore *store, GError **error);
 gboolean einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_id,
                                                 const char *user_id, const char *disabled_at,
                                                 GError **error);
+gboolean einsora_sqlite_store_set_user_password(EinsoraStore *store, const char *tenant_id,
+                                                const char *user_id, const char *password_hash,
+                                                gboolean must_change, GError **error);
 GPtrArray *einsora_sqlite_store_list_tenants(EinsoraStore *store, GError **error);
 /* einsora-sqlite-store-audit.c: the audit trail. */
 gboolean einsora_sqlite_store_insert_audit_event(EinsoraStore *store,

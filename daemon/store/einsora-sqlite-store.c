@@ -440,6 +440,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->count_users = einsora_sqlite_store_count_users;
     iface->list_users = einsora_sqlite_store_list_users;
     iface->set_user_disabled = einsora_sqlite_store_set_user_disabled;
+    iface->set_user_password = einsora_sqlite_store_set_user_password;
     iface->list_tenants = einsora_sqlite_store_list_tenants;
     iface->insert_audit_event = einsora_sqlite_store_insert_audit_event;
     iface->list_audit_events = einsora_sqlite_store_list_audit_events;

@@ -403,6 +403,17 @@ einsora_store_set_user_disabled(EinsoraStore *self, const char *tenant_id, const
                                                             error);
 }
 
+gboolean
+einsora_store_set_user_password(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                const char *password_hash, gboolean must_change, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL && user_id != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->set_user_password(self, tenant_id, user_id, password_hash,
+                                                            must_change, error);
+}
+
 GPtrArray *
 einsora_store_list_tenants(EinsoraStore *self, GError **error)
 {

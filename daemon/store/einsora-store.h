@@ -147,6 +147,11 @@ struct _EinsoraStoreInterface {
      * first time. NOT_FOUND unless the user is in the tenant. */
     gboolean (*set_user_disabled)(EinsoraStore *self, const char *tenant_id, const char *user_id,
                                   const char *disabled_at, GError **error);
+    /* A new password hash (NULL: no password sign-in) and whether it must
+     * be changed at the next sign-in. NOT_FOUND unless the user is in the
+     * tenant. */
+    gboolean (*set_user_password)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                  const char *password_hash, gboolean must_change, GError **error);
     /* Global, for a Lab's admins: every tenant, by name. */
     GPtrArray *(*list_tenants)(EinsoraStore *self, GError **error);
     /* The audit trail (EinsoraAuditEvent): an event for an unknown tenant
@@ -331,6 +336,9 @@ GPtrArray *einsora_store_list_users(EinsoraStore *self, GError **error);
 gboolean einsora_store_set_user_disabled(EinsoraStore *self, const char *tenant_id,
                                          const char *user_id, const char *disabled_at,
                                          GError **error);
+gboolean einsora_store_set_user_password(EinsoraStore *self, const char *tenant_id,
+                                         const char *user_id, const char *password_hash,
+                                         gboolean must_change, GError **error);
 GPtrArray *einsora_store_list_tenants(EinsoraStore *self, GError **error);
 gboolean einsora_store_insert_audit_event(EinsoraStore *self, const EinsoraAuditEvent *event,
                                           GError **error);

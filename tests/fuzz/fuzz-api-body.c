@@ -51,6 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(text, size, einsora_api_models_import_fields);
     check(text, size, einsora_api_admin_accounts_create_fields);
     check(text, size, einsora_api_admin_quota_set_fields);
+    check(text, size, einsora_api_password_change_fields);
     check(text, size, every_type);
     return 0;
 }
