@@ -700,7 +700,7 @@ apply_run(EinsoraAgent *self, const EinsoraDesiredWorkload *workload)
     }
     /* Isolation comes from the table, never from the driver; a driver the
      * table doesn't know counts as weak. */
-    if ((info == NULL || info->isolation == EINSORA_ISOLATION_WEAK) &&
+    if ((info == NULL || !einsora_isolation_hosts_guests(info->isolation)) &&
         (self->owner_tenant_id == NULL ||
          g_strcmp0(workload->tenant_id, self->owner_tenant_id) != 0)) {
         refuse(self, workload, EINSORA_STATUS_CODE_ISOLATION_REFUSED);

@@ -448,6 +448,40 @@ test_lab_people(void)
         }
     }
 
+    /* The owner shares its machine; the lead can't, nor see it. */
+    {
+        g_autoptr(EinsoraTestResponse) machines = call("GET", "/v1/machines", owner, NULL);
+        JsonObject *machine = json_array_get_object_element(
+            json_object_get_array_member(json_node_get_object(machines->json), "machines"), 0);
+        const char *machine_id = json_object_get_string_member(machine, "id");
+        g_autofree gchar *path = g_strdup_printf("/v1/machines/%s/sharing", machine_id);
+        g_autofree gchar *prefix = g_strndup(machine_id, 8);
+        g_autoptr(EinsoraTestResponse) theirs =
+            call("PUT", path, lead, "{\"sharing\":\"community\"}");
+        g_autoptr(EinsoraTestResponse) invite =
+            call("PUT", path, owner, "{\"sharing\":\"invite\"}");
+        g_autoptr(EinsoraTestResponse) nonsense = call("PUT", path, owner, "{\"sharing\":\"all\"}");
+        g_autoptr(EinsoraTestResponse) trail = NULL;
+        g_autofree gchar *shared = NULL;
+        g_autofree gchar *refused = NULL;
+        gint status;
+
+        g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(machine, "guests"),
+                                                   "workloads"),
+                        ==, 0);
+        g_assert_cmpuint(theirs->status, ==, 404);
+        g_assert_cmpuint(invite->status, ==, 400);
+        g_assert_cmpuint(nonsense->status, ==, 400);
+        shared = cli(owner, (const char *const[]){"share", prefix, "community", NULL}, &status);
+        g_assert_cmpint(status, ==, 0);
+        g_assert_nonnull(strstr(shared, "is now community"));
+        refused = cli(lead, (const char *const[]){"share", prefix, "community", NULL}, &status);
+        g_assert_cmpint(status, ==, 1);
+        trail = call("GET", "/v1/audit", owner, NULL);
+        g_assert_nonnull(strstr(trail->body, "machine.sharing"));
+        g_assert_nonnull(strstr(trail->body, "community, was private"));
+    }
+
     /* The same through the CLI: the lead sets a first password (none
      * yet: an empty current one), then changes it. */
     {

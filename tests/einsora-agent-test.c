@@ -672,10 +672,18 @@ static void
 test_isolation_refused(Fixture *f, gconstpointer data)
 {
     g_autoptr(CountingDriver) libvirt = counting_driver_new("libvirt");
+    g_autoptr(CountingDriver) native = counting_driver_new("linux-native");
     EinsoraDesiredWorkload *weak = workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1);
     EinsoraDesiredWorkload *strong = workload_new(WORKLOAD_2, EINSORA_WORKLOAD_MODE_RUN, 1);
+    EinsoraDesiredWorkload *sandboxed = workload_new(WORKLOAD_3, EINSORA_WORKLOAD_MODE_RUN, 1);
 
     g_ptr_array_add(f->drivers, g_object_ref(libvirt));
+    g_ptr_array_add(f->drivers, g_object_ref(native));
+    /* bubblewrap's sandbox hosts a guest's notebook too. */
+    g_free(sandboxed->tenant_id);
+    sandboxed->tenant_id = g_strdup(OTHER_TENANT_ID);
+    g_free(sandboxed->driver);
+    sandboxed->driver = g_strdup("linux-native");
     g_free(weak->tenant_id);
     weak->tenant_id = g_strdup(OTHER_TENANT_ID);
     /* The driver table says libvirt isolates strongly: another tenant's
@@ -686,12 +694,15 @@ test_isolation_refused(Fixture *f, gconstpointer data)
     g_free(strong->driver);
     strong->driver = g_strdup("libvirt");
     agent_start(f);
-    fake_answer(f->transport, state_new(1, weak, strong, NULL));
-    WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_ISOLATION_REFUSED, 1,
-                      EINSORA_WORKLOAD_MODE_RUN, 1) &&
-             reported(f, WORKLOAD_2, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
+    fake_answer(f->transport, state_new(1, weak, strong, sandboxed, NULL));
+    WAIT_FOR(
+        reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_ISOLATION_REFUSED, 1, EINSORA_WORKLOAD_MODE_RUN,
+                 1) &&
+        reported(f, WORKLOAD_2, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1) &&
+        reported(f, WORKLOAD_3, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
     g_assert_cmpuint(f->driver->n_start, ==, 0);
     g_assert_cmpuint(libvirt->n_start, ==, 1);
+    g_assert_cmpuint(native->n_start, ==, 1);
 }
 
 static void

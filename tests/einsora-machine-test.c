@@ -45,7 +45,8 @@ test_can_host(void)
     g_assert_false(einsora_machine_can_host(NULL, "local", "owner"));
 }
 
-/* The trust matrix: weak isolation only for the owner's own workloads. */
+/* The trust matrix: weak isolation only for the owner's own workloads;
+ * bubblewrap's sandbox and VMs for guests too (docs/adr/0050). */
 static void
 test_permits(void)
 {
@@ -55,7 +56,7 @@ test_permits(void)
         const char *tenant;
         gboolean expected;
     } table[] = {
-        {"linux", "linux-native", "owner", TRUE},   {"linux", "linux-native", "guest", FALSE},
+        {"linux", "linux-native", "owner", TRUE},   {"linux", "linux-native", "guest", TRUE},
         {"linux", "docker", "guest", FALSE},        {"linux", "sim", "guest", FALSE},
         {"linux", "libvirt", "guest", TRUE},        {"linux", "libvirt", "owner", TRUE},
         {"darwin", "macos-native", "owner", TRUE},  {"darwin", "macos-native", "guest", FALSE},
@@ -94,6 +95,17 @@ test_driver_table(void)
     g_assert_cmpint(vz->isolation, ==, EINSORA_ISOLATION_STRONG);
     g_assert_cmpint(einsora_driver_lookup("sim")->isolation, ==, EINSORA_ISOLATION_WEAK);
     g_assert_cmpint(einsora_driver_lookup("docker")->isolation, ==, EINSORA_ISOLATION_WEAK);
+    g_assert_cmpint(einsora_driver_lookup("linux-native")->isolation, ==,
+                    EINSORA_ISOLATION_SANDBOX);
+    g_assert_false(einsora_isolation_hosts_guests(EINSORA_ISOLATION_WEAK));
+    g_assert_true(einsora_isolation_hosts_guests(EINSORA_ISOLATION_SANDBOX));
+    g_assert_true(einsora_isolation_hosts_guests(EINSORA_ISOLATION_STRONG));
+    {
+        EinsoraIsolation isolation = EINSORA_ISOLATION_WEAK;
+        g_assert_true(einsora_isolation_from_string("sandbox", &isolation));
+        g_assert_cmpint(isolation, ==, EINSORA_ISOLATION_SANDBOX);
+        g_assert_cmpstr(einsora_isolation_to_string(EINSORA_ISOLATION_SANDBOX), ==, "sandbox");
+    }
     g_assert_true(einsora_driver_runs(einsora_driver_lookup("linux-native"),
                                       EINSORA_WORKLOAD_KIND_NOTEBOOK, EINSORA_ACCELERATOR_CPU));
     g_assert_false(einsora_driver_runs(einsora_driver_lookup("linux-native"),

@@ -819,6 +819,130 @@ test_run_dir_shared(Fixture *f, gconstpointer data)
     wait_for_state(f, id, "running");
 }
 
+static EinsoraTestResponse *
+call_as(Fixture *f, const char *token, const char *method, const char *path, const char *body)
+{
+    return einsora_test_request(f->daemon, method, path, token, body != NULL ? JSON : NULL, body,
+                                NULL);
+}
+
+static const char *
+state_as(Fixture *f, const char *token, const char *id, EinsoraTestResponse **response)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/workloads/%s?include_deleted=true", id);
+
+    *response = call_as(f, token, "GET", path, NULL);
+    return einsora_test_response_string(*response, "state");
+}
+
+/* A Lab's guest on the owner's machine (docs/adr/0050): while the machine
+ * is private the guest's notebook waits; shared, it runs there in
+ * bubblewrap (its own mount namespace); the owner sees what guests hold
+ * but not the guest's workload, and the guest never sees the machine. */
+static void
+test_guest_on_shared_machine(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraTestResponse) made =
+        call(f, "POST", "/v1/admin/accounts",
+             "{\"email\":\"guest@lab.example\",\"new_tenant\":\"guests\"}");
+    g_autoptr(EinsoraTestResponse) launched = NULL;
+    g_autoptr(EinsoraTestResponse) machines = NULL;
+    g_autoptr(EinsoraTestResponse) shared = NULL;
+    g_autofree gchar *guest = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *machine_id = NULL;
+    g_autofree gchar *machine_path = NULL;
+    g_autofree gchar *sharing_path = NULL;
+    g_autofree gchar *workload_path = NULL;
+    gint64 deadline;
+
+    g_assert_cmpuint(made->status, ==, 201);
+    guest = g_strdup(einsora_test_response_string(made, "secret"));
+    launched = call_as(f, guest, "POST", "/v1/workloads",
+                       "{\"kind\": \"notebook\", \"gpu_class\": \"" CLASS "\", \"image\": \"" IMAGE
+                       "\", \"name\": \"visitor\"}");
+    g_assert_cmpuint(launched->status, ==, 201);
+    id = g_strdup(einsora_test_response_string(launched, "id"));
+    workload_path = g_strdup_printf("/v1/workloads/%s", id);
+
+    /* Private: it waits (a few controller passes). */
+    g_usleep(2 * G_USEC_PER_SEC);
+    {
+        g_autoptr(EinsoraTestResponse) now = NULL;
+        const char *state = state_as(f, guest, id, &now);
+        g_assert_true(g_strcmp0(state, "pending") == 0 || g_strcmp0(state, "queued") == 0);
+    }
+
+    machines = call(f, "GET", "/v1/machines", NULL);
+    machine_id = g_strdup(json_object_get_string_member(
+        json_array_get_object_element(
+            json_object_get_array_member(json_node_get_object(machines->json), "machines"), 0),
+        "id"));
+    machine_path = g_strdup_printf("/v1/machines/%s", machine_id);
+    sharing_path = g_strdup_printf("/v1/machines/%s/sharing", machine_id);
+    {
+        g_autoptr(EinsoraTestResponse) not_theirs =
+            call_as(f, guest, "PUT", sharing_path, "{\"sharing\":\"community\"}");
+        g_autoptr(EinsoraTestResponse) unseen = call_as(f, guest, "GET", machine_path, NULL);
+        g_assert_cmpuint(not_theirs->status, ==, 404);
+        g_assert_cmpuint(unseen->status, ==, 404);
+    }
+    shared = call(f, "PUT", sharing_path, "{\"sharing\":\"community\"}");
+    g_assert_cmpuint(shared->status, ==, 200);
+    g_assert_cmpstr(einsora_test_response_string(shared, "sharing"), ==, "community");
+
+    deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) now = NULL;
+        if (g_strcmp0(state_as(f, guest, id, &now), "running") == 0)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+    /* In bubblewrap: the recorded process is bwrap, and what it runs is
+     * in a mount namespace of its own. */
+    {
+        int pid = server_pid(f, id, NULL);
+        g_autofree gchar *children_path = g_strdup_printf("/proc/%d/task/%d/children", pid, pid);
+        g_autofree gchar *cmdline_path = g_strdup_printf("/proc/%d/cmdline", pid);
+        g_autofree gchar *children = NULL;
+        g_autofree gchar *cmdline = NULL;
+        g_autofree gchar *ns = NULL;
+        g_autofree gchar *theirs = NULL;
+        g_autofree gchar *ours = g_file_read_link("/proc/self/ns/mnt", NULL);
+
+        g_assert_true(g_file_get_contents(cmdline_path, &cmdline, NULL, NULL));
+        g_assert_true(g_str_has_suffix(cmdline, "bwrap"));
+        g_assert_true(g_file_get_contents(children_path, &children, NULL, NULL));
+        g_assert_cmpint(atoi(children), >, 0);
+        ns = g_strdup_printf("/proc/%d/ns/mnt", atoi(children));
+        theirs = g_file_read_link(ns, NULL);
+        g_assert_nonnull(theirs);
+        g_assert_cmpstr(theirs, !=, ours);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) owner_view = call(f, "GET", machine_path, NULL);
+        g_autoptr(EinsoraTestResponse) hidden = call(f, "GET", workload_path, NULL);
+        JsonObject *guests =
+            json_object_get_object_member(json_node_get_object(owner_view->json), "guests");
+        g_assert_cmpint(json_object_get_int_member(guests, "workloads"), ==, 1);
+        g_assert_cmpint(json_object_get_int_member(guests, "cpus"), >, 0);
+        g_assert_cmpuint(hidden->status, ==, 404);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) deleted = call_as(f, guest, "DELETE", workload_path, NULL);
+        g_assert_cmpuint(deleted->status, ==, 202);
+    }
+    deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        g_autoptr(EinsoraTestResponse) now = NULL;
+        if (g_strcmp0(state_as(f, guest, id, &now), "deleted") == 0)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+}
+
 /* A machine whose drivers don't work (here: bubblewrap that can't be
  * found) says so in its log, offers no driver, and a notebook waits with
  * the seeds' reason. */
@@ -979,5 +1103,7 @@ main(int argc, char **argv)
                fixture_tear_down);
     g_test_add("/native/adopted-after-kill", Fixture, NULL, fixture_set_up, test_adopted_after_kill,
                fixture_tear_down);
+    g_test_add("/native/guest-on-shared-machine", Fixture, NULL, fixture_set_up,
+               test_guest_on_shared_machine, fixture_tear_down);
     return g_test_run();
 }

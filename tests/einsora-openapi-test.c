@@ -175,11 +175,15 @@ test_body_routes_fuzzed(void)
 {
     guint n_routes = 0;
     const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
-    static const char *const fuzzed[] = {
-        "POST /v1/login",          "POST /v1/workloads",
-        "POST /v1/tokens",         "POST /v1/model-store",
-        "POST /v1/admin/accounts", "PUT /v1/admin/tenants/{id}/quotas/{class}",
-        "POST /v1/me/password",    NULL};
+    static const char *const fuzzed[] = {"POST /v1/login",
+                                         "POST /v1/workloads",
+                                         "POST /v1/tokens",
+                                         "POST /v1/model-store",
+                                         "POST /v1/admin/accounts",
+                                         "PUT /v1/admin/tenants/{id}/quotas/{class}",
+                                         "POST /v1/me/password",
+                                         "PUT /v1/machines/{id}/sharing",
+                                         NULL};
 
     for (guint i = 0; i < n_routes; i++) {
         g_autofree gchar *name = g_strdup_printf("%s %s", routes[i].method, routes[i].pattern);
@@ -195,6 +199,7 @@ test_body_routes_fuzzed(void)
     g_assert_nonnull(einsora_api_admin_accounts_create_fields[0].name);
     g_assert_nonnull(einsora_api_admin_quota_set_fields[0].name);
     g_assert_nonnull(einsora_api_password_change_fields[0].name);
+    g_assert_nonnull(einsora_api_machines_sharing_fields[0].name);
 }
 
 /* Found by tests/fuzz/fuzz-api-body: json-glib 1.6 leaks all but the last

@@ -18,6 +18,7 @@ static const char test_catalog[] =
     " \"drivers\": ["
     "  {\"name\": \"linux-native\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\", "
     "\"nvidia\"]},"
+    "  {\"name\": \"docker\", \"kinds\": [\"notebook\"], \"accelerators\": [\"cpu\"]},"
     "  {\"name\": \"libvirt\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\", \"nvidia\"]},"
     "  {\"name\": \"macos-vz\", \"kinds\": [\"vm\"], \"accelerators\": [\"cpu\"]}],"
     " \"classes\": ["
@@ -31,6 +32,8 @@ static const char test_catalog[] =
     "  {\"name\": \"jupyter\", \"kinds\": [\"notebook\"], \"runtimes\": {"
     "   \"cpu\": {\"reference\": \"j\", \"driver_refs\": [\"linux-native\"]},"
     "   \"nvidia\": {\"reference\": \"j\", \"driver_refs\": [\"linux-native\"]}}},"
+    "  {\"name\": \"container\", \"kinds\": [\"notebook\"], \"runtimes\": {"
+    "   \"cpu\": {\"reference\": \"c\", \"driver_refs\": [\"docker\"]}}},"
     "  {\"name\": \"ubuntu\", \"kinds\": [\"vm\"], \"runtimes\": {"
     "   \"cpu\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\", \"macos-vz\"]},"
     "   \"nvidia\": {\"reference\": \"u\", \"driver_refs\": [\"libvirt\"]}}}]}";
@@ -101,8 +104,11 @@ static const PlacementCase cases[] = {
      NULL, "ws", NULL, 0, EINSORA_PLACEMENT_PLACED, WS, "linux-native", 0, 0, 0},
     {"guest-cannot-use-private-machine", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
      NULL, "ws", NULL, 0, EINSORA_PLACEMENT_NO_MACHINE, NULL, NULL, 0, 0, 0},
-    {"weak-driver-only-for-owner", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
-     "pool", NULL, 0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 0, 0, 0},
+    {"weak-driver-only-for-owner", OWNER, "notebook", "cpu-2c-4g", "container", "local", NULL, NULL,
+     "dockerpool", NULL, 0, EINSORA_PLACEMENT_NO_DRIVER, NULL, NULL, 0, 0, 0},
+    /* bubblewrap's sandbox hosts a Lab's guests (docs/adr/0050). */
+    {"sandbox-driver-for-guests", OWNER, "notebook", "cpu-2c-4g", "jupyter", "local", NULL, NULL,
+     "pool", NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "linux-native", 0, 0, 0},
     {"strong-driver-for-others", OWNER, "vm", "cpu-2c-4g", "ubuntu", "local", NULL, NULL, "pool",
      NULL, 0, EINSORA_PLACEMENT_PLACED, POOL, "libvirt", 0, 0, 0},
     {"owner-prefers-nothing-but-fits", GUEST, "notebook", "cpu-2c-4g", "jupyter", "local", NULL,
@@ -159,6 +165,9 @@ capacity_for(const char *which)
         else if (g_str_equal(n, "pool"))
             m = machine(POOL, GUEST, "local", "linux", EINSORA_SHARING_COMMUNITY, TRUE, 8, 0,
                         "linux-native,libvirt");
+        else if (g_str_equal(n, "dockerpool"))
+            m = machine(POOL, GUEST, "local", "linux", EINSORA_SHARING_COMMUNITY, TRUE, 8, 0,
+                        "docker");
         else if (g_str_equal(n, "mac"))
             m = machine(MAC, OWNER, "local", "darwin", EINSORA_SHARING_PRIVATE, TRUE, 8, 0,
                         "macos-vz");

@@ -1777,6 +1777,30 @@ test_user_password(Fixture *f, gconstpointer data)
     g_assert_false(got->password_must_change);
 }
 
+/* The owner's choice, in its tenant only. */
+static void
+test_machine_sharing(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+    g_autoptr(EinsoraMachine) rack = add_machine(f, acme->id, "rack");
+    g_autoptr(EinsoraMachine) got = NULL;
+
+    g_assert_true(einsora_store_set_machine_sharing(f->store, acme->id, rack->id,
+                                                    EINSORA_SHARING_COMMUNITY, &error));
+    g_assert_no_error(error);
+    got = einsora_store_find_machine(f->store, rack->id, &error);
+    g_assert_cmpint(got->sharing, ==, EINSORA_SHARING_COMMUNITY);
+    g_clear_pointer(&got, einsora_machine_free);
+    g_assert_false(einsora_store_set_machine_sharing(f->store, globex->id, rack->id,
+                                                     EINSORA_SHARING_PRIVATE, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    got = einsora_store_find_machine(f->store, rack->id, &error);
+    g_assert_cmpint(got->sharing, ==, EINSORA_SHARING_COMMUNITY);
+}
+
 static void
 test_tenant_list_all(Fixture *f, gconstpointer data)
 {
@@ -3470,6 +3494,7 @@ static const struct {
     {"user/disable-and-enable", test_user_disable},
     {"user/password", test_user_password},
     {"tenant/list-all", test_tenant_list_all},
+    {"machine/sharing", test_machine_sharing},
     {"audit/trail", test_audit_trail},
     {"api-token/round-trip", test_api_token_round_trip},
     {"api-token/duplicate-conflicts", test_api_token_duplicate},

@@ -76,3 +76,66 @@ einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc
     text = einsora_table_render(table);
     return einsora_cli_write_text(text, error);
 }
+
+/* einsora share MACHINE private|community: who may run on one of your
+ * machines (docs/adr/0050). MACHINE is an ID or the start of one. */
+gboolean
+einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                  GError **error)
+{
+    EinsoraClient *client;
+    g_autoptr(JsonNode) list = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *text = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    JsonArray *machines;
+    guint matches = 0;
+
+    if (!einsora_cli_parse(cli, command, NULL,
+                           _("private: your tenant's workloads only. community: the Lab's other "
+                             "tenants may run here too, in bubblewrap's sandbox or a VM, never "
+                             "with docker; you see what they hold, never what it is."),
+                           FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 2, error))
+        return FALSE;
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL || (list = einsora_client_list_machines(client, NULL, error)) == NULL ||
+        (machines = einsora_cli_get_array(list, "machines", error)) == NULL)
+        return FALSE;
+    for (guint i = 0; i < json_array_get_length(machines); i++) {
+        JsonObject *machine = json_array_get_object_element(machines, i);
+        const char *machine_id = machine != NULL ? einsora_cli_get_string(machine, "id") : NULL;
+        if (machine_id != NULL && g_str_has_prefix(machine_id, argv[1])) {
+            g_free(id);
+            id = g_strdup(machine_id);
+            matches++;
+        }
+    }
+    if (matches != 1) {
+        g_set_error(error, EINSORA_CLI_ERROR,
+                    matches == 0 ? EINSORA_CLI_ERROR_FAILED : EINSORA_CLI_ERROR_USAGE,
+                    matches == 0 ? _("no machine of yours starts with “%s”")
+                                 : _("“%s” is the start of several machines' IDs: give more of it"),
+                    argv[1]);
+        return FALSE;
+    }
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "sharing");
+    json_builder_add_string_value(builder, argv[2]);
+    json_builder_end_object(builder);
+    body = json_builder_get_root(builder);
+    path = g_strdup_printf("/v1/machines/%s/sharing", id);
+    root = einsora_client_request(client, "PUT", path, body, NULL, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    text = g_strdup_printf(_("%s is now %s\n"),
+                           einsora_cli_get_string(json_node_get_object(root), "name"),
+                           einsora_cli_get_string(json_node_get_object(root), "sharing"));
+    return einsora_cli_write_text(text, error);
+}

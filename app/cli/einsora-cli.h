@@ -138,6 +138,8 @@ gboolean einsora_cli_catalog(EinsoraCli *cli, const EinsoraCliCommand *command, 
                              char **argv, GError **error);
 gboolean einsora_cli_admin(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                            GError **error);
+gboolean einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                           GError **error);
 gboolean einsora_cli_password(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                               char **argv, GError **error);
 gboolean einsora_cli_audit(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,

@@ -1,5 +1,6 @@
-/* /v1/machines: the caller's own machines, read-only. Status comes from
- * the store's last_seen_at; the API never asks a machine. */
+/* /v1/machines: the caller's own machines. Status comes from the store's
+ * last_seen_at; the API never asks a machine. Their owner (or a Lab
+ * admin) sets who may run on them; the owner sees what guests hold. */
 #define G_LOG_DOMAIN "einsora-api"
 
 #include "einsora-api-routes.h"
@@ -67,6 +68,26 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
         json_builder_add_null_value(builder);
     json_builder_set_member_name(builder, "workloads");
     json_builder_add_int_value(builder, workloads);
+    {
+        g_autoptr(GError) error = NULL;
+        EinsoraGuestUse use = {0};
+
+        /* What the Lab's other tenants hold on it: the owner's to see,
+         * never whose. */
+        if (!einsora_service_machine_guest_use(service, machine, &use, &error))
+            g_message("can't count the guests of machine %s: %s", machine->id, error->message);
+        json_builder_set_member_name(builder, "guests");
+        json_builder_begin_object(builder);
+        json_builder_set_member_name(builder, "workloads");
+        json_builder_add_int_value(builder, use.workloads);
+        json_builder_set_member_name(builder, "cpus");
+        json_builder_add_int_value(builder, use.cpus);
+        json_builder_set_member_name(builder, "memory_mib");
+        json_builder_add_int_value(builder, use.memory_mib);
+        json_builder_set_member_name(builder, "gpus");
+        json_builder_add_int_value(builder, use.gpus);
+        json_builder_end_object(builder);
+    }
     json_builder_set_member_name(builder, "created_at");
     json_builder_add_string_value(builder, machine->created_at);
     json_builder_end_object(builder);
@@ -120,6 +141,44 @@ einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request)
     machine = einsora_service_get_machine(einsora_api_server_get_service(server),
                                           einsora_api_request_get_actor(request)->tenant_id,
                                           einsora_api_request_get_param(request, 0), &error);
+    if (machine != NULL)
+        counts = workload_counts(server, request, &error);
+    if (counts == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    node = machine_to_json(server, machine, counts);
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}
+
+const EinsoraApiField einsora_api_machines_sharing_fields[] = {
+    {"sharing", G_TYPE_STRING, TRUE},
+    {NULL},
+};
+
+void
+einsora_api_machines_set_sharing(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonObject) body =
+        einsora_api_request_parse_body(request, einsora_api_machines_sharing_fields, &error);
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(GHashTable) counts = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    EinsoraSharing sharing;
+
+    if (body == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    if (!einsora_sharing_from_string(json_object_get_string_member(body, "sharing"), &sharing)) {
+        einsora_api_request_respond_problem(request, SOUP_STATUS_BAD_REQUEST, "invalid_request",
+                                            "sharing is private or community");
+        return;
+    }
+    machine = einsora_auth_set_machine_sharing(
+        einsora_api_server_get_auth(server), einsora_api_request_get_actor(request),
+        einsora_api_request_get_param(request, 0), sharing, &error);
     if (machine != NULL)
         counts = workload_counts(server, request, &error);
     if (counts == NULL) {

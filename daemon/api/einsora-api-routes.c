@@ -35,6 +35,8 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/v1/workloads/{id}/access", AUTH, FALSE, FALSE, NULL, einsora_api_workloads_access},
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
+    {"PUT", "/v1/machines/{id}/sharing", AUTH, FALSE, TRUE, NULL,
+     einsora_api_machines_set_sharing},
     {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
     {"GET", "/v1/usage", AUTH, FALSE, FALSE, usage_query, einsora_api_usage_get},
     {"GET", "/v1/model-store", AUTH, FALSE, FALSE, NULL, einsora_api_models_list},

@@ -325,3 +325,72 @@ einsora_auth_list_audit(EinsoraAuth *self, const EinsoraActor *actor, guint limi
     g_return_val_if_fail(actor != NULL, NULL);
     return einsora_store_list_audit_events(self->store, actor->tenant_id, limit, error);
 }
+
+typedef struct {
+    const EinsoraMachine *machine;
+    EinsoraSharing sharing;
+    EinsoraAuditEvent *event;
+} SharingChange;
+
+static gboolean
+set_sharing_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    SharingChange *change = user_data;
+
+    return einsora_store_set_machine_sharing(store, change->machine->tenant_id, change->machine->id,
+                                             change->sharing, error) &&
+           einsora_store_insert_audit_event(store, change->event, error);
+}
+
+EinsoraMachine *
+einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
+                                 const char *machine_id, EinsoraSharing sharing, GError **error)
+{
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraUser) user = NULL;
+    g_autoptr(EinsoraAuditEvent) event = NULL;
+    g_autofree gchar *detail = NULL;
+    g_autoptr(GError) local_error = NULL;
+    gboolean admin;
+    SharingChange change;
+
+    g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
+    g_return_val_if_fail(actor != NULL && machine_id != NULL, NULL);
+
+    user = einsora_auth_get_active_user(self, actor->tenant_id, actor->user_id,
+                                        "this account can no longer sign in", error);
+    if (user == NULL)
+        return NULL;
+    admin = user->admin;
+    machine = einsora_store_find_machine(self->store, machine_id, &local_error);
+    /* Another tenant's machine is not there, unless an admin asks. */
+    if (machine == NULL || (!admin && g_strcmp0(machine->tenant_id, actor->tenant_id) != 0)) {
+        if (machine == NULL &&
+            !g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND))
+            g_propagate_error(error, g_steal_pointer(&local_error));
+        else
+            g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+        return NULL;
+    }
+    if (!admin && g_strcmp0(user->role, EINSORA_USER_ROLE_OWNER) != 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN,
+                            "only the tenant's owner or a Lab admin may share its machines");
+        return NULL;
+    }
+    if (sharing == EINSORA_SHARING_INVITE) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "invite-only sharing comes with invite lists; until then a machine "
+                            "is private or community");
+        return NULL;
+    }
+    detail = g_strdup_printf("%s, was %s", einsora_sharing_to_string(sharing),
+                             einsora_sharing_to_string(machine->sharing));
+    event = audit_event_new(self, actor, machine->tenant_id, EINSORA_AUDIT_MACHINE_SHARING,
+                            machine->name, detail);
+    change = (SharingChange){.machine = machine, .sharing = sharing, .event = event};
+    if (!einsora_store_in_transaction(self->store, set_sharing_tx, &change, error))
+        return NULL;
+    log_audit(event);
+    machine->sharing = sharing;
+    return g_steal_pointer(&machine);
+}

@@ -138,6 +138,14 @@ void einsora_auth_admin_reset_password_async(EinsoraAuth *self, const EinsoraAct
                                              GAsyncReadyCallback callback, gpointer user_data);
 gchar *einsora_auth_admin_reset_password_finish(EinsoraAuth *self, GAsyncResult *result,
                                                 GError **error);
+/* The machine's owner (the owner role of its tenant) or a Lab admin
+ * chooses who may run on it: private, or community (the Lab's tenants,
+ * on drivers that host guests). Another tenant's machine is NOT_FOUND to
+ * anyone but an admin; "invite" is refused until invite lists exist. The
+ * machine as it is now. */
+EinsoraMachine *einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
+                                                 const char *machine_id, EinsoraSharing sharing,
+                                                 GError **error);
 /* A tenant's quota of @gpu_class, for a caller that checked who may ask. */
 gboolean einsora_auth_get_quota(EinsoraAuth *self, const char *tenant_id, const char *gpu_class,
                                 gint64 *gpus, GError **error);

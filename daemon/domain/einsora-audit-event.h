@@ -15,6 +15,7 @@ G_BEGIN_DECLS
 #define EINSORA_AUDIT_QUOTA_SET "quota.set"
 #define EINSORA_AUDIT_PASSWORD_CHANGED "password.changed"
 #define EINSORA_AUDIT_PASSWORD_RESET "password.reset"
+#define EINSORA_AUDIT_MACHINE_SHARING "machine.sharing"
 
 typedef struct {
     gchar *id;

@@ -11,7 +11,7 @@ static const EinsoraDriverInfo drivers[] = {
      EINSORA_ISOLATION_WEAK, 0, NULL},
     /* Jupyter, or llama.cpp's llama-server, as the owner's user in
      * bubblewrap, on a Unix socket. */
-    {"linux-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(NVIDIA), EINSORA_ISOLATION_WEAK, 0,
+    {"linux-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(NVIDIA), EINSORA_ISOLATION_SANDBOX, 0,
      "linux"},
     {"macos-native", K(NOTEBOOK) | K(ENDPOINT), A(CPU) | A(APPLE), EINSORA_ISOLATION_WEAK, 0,
      "darwin"},
@@ -59,6 +59,8 @@ einsora_isolation_to_string(EinsoraIsolation isolation)
     switch (isolation) {
     case EINSORA_ISOLATION_WEAK:
         return "weak";
+    case EINSORA_ISOLATION_SANDBOX:
+        return "sandbox";
     case EINSORA_ISOLATION_STRONG:
         return "strong";
     default:
@@ -73,9 +75,19 @@ einsora_isolation_from_string(const char *str, EinsoraIsolation *isolation)
         *isolation = EINSORA_ISOLATION_WEAK;
         return TRUE;
     }
+    if (g_strcmp0(str, "sandbox") == 0) {
+        *isolation = EINSORA_ISOLATION_SANDBOX;
+        return TRUE;
+    }
     if (g_strcmp0(str, "strong") == 0) {
         *isolation = EINSORA_ISOLATION_STRONG;
         return TRUE;
     }
     return FALSE;
+}
+
+gboolean
+einsora_isolation_hosts_guests(EinsoraIsolation isolation)
+{
+    return isolation == EINSORA_ISOLATION_SANDBOX || isolation == EINSORA_ISOLATION_STRONG;
 }

@@ -11,12 +11,20 @@
 G_BEGIN_DECLS
 
 typedef enum {
-    /* Runs as the machine owner's user (a sandbox, a plain container):
-     * only for the owner's own workloads. */
+    /* Runs with the machine owner's rights or more (a plain process, a
+     * rootful container engine): only for the owner's own workloads. */
     EINSORA_ISOLATION_WEAK,
+    /* The owner's user in unprivileged namespaces with its own file
+     * system view, no network unless the owner allows it and no way to
+     * gain privileges (bubblewrap): a Lab's guests may run here once the
+     * owner shares the machine (docs/adr/0050). */
+    EINSORA_ISOLATION_SANDBOX,
     /* Its own kernel (a VM): safe for other tenants' workloads. */
     EINSORA_ISOLATION_STRONG,
 } EinsoraIsolation;
+
+/* Whether another tenant's workload may run with @isolation. */
+gboolean einsora_isolation_hosts_guests(EinsoraIsolation isolation);
 
 typedef struct {
     const char *name;

@@ -86,7 +86,7 @@ einsora_machine_can_host(const EinsoraMachine *machine, const char *region, cons
 }
 
 /* The trust matrix: weak isolation runs only the owner's own workloads;
- * another tenant's workload needs a driver that isolates strongly. The
+ * another tenant's workload needs a sandbox or a VM. The
  * driver comes from the domain table, never from an agent's report. */
 gboolean
 einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
@@ -98,7 +98,7 @@ einsora_machine_permits(const EinsoraMachine *machine, const char *tenant_id,
         return FALSE;
     if (g_strcmp0(machine->tenant_id, tenant_id) == 0)
         return TRUE;
-    return driver->isolation == EINSORA_ISOLATION_STRONG;
+    return einsora_isolation_hosts_guests(driver->isolation);
 }
 
 gboolean

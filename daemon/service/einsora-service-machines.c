@@ -111,6 +111,36 @@ einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant
     return counts;
 }
 
+gboolean
+einsora_service_machine_guest_use(EinsoraService *self, const EinsoraMachine *machine,
+                                  EinsoraGuestUse *use, GError **error)
+{
+    g_autoptr(GPtrArray) workloads =
+        einsora_store_list_machine_workloads(self->store, machine->id, error);
+
+    *use = (EinsoraGuestUse){0};
+    if (workloads == NULL)
+        return FALSE;
+    for (guint i = 0; i < workloads->len; i++) {
+        const EinsoraWorkload *workload = g_ptr_array_index(workloads, i);
+        const EinsoraComputeClass *klass;
+
+        if (g_strcmp0(workload->tenant_id, machine->tenant_id) == 0 ||
+            !einsora_workload_state_holds_capacity(workload->state))
+            continue;
+        klass = einsora_catalog_lookup_class(self->catalog, workload->placed_class != NULL
+                                                                ? workload->placed_class
+                                                                : workload->gpu_class);
+        use->workloads++;
+        if (klass != NULL) {
+            use->cpus += klass->cpus;
+            use->memory_mib += klass->memory_mib;
+            use->gpus += klass->devices;
+        }
+    }
+    return TRUE;
+}
+
 gchar **
 einsora_service_image_drivers(EinsoraService *self, const char *image_name)
 {

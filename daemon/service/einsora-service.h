@@ -172,6 +172,17 @@ gboolean einsora_service_image_runs_now(EinsoraService *self, const char *tenant
 gchar *einsora_service_runs_nowhere_reason(EinsoraService *self, const EinsoraWorkload *workload);
 /* How many of the tenant's workloads hold capacity on each machine:
  * machine ID -> count (GINT_TO_POINTER), from one read of the workloads. */
+/* What other tenants' workloads hold on @machine now: the owner's view
+ * of a shared machine. */
+typedef struct {
+    gint64 workloads;
+    gint64 cpus;
+    gint64 memory_mib;
+    gint64 gpus;
+} EinsoraGuestUse;
+
+gboolean einsora_service_machine_guest_use(EinsoraService *self, const EinsoraMachine *machine,
+                                           EinsoraGuestUse *use, GError **error);
 GHashTable *einsora_service_count_machine_workloads(EinsoraService *self, const char *tenant_id,
                                                     GError **error);
 

@@ -168,6 +168,29 @@ einsora_sqlite_store_list_region_machines(EinsoraStore *store, const char *regio
 }
 
 gboolean
+einsora_sqlite_store_set_machine_sharing(EinsoraStore *store, const char *tenant_id,
+                                         const char *machine_id, EinsoraSharing sharing,
+                                         GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self, "UPDATE machines SET sharing = ?3 WHERE tenant_id = ?1 AND id = ?2", error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, machine_id);
+    bind_text(stmt, 3, einsora_sharing_to_string(sharing));
+    if (!einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machine_id,
                                          const char *last_seen_at, const char *inventory,
                                          GError **error)

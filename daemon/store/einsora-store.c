@@ -384,6 +384,17 @@ einsora_store_count_users(EinsoraStore *self, gint64 *count, GError **error)
     return EINSORA_STORE_GET_IFACE(self)->count_users(self, count, error);
 }
 
+gboolean
+einsora_store_set_machine_sharing(EinsoraStore *self, const char *tenant_id, const char *machine_id,
+                                  EinsoraSharing sharing, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL && machine_id != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->set_machine_sharing(self, tenant_id, machine_id, sharing,
+                                                              error);
+}
+
 GPtrArray *
 einsora_store_list_users(EinsoraStore *self, GError **error)
 {

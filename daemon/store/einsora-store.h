@@ -75,6 +75,10 @@ struct _EinsoraStoreInterface {
     gboolean (*record_machine_seen)(EinsoraStore *self, const char *machine_id,
                                     const char *last_seen_at, const char *inventory,
                                     GError **error);
+    /* Its owner's choice of who may run on it. NOT_FOUND unless the
+     * machine is the tenant's. */
+    gboolean (*set_machine_sharing)(EinsoraStore *self, const char *tenant_id,
+                                    const char *machine_id, EinsoraSharing sharing, GError **error);
     /* Not tenant-scoped, for the hub: what is placed on the machine and
      * not deleted, oldest first; its desired state is computed from it. */
     GPtrArray *(*list_machine_workloads)(EinsoraStore *self, const char *machine_id,
@@ -291,6 +295,9 @@ gboolean einsora_store_record_machine_seen(EinsoraStore *self, const char *machi
                                            GError **error);
 GPtrArray *einsora_store_list_machine_workloads(EinsoraStore *self, const char *machine_id,
                                                 GError **error);
+gboolean einsora_store_set_machine_sharing(EinsoraStore *self, const char *tenant_id,
+                                           const char *machine_id, EinsoraSharing sharing,
+                                           GError **error);
 
 gboolean einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload *workload,
                                        GError **error);
