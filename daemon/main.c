@@ -53,6 +53,7 @@ typedef struct {
     gchar *controller_wake;
     gchar *metering_interval;
     gchar *idle_timeout;
+    gchar *aging_after;
     gchar *machine_owner;
     gchar *drivers;
     gchar *agent_state_dir;
@@ -68,6 +69,7 @@ typedef struct {
     EinsoraTlsMode tls_mode;
     gint64 controller_interval_us;
     gint64 idle_timeout_s; /* 0: none */
+    gint64 aging_after_us; /* 0: no aging */
     gboolean wakes_controller;
     gint64 metering_interval_us;
 } EinsoraDaemonSettings;
@@ -90,6 +92,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     g_clear_pointer(&settings->controller_wake, g_free);
     g_clear_pointer(&settings->metering_interval, g_free);
     g_clear_pointer(&settings->idle_timeout, g_free);
+    g_clear_pointer(&settings->aging_after, g_free);
     g_clear_pointer(&settings->machine_owner, g_free);
     g_clear_pointer(&settings->drivers, g_free);
     g_clear_pointer(&settings->agent_state_dir, g_free);
@@ -219,6 +222,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                          "on", error) ||
         !resolve_setting(&settings->metering_interval, "EINSORA_METERING_INTERVAL",
                          "--metering-interval", "60s", error) ||
+        !resolve_setting(&settings->aging_after, "EINSORA_AGING_AFTER", "--aging-after", "10m",
+                         error) ||
         !resolve_setting(&settings->idle_timeout, "EINSORA_IDLE_TIMEOUT", "--idle-timeout", "off",
                          error) ||
         !resolve_setting(&settings->machine_owner, "EINSORA_MACHINE_OWNER", "--machine-owner",
@@ -334,6 +339,17 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
                     "EINSORA_METERING_INTERVAL (--metering-interval): \"%s\" is not a "
                     "duration between 100ms and 60m, like 60s",
                     settings->metering_interval);
+        return FALSE;
+    }
+    /* docs/adr/0051: off, or from a second to a day. */
+    if (!g_str_equal(settings->aging_after, "off") &&
+        (!parse_duration(settings->aging_after, &settings->aging_after_us) ||
+         settings->aging_after_us < G_USEC_PER_SEC ||
+         settings->aging_after_us > G_GINT64_CONSTANT(86400) * G_USEC_PER_SEC)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_AGING_AFTER (--aging-after): \"%s\" is neither off nor a duration "
+                    "from 1s to 24h, like 10m",
+                    settings->aging_after);
         return FALSE;
     }
     /* Off unless set (docs/adr/0044). */
@@ -812,6 +828,7 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
         service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
     einsora_hub_set_metrics(machine->hub, metrics);
     einsora_controller_set_metrics(machine->controller, metrics);
+    einsora_controller_set_aging(machine->controller, settings->aging_after_us);
     /* Machine-wide, as Prometheus scrapes a host: its owner reads them. */
     einsora_service_set_metrics(service, metrics, registered->tenant_id);
     /* The host lock keeps this machine to one daemon, so its ID can hold
@@ -1238,6 +1255,10 @@ main(int argc, char **argv)
          "How often usage accounting turns the timeline into hourly usage records "
          "(EINSORA_METERING_INTERVAL, default 60s)",
          "DURATION"},
+        {"aging-after", 0, 0, G_OPTION_ARG_STRING, &settings.aging_after,
+         "A request that has waited this long and doesn't fit keeps younger ones of its kind of "
+         "capacity from backfilling ahead of it (EINSORA_AGING_AFTER, default 10m)",
+         "DURATION|off"},
         {"idle-timeout", 0, 0, G_OPTION_ARG_STRING, &settings.idle_timeout,
          "Stop a workload after this long idle, unless its create says otherwise "
          "(EINSORA_IDLE_TIMEOUT, default off)",

@@ -349,6 +349,57 @@ test_backfill(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, TENANT_A, small), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
 }
 
+/* Aging (docs/adr/0051): before the bound a small request backfills past
+ * a big one that doesn't fit; once the big one has waited past it, what
+ * frees up of its kind is its, and younger requests of that kind wait
+ * behind it, saying so; another kind (CPU) still goes. */
+static void
+test_aging_stops_backfill(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *big = NULL;
+    g_autofree gchar *early = NULL;
+    g_autofree gchar *late = NULL;
+    g_autofree gchar *other = NULL;
+    g_autofree gchar *cpu = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    einsora_controller_set_aging(f->controller, 600 * G_USEC_PER_SEC);
+    einsora_fake_backend_set_units(f->backend, "l40s-x2", 0);
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 2);
+    big = launch(f, f->alice, "l40s-x2");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, big), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    early = launch(f, f->alice, "l40s-48gb");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, early), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+
+    f->clock.now_us += 601 * G_USEC_PER_SEC;
+    late = launch(f, f->trent, "l40s-48gb");
+    other = launch(f, f->alice, "l40s-48gb");
+    cpu = launch(f, f->trent, "cpu-2c-4g");
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, big), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_T, late), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_A, other), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    g_assert_cmpint(state_of(f, TENANT_T, cpu), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    /* The trusted tenant learns why; the other, only that it waits. */
+    events = events_of(f, TENANT_T, late);
+    g_assert_true(g_str_has_prefix(last_reason(events),
+                                   "waiting behind an older request for l40s-x2, waiting since "));
+    g_clear_pointer(&events, g_ptr_array_unref);
+    events = events_of(f, TENANT_A, other);
+    g_assert_cmpstr(last_reason(events), ==,
+                    "waiting for l40s-48gb capacity: not enough free right now");
+    g_clear_pointer(&events, g_ptr_array_unref);
+
+    /* Off: backfill again (one GPU was left: the older of the two). */
+    einsora_controller_set_aging(f->controller, 0);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_T, late), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_A, other), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    assert_timeline_consistent(f, TENANT_T, late);
+}
+
 /* What a pass's commits saw: counted by SQLite's commit hook, with the
  * backend's runs and the feed's emissions at each, so the test can tell
  * what happened before the commit and what after. */
@@ -1066,6 +1117,7 @@ main(int argc, char **argv)
     ADD("/controller/admit/capacity-queues-trusted-and-untrusted",
         test_capacity_queues_with_reasons);
     ADD("/controller/admit/fifo-with-backfill", test_backfill);
+    ADD("/controller/admit/aging-stops-backfill", test_aging_stops_backfill);
     {
         static const char *const names[] = {"cpu-short-of-cpus", "cpu-short-of-memory",
                                             "gpu-short-of-gpus"};

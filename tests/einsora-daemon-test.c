@@ -196,10 +196,17 @@ test_bad_setting_table(Fixture *f, gconstpointer data)
         const char *variable;
         const char *value;
     } table[] = {
-        {"EINSORA_API_ADDR", "localhost:8080"}, {"EINSORA_API_ADDR", "127.0.0.1"},
-        {"EINSORA_ACCESS_ADDR", "anywhere"},    {"EINSORA_REGION", "mars"},
-        {"EINSORA_CONTROLLER_INTERVAL", "5"},   {"EINSORA_CONTROLLER_INTERVAL", "0s"},
-        {"EINSORA_CONTROLLER_INTERVAL", "2h"},  {"EINSORA_MACHINE_OWNER", "Not A Tenant"},
+        {"EINSORA_API_ADDR", "localhost:8080"},
+        {"EINSORA_API_ADDR", "127.0.0.1"},
+        {"EINSORA_ACCESS_ADDR", "anywhere"},
+        {"EINSORA_REGION", "mars"},
+        {"EINSORA_CONTROLLER_INTERVAL", "5"},
+        {"EINSORA_CONTROLLER_INTERVAL", "0s"},
+        {"EINSORA_CONTROLLER_INTERVAL", "2h"},
+        {"EINSORA_MACHINE_OWNER", "Not A Tenant"},
+        {"EINSORA_AGING_AFTER", "soon"},
+        {"EINSORA_AGING_AFTER", "2000h"},
+        {"EINSORA_TLS", "maybe"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(table); i++) {

@@ -41,6 +41,9 @@ struct _EinsoraController {
      * the ones this controller moved on to queued: a queued row's own
      * time is when it was queued, not when it began to wait. */
     GHashTable *waiting_since;
+    /* A waiter older than this that doesn't fit holds its kind of
+     * capacity against younger ones (docs/adr/0051); 0: never. */
+    gint64 aging_us;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraController, einsora_controller, G_TYPE_OBJECT)
@@ -62,6 +65,9 @@ typedef struct {
     /* Where placement of each shape of workload looks first this pass:
      * "class image kind tenant region" -> a guint machine index. */
     GHashTable *first_fit;
+    /* The kind of capacity ("cpu", or a GPU accelerator) -> the aged
+     * waiter of that kind that didn't fit (borrowed from the pass's list). */
+    GHashTable *held_for_aged;
 } Pass;
 
 static void
@@ -95,6 +101,7 @@ einsora_controller_init(EinsoraController *self)
     self->last_reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     self->waiting_since = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     self->provisioning_timeout_us = EINSORA_PROVISIONING_TIMEOUT_DEFAULT_US;
+    self->aging_us = EINSORA_CONTROLLER_AGING_DEFAULT_US;
 }
 
 EinsoraController *
@@ -118,6 +125,13 @@ void
 einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us)
 {
     self->provisioning_timeout_us = timeout_us;
+}
+
+void
+einsora_controller_set_aging(EinsoraController *self, gint64 aging_us)
+{
+    g_return_if_fail(EINSORA_IS_CONTROLLER(self));
+    self->aging_us = MAX(aging_us, 0);
 }
 
 void
@@ -359,6 +373,8 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     g_autoptr(EinsoraPlacementResult) result = NULL;
     g_autofree gchar *reason = NULL;
     EinsoraPlacement placement;
+    const char *capacity_kind;
+    const EinsoraWorkload *held;
     gint64 since;
 
     /* The lifecycle has no step from waiting to failed: a workload whose
@@ -384,8 +400,28 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
     if (pass->capacity->settling)
         return;
 
+    /* An older request waited past the aging bound and didn't fit: what
+     * frees up of its kind is its, not this one's to backfill. */
+    capacity_kind = resolved.klass->devices > 0
+                        ? einsora_accelerator_to_string(resolved.klass->accelerator)
+                        : "cpu";
+    held = g_hash_table_lookup(pass->held_for_aged, capacity_kind);
+    if (held != NULL) {
+        /* Who waits, and since when, is other tenants' business: only a
+         * trusted tenant reads it. */
+        reason = tenant_trusted(self, pass, workload->tenant_id)
+                     ? einsora_reason_waiting_behind(held->gpu_class, waiting_since(self, held),
+                                                     self->now(self->now_data))
+                     : einsora_reason_waiting_for_capacity(workload->gpu_class, NULL, FALSE);
+        keep_waiting(self, workload, reason);
+        return;
+    }
     result = place(self, pass, workload);
     if (result->outcome != EINSORA_PLACEMENT_PLACED) {
+        since = waiting_since(self, workload);
+        if (result->outcome == EINSORA_PLACEMENT_NO_CAPACITY && self->aging_us > 0 && since != 0 &&
+            self->now(self->now_data) - since >= self->aging_us)
+            g_hash_table_insert(pass->held_for_aged, (gpointer)capacity_kind, workload);
         reason = waiting_reason(self, pass, workload, result);
         keep_waiting(self, workload, reason);
         return;
@@ -714,7 +750,7 @@ reconcile(EinsoraController *self, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(GError) capacity_error = NULL;
-    Pass pass = {NULL, NULL, NULL, NULL, NULL, NULL};
+    Pass pass = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
     workloads = einsora_store_list_region_workloads(self->store, self->region, error);
     if (workloads == NULL)
@@ -725,6 +761,7 @@ reconcile(EinsoraController *self, GError **error)
     pass.admitted = g_ptr_array_new();
     pass.admitted_waits = g_array_new(FALSE, FALSE, sizeof(double));
     pass.first_fit = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pass.held_for_aged = g_hash_table_new(g_str_hash, g_str_equal);
     pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
     if (pass.capacity == NULL)
         g_message("region %s: capacity unknown: %s", self->region, capacity_error->message);
@@ -756,6 +793,7 @@ reconcile(EinsoraController *self, GError **error)
     g_ptr_array_unref(pass.admitted);
     g_array_unref(pass.admitted_waits);
     g_hash_table_unref(pass.first_fit);
+    g_hash_table_unref(pass.held_for_aged);
     return TRUE;
 }
 

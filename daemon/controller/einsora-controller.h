@@ -23,6 +23,12 @@ EinsoraController *einsora_controller_new(EinsoraService *service, EinsoraStore 
                                           const char *region, EinsoraNowFunc now,
                                           gpointer now_data);
 void einsora_controller_set_provisioning_timeout(EinsoraController *self, gint64 timeout_us);
+/* Aging (docs/adr/0051): a waiting request older than @aging_us that
+ * doesn't fit keeps younger requests for the same kind of capacity (CPU
+ * classes, or GPUs of its accelerator) from backfilling ahead of it;
+ * 0 turns it off. EINSORA_CONTROLLER_AGING_DEFAULT_US until set. */
+#define EINSORA_CONTROLLER_AGING_DEFAULT_US (G_GINT64_CONSTANT(600) * G_USEC_PER_SEC)
+void einsora_controller_set_aging(EinsoraController *self, gint64 aging_us);
 /* Counts into @metrics (docs/adr/0043-metrics.md): each pass's duration
  * (einsora_controller_pass_duration_seconds), admissions by kind once
  * their group commits (einsora_admissions_total), and how long each

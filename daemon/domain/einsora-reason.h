@@ -51,6 +51,8 @@ gchar *einsora_reason_image_withdrawn(const char *image);
 gchar *einsora_reason_machine_away_too_long(gint64 seconds);
 /* "stopped after 1h idle: no activity since 14:02 UTC" (a date too when
  * that was a day or more before @now_us). */
+/* Held for an aged request (docs/adr/0051): it waited since @since_us. */
+gchar *einsora_reason_waiting_behind(const char *gpu_class, gint64 since_us, gint64 now_us);
 gchar *einsora_reason_idle_stopped(gint64 timeout_seconds, gint64 since_us, gint64 now_us);
 /* "1h", "30m", "1h30m", "45s": a span as reasons and the CLI say it. */
 gchar *einsora_reason_format_span(gint64 seconds);
