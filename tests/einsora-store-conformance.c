@@ -35,7 +35,7 @@ static const TableColumns schema_columns[] = {
          "id",           "tenant_id",    "kind",           "name",       "state",      "region",
          "gpu_class",    "placed_class", "image",          "gpus",       "machine_id", "driver",
          "attempt",      "version",      "created_by",     "created_at", "updated_at", "model",
-         "model_digest", "gpu_mask",     "idle_timeout_s", NULL}},
+         "model_digest", "gpu_mask",     "idle_timeout_s", "fallback",  "fallback_after_s", NULL}},
     {"workload_events",
      (const char *const[]){"seq", "id", "tenant_id", "workload_id", "from_state", "to_state",
                            "reason", "attempt", "created_at", "placed_class", NULL}},
@@ -292,6 +292,8 @@ assert_workload_equal(const EinsoraWorkload *a, const EinsoraWorkload *b)
     g_assert_cmpstr(a->model_digest, ==, b->model_digest);
     g_assert_cmpint(a->gpus, ==, b->gpus);
     g_assert_cmpint(a->idle_timeout_s, ==, b->idle_timeout_s);
+    g_assert_cmpstr(a->fallback, ==, b->fallback);
+    g_assert_cmpint(a->fallback_after_s, ==, b->fallback_after_s);
     g_assert_cmpstr(a->machine_id, ==, b->machine_id);
     g_assert_cmpstr(a->driver, ==, b->driver);
     g_assert_cmpint(a->attempt, ==, b->attempt);
@@ -671,12 +673,15 @@ test_workload_round_trip(Fixture *f, gconstpointer data)
     placed->version = 7;
     placed->model = g_strdup("llama3.2:1b");
     placed->model_digest = g_strdup(MODEL_DIGEST);
+    placed->fallback = g_strdup("l40s-48gb,cpu-8c-32g");
+    placed->fallback_after_s = 600;
     replace_string(&placed->updated_at, tick(f));
     insert_workload(f, placed);
 
     got_plain = get_workload(f, acme->id, plain->id);
     assert_workload_equal(got_plain, plain);
     g_assert_null(got_plain->model);
+    g_assert_null(got_plain->fallback);
     g_assert_null(got_plain->placed_class);
     g_assert_null(got_plain->machine_id);
     g_assert_null(got_plain->driver);

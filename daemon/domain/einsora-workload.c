@@ -24,6 +24,7 @@ einsora_workload_copy(const EinsoraWorkload *workload)
     copy->image = g_strdup(workload->image);
     copy->model = g_strdup(workload->model);
     copy->model_digest = g_strdup(workload->model_digest);
+    copy->fallback = g_strdup(workload->fallback);
     copy->machine_id = g_strdup(workload->machine_id);
     copy->driver = g_strdup(workload->driver);
     copy->created_by = g_strdup(workload->created_by);
@@ -46,6 +47,7 @@ einsora_workload_free(EinsoraWorkload *workload)
     g_free(workload->image);
     g_free(workload->model);
     g_free(workload->model_digest);
+    g_free(workload->fallback);
     g_free(workload->machine_id);
     g_free(workload->driver);
     g_free(workload->created_by);

@@ -27,6 +27,10 @@ typedef struct {
     gint64 attempt; /* one more at each admission */
     /* Stopped after this many seconds idle (docs/adr/0044); 0: never. */
     gint64 idle_timeout_s;
+    /* Classes it may run on instead, in order, comma-separated (NULL:
+     * none), once it waited fallback_after_s for its own (docs/adr/0052). */
+    gchar *fallback;
+    gint64 fallback_after_s;
     gint64 version;    /* one more at each state change: the CAS token */
     gchar *created_by; /* the user ID that created it */
     /* An endpoint's model: its name in the model store and its file's

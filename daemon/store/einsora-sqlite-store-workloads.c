@@ -11,7 +11,7 @@
 #define WORKLOAD_COLUMNS                                                                           \
     "id, tenant_id, kind, name, state, region, gpu_class, placed_class, image, gpus, "             \
     "machine_id, driver, attempt, version, created_by, created_at, updated_at, model, "            \
-    "model_digest, gpu_mask, idle_timeout_s"
+    "model_digest, gpu_mask, idle_timeout_s, fallback, fallback_after_s"
 
 static EinsoraWorkload *
 workload_from_row(sqlite3_stmt *stmt, GError **error)
@@ -47,6 +47,8 @@ workload_from_row(sqlite3_stmt *stmt, GError **error)
     workload->model_digest = column_strdup(stmt, 18);
     workload->gpu_mask = (guint64)sqlite3_column_int64(stmt, 19);
     workload->idle_timeout_s = sqlite3_column_int64(stmt, 20);
+    workload->fallback = column_strdup(stmt, 21);
+    workload->fallback_after_s = sqlite3_column_int64(stmt, 22);
     return g_steal_pointer(&workload);
 }
 
@@ -126,7 +128,7 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
         einsora_sqlite_store_prepare_write(self,
                                            "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
                                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
                                            error);
 
     if (stmt == NULL)
@@ -152,6 +154,8 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
     bind_text(stmt, 19, workload->model_digest);
     sqlite3_bind_int64(stmt, 20, (gint64)workload->gpu_mask);
     sqlite3_bind_int64(stmt, 21, workload->idle_timeout_s);
+    bind_text(stmt, 22, workload->fallback);
+    sqlite3_bind_int64(stmt, 23, workload->fallback_after_s);
     return einsora_sqlite_store_step_write(self, stmt, "a workload with this ID already exists",
                                            "no such tenant or machine", error);
 }
