@@ -519,6 +519,95 @@ test_lab_people(void)
         g_assert_null(strstr(log, g_ptr_array_index(secrets, i)));
 }
 
+/* Fallback classes at create (docs/adr/0052): checked against the
+ * catalog, the image and the tenant's quotas; "cpu" is the smallest CPU
+ * class as big as the one asked for; every bad list changes nothing. */
+static void
+test_fallback_create(void)
+{
+    const char *owner = daemon_->owner_token;
+    const struct {
+        const char *body;
+        guint status;
+        const char *says;
+    } bad[] = {
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":[\"nope\"]}",
+         400, "nope is not a class"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":[\"h100-80gb\"]}",
+         400, "named twice"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":[\"cpu\",\"cpu-8c-32g\",\"cpu-4c-16g\",\"cpu-2c-4g\",\"cpu-1c-2g\"]}",
+         400, "at most 4"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":\"cpu\"}",
+         400, "a list"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback_after\":60}",
+         400, "goes with fallback"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":[\"cpu\"],\"fallback_after\":-5}",
+         400, "fallback_after"},
+        {"{\"kind\":\"notebook\",\"gpu_class\":\"h100-80gb\",\"image\":\"jupyter-notebook\","
+         "\"fallback\":[\"cpu\"]}",
+         400, "no CPU class here is as big as h100-80gb"},
+    };
+    g_autoptr(EinsoraTestResponse) before = call("GET", "/v1/workloads", owner, NULL);
+    guint count = json_array_get_length(
+        json_object_get_array_member(json_node_get_object(before->json), "workloads"));
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(EinsoraTestResponse) no = call("POST", "/v1/workloads", owner, bad[i].body);
+        g_test_message("%s -> %u %s", bad[i].body, no->status, no->body);
+        g_assert_cmpuint(no->status, ==, bad[i].status);
+        g_assert_nonnull(strstr(no->body, bad[i].says));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) after = call("GET", "/v1/workloads", owner, NULL);
+        g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                             json_node_get_object(after->json), "workloads")),
+                         ==, count);
+    }
+    {
+        g_autoptr(EinsoraTestResponse) made = call(
+            "POST", "/v1/workloads", owner,
+            "{\"kind\":\"notebook\",\"gpu_class\":\"l40s-48gb\",\"image\":\"jupyter-notebook\","
+            "\"fallback\":[\"nvidia-l4-24gb\",\"cpu\"],\"fallback_after\":600}");
+        JsonObject *workload = NULL;
+        JsonArray *fallback;
+
+        g_assert_cmpuint(made->status, ==, 201);
+        workload = json_node_get_object(made->json);
+        fallback = json_object_get_array_member(workload, "fallback");
+        g_assert_cmpuint(json_array_get_length(fallback), ==, 2);
+        g_assert_cmpstr(json_array_get_string_element(fallback, 0), ==, "nvidia-l4-24gb");
+        /* l40s-48gb's 8 CPUs and 32 GiB: the smallest CPU class as big. */
+        g_assert_cmpstr(json_array_get_string_element(fallback, 1), ==, "cpu-8c-32g");
+        g_assert_cmpint(json_object_get_int_member(workload, "fallback_after"), ==, 600);
+        g_assert_false(json_object_get_boolean_member(workload, "fallback_used"));
+    }
+    /* The CLI's --fallback and --fallback-after. */
+    {
+        gint status;
+        g_autofree gchar *out =
+            cli(owner,
+                (const char *const[]){"launch", "--kind", "notebook", "--class", "l40s-48gb",
+                                      "--image", "jupyter-notebook", "--fallback", "cpu",
+                                      "--fallback-after", "10m", "--json", NULL},
+                &status);
+        g_autofree gchar *alone = cli(
+            owner,
+            (const char *const[]){"launch", "--kind", "notebook", "--class", "l40s-48gb", "--image",
+                                  "jupyter-notebook", "--fallback-after", "10m", NULL},
+            &status);
+        g_assert_nonnull(strstr(out, "\"fallback\":[\"cpu-8c-32g\"]"));
+        g_assert_nonnull(strstr(out, "\"fallback_after\":600"));
+        g_assert_cmpint(status, ==, 2);
+        g_assert_nonnull(strstr(alone, "--fallback-after goes with --fallback"));
+    }
+}
+
 /* From the machine: --join adds a member to a tenant, --admin makes an
  * admin who may then use /v1/admin. */
 static void
@@ -608,6 +697,7 @@ main(int argc, char **argv)
     g_ptr_array_add(secrets, g_strdup(daemon_->owner_token));
     g_test_add_func("/admin/lab-people", test_lab_people);
     g_test_add_func("/admin/daemon-command", test_daemon_command);
+    g_test_add_func("/admin/fallback-create", test_fallback_create);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);
     einsora_test_daemon_free(daemon_);

@@ -400,6 +400,70 @@ test_aging_stops_backfill(Fixture *f, gconstpointer data)
     assert_timeline_consistent(f, TENANT_T, late);
 }
 
+static gchar *
+launch_with_fallback(Fixture *f, const EinsoraActor *actor, const char *gpu_class,
+                     const char *const *fallback, gint64 after_s)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraWorkloadRequest request = {"notebook", "nb", gpu_class, "jupyter", NULL};
+    g_autoptr(EinsoraWorkload) workload = NULL;
+
+    request.fallback = fallback;
+    request.fallback_after_s = after_s;
+    workload = einsora_service_create_workload(f->service, actor, &request, &error);
+    g_assert_no_error(error);
+    return g_strdup(workload->id);
+}
+
+/* Fallbacks (docs/adr/0052): a workload waits fallback_after for its own
+ * class, then runs on the first fallback that fits, saying so; what
+ * frees up goes first to those who asked for that class. */
+static void
+test_fallback(Fixture *f, gconstpointer data)
+{
+    const char *const to_cpu[] = {"cpu-2c-4g", NULL};
+    const char *const to_l40s[] = {"l40s-48gb", NULL};
+    g_autofree gchar *patient = NULL;
+    g_autofree gchar *eager = NULL;
+    g_autofree gchar *asked = NULL;
+    g_autoptr(EinsoraWorkload) ran = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    einsora_controller_set_aging(f->controller, 0);
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 0);
+    einsora_fake_backend_set_units(f->backend, "l40s-x2", 0);
+    patient = launch_with_fallback(f, f->alice, "l40s-48gb", to_cpu, 60);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, patient), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    f->clock.now_us += 60 * G_USEC_PER_SEC;
+    pass(f);
+    ran = get(f, TENANT_A, patient);
+    g_assert_cmpint(ran->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpstr(ran->gpu_class, ==, "l40s-48gb");
+    g_assert_cmpstr(ran->placed_class, ==, "cpu-2c-4g");
+    events = events_of(f, TENANT_A, patient);
+    g_assert_true(g_str_has_prefix(last_reason(events),
+                                   "admitted on a fallback after 1m1s waiting for l40s-48gb: "));
+    g_clear_pointer(&events, g_ptr_array_unref);
+    assert_timeline_consistent(f, TENANT_A, patient);
+
+    /* One L40S frees up: the one who asked for it gets it, though the
+     * one falling back to it came first. */
+    eager = launch_with_fallback(f, f->alice, "l40s-x2", to_l40s, 0);
+    asked = launch(f, f->trent, "l40s-48gb");
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 1);
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_T, asked), ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpint(state_of(f, TENANT_A, eager), ==, EINSORA_WORKLOAD_STATE_QUEUED);
+    /* Another frees up: now the fallback takes it. */
+    einsora_fake_backend_set_units(f->backend, "l40s-48gb", 2);
+    pass(f);
+    g_clear_pointer(&ran, einsora_workload_free);
+    ran = get(f, TENANT_A, eager);
+    g_assert_cmpint(ran->state, ==, EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpstr(ran->placed_class, ==, "l40s-48gb");
+}
+
 /* What a pass's commits saw: counted by SQLite's commit hook, with the
  * backend's runs and the feed's emissions at each, so the test can tell
  * what happened before the commit and what after. */
@@ -1118,6 +1182,7 @@ main(int argc, char **argv)
         test_capacity_queues_with_reasons);
     ADD("/controller/admit/fifo-with-backfill", test_backfill);
     ADD("/controller/admit/aging-stops-backfill", test_aging_stops_backfill);
+    ADD("/controller/admit/fallback", test_fallback);
     {
         static const char *const names[] = {"cpu-short-of-cpus", "cpu-short-of-memory",
                                             "gpu-short-of-gpus"};

@@ -90,7 +90,7 @@ einsora_cli_workloads(EinsoraCli *cli, const EinsoraCliCommand *command, int arg
 /* "off" (0: never), or a number of seconds, minutes, hours or days:
  * "45s", "30m", "2h", "1d". */
 static gboolean
-parse_idle_timeout(const char *text, gint64 *seconds, GError **error)
+parse_duration_option(const char *option, const char *text, gint64 *seconds, GError **error)
 {
     static const struct {
         char unit;
@@ -115,7 +115,7 @@ parse_idle_timeout(const char *text, gint64 *seconds, GError **error)
         }
     }
     g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
-                _("--idle-timeout takes off or a duration like 30m, 2h or 1d, not “%s”"), text);
+                _("--%s takes off or a duration like 30m, 2h or 1d, not “%s”"), option, text);
     return FALSE;
 }
 
@@ -130,7 +130,10 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     g_autofree gchar *region = NULL;
     g_autofree gchar *model = NULL;
     g_autofree gchar *idle = NULL;
+    g_autofree gchar *fallback = NULL;
+    g_autofree gchar *fallback_after = NULL;
     gint64 idle_seconds = -1;
+    gint64 fallback_seconds = 0;
     const GOptionEntry entries[] = {
         {"kind", 0, 0, G_OPTION_ARG_STRING, &kind,
          N_("What to run: notebook or endpoint (required)"), N_("KIND")},
@@ -150,6 +153,13 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
          N_("Where to run it (default: the server's region)"), N_("REGION")},
         {"idle-timeout", 0, 0, G_OPTION_ARG_STRING, &idle,
          N_("Stop it after this long idle: 30m, 2h, 1d (off: never; default: the server's)"),
+         N_("DURATION")},
+        {"fallback", 0, 0, G_OPTION_ARG_STRING, &fallback,
+         N_("Classes it may run on instead, in order, comma-separated (cpu: a CPU class as big "
+            "as --class)"),
+         N_("CLASS,…")},
+        {"fallback-after", 0, 0, G_OPTION_ARG_STRING, &fallback_after,
+         N_("How long it waits for --class before falling back: 10m, 1h (default: not at all)"),
          N_("DURATION")},
         {NULL},
     };
@@ -178,8 +188,16 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
             }
         }
     }
-    if (idle != NULL && !parse_idle_timeout(idle, &idle_seconds, error))
+    if (idle != NULL && !parse_duration_option("idle-timeout", idle, &idle_seconds, error))
         return FALSE;
+    if (fallback_after != NULL &&
+        (fallback == NULL ||
+         !parse_duration_option("fallback-after", fallback_after, &fallback_seconds, error))) {
+        if (fallback == NULL)
+            g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                                _("--fallback-after goes with --fallback"));
+        return FALSE;
+    }
     client = einsora_cli_get_client(cli, error);
     if (client == NULL)
         return FALSE;
@@ -207,6 +225,16 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
         if (idle_seconds >= 0) {
             json_builder_set_member_name(builder, "idle_timeout");
             json_builder_add_int_value(builder, idle_seconds);
+        }
+        if (fallback != NULL) {
+            g_auto(GStrv) classes = g_strsplit(fallback, ",", -1);
+            json_builder_set_member_name(builder, "fallback");
+            json_builder_begin_array(builder);
+            for (guint i = 0; classes[i] != NULL; i++)
+                json_builder_add_string_value(builder, g_strstrip(classes[i]));
+            json_builder_end_array(builder);
+            json_builder_set_member_name(builder, "fallback_after");
+            json_builder_add_int_value(builder, fallback_seconds);
         }
         json_builder_end_object(builder);
         body = json_builder_get_root(builder);

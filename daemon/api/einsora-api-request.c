@@ -306,9 +306,28 @@ einsora_api_request_respond_error(EinsoraApiRequest *self, const GError *error)
                                         "has the details under this request ID");
 }
 
+/* Strings only, and a bounded number: a list in a body is a short one. */
+#define STRV_FIELD_MAX 16
+
 static gboolean
 node_has_type(JsonNode *node, GType type)
 {
+    if (type == EINSORA_API_TYPE_STRINGS) {
+        JsonArray *array;
+
+        if (!JSON_NODE_HOLDS_ARRAY(node))
+            return FALSE;
+        array = json_node_get_array(node);
+        if (json_array_get_length(array) > STRV_FIELD_MAX)
+            return FALSE;
+        for (guint i = 0; i < json_array_get_length(array); i++) {
+            JsonNode *element = json_array_get_element(array, i);
+            if (!JSON_NODE_HOLDS_VALUE(element) ||
+                json_node_get_value_type(element) != G_TYPE_STRING)
+                return FALSE;
+        }
+        return TRUE;
+    }
     if (!JSON_NODE_HOLDS_VALUE(node))
         return FALSE;
     if (type == G_TYPE_INT64)
@@ -323,6 +342,8 @@ type_name(GType type)
         return "a boolean";
     if (type == G_TYPE_INT64)
         return "an integer";
+    if (type == EINSORA_API_TYPE_STRINGS)
+        return "a list of at most 16 strings";
     return "a string";
 }
 

@@ -12,10 +12,13 @@ G_BEGIN_DECLS
 /* The largest request body accepted; larger ones are answered 413. */
 #define EINSORA_API_MAX_BODY_BYTES (64 * 1024)
 
+/* A field that is a list of strings (GLib's G_TYPE_STRV isn't a constant). */
+#define EINSORA_API_TYPE_STRINGS G_TYPE_POINTER
+
 /* A JSON member a handler accepts; anything else in the body is refused. */
 typedef struct {
     const char *name;
-    GType type; /* G_TYPE_STRING, G_TYPE_BOOLEAN or G_TYPE_INT64 */
+    GType type; /* G_TYPE_STRING, G_TYPE_BOOLEAN, G_TYPE_INT64 or EINSORA_API_TYPE_STRINGS */
     gboolean required;
 } EinsoraApiField;
 

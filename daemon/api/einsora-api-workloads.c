@@ -3,6 +3,7 @@
 
 #include "einsora-api-page.h"
 #include "einsora-api-routes.h"
+#include "einsora-error.h"
 #include "einsora-workload-json.h"
 
 static void
@@ -25,10 +26,11 @@ respond_workload(EinsoraApiRequest *request, guint status, const EinsoraWorkload
 }
 
 const EinsoraApiField einsora_api_workloads_create_fields[] = {
-    {"kind", G_TYPE_STRING, TRUE},         {"name", G_TYPE_STRING, FALSE},
-    {"gpu_class", G_TYPE_STRING, TRUE},    {"image", G_TYPE_STRING, FALSE},
-    {"region", G_TYPE_STRING, FALSE},      {"model", G_TYPE_STRING, FALSE},
-    {"idle_timeout", G_TYPE_INT64, FALSE}, {NULL},
+    {"kind", G_TYPE_STRING, TRUE},           {"name", G_TYPE_STRING, FALSE},
+    {"gpu_class", G_TYPE_STRING, TRUE},      {"image", G_TYPE_STRING, FALSE},
+    {"region", G_TYPE_STRING, FALSE},        {"model", G_TYPE_STRING, FALSE},
+    {"idle_timeout", G_TYPE_INT64, FALSE},   {"fallback", EINSORA_API_TYPE_STRINGS, FALSE},
+    {"fallback_after", G_TYPE_INT64, FALSE}, {NULL},
 };
 
 void
@@ -39,6 +41,7 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
         einsora_api_request_parse_body(request, einsora_api_workloads_create_fields, &error);
     g_autoptr(EinsoraWorkload) workload = NULL;
     g_autofree gchar *location = NULL;
+    g_autoptr(GPtrArray) fallback = NULL;
     EinsoraWorkloadRequest want;
 
     if (body == NULL) {
@@ -60,6 +63,20 @@ einsora_api_workloads_create(EinsoraApiServer *server, EinsoraApiRequest *reques
     if (json_object_has_member(body, "idle_timeout")) {
         gint64 seconds = json_object_get_int_member(body, "idle_timeout");
         want.idle_timeout_s = seconds == 0 ? -1 : seconds < 0 ? -2 : seconds;
+    }
+    if (json_object_has_member(body, "fallback")) {
+        JsonArray *array = json_object_get_array_member(body, "fallback");
+        fallback = g_ptr_array_new();
+        for (guint i = 0; i < json_array_get_length(array); i++)
+            g_ptr_array_add(fallback, (gpointer)json_array_get_string_element(array, i));
+        g_ptr_array_add(fallback, NULL);
+        want.fallback = (const char *const *)fallback->pdata;
+        want.fallback_after_s = json_object_get_int_member_with_default(body, "fallback_after", 0);
+    } else if (json_object_has_member(body, "fallback_after")) {
+        g_set_error_literal(&error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                            "fallback_after goes with fallback");
+        einsora_api_request_respond_error(request, error);
+        return;
     }
     workload =
         einsora_service_create_workload(einsora_api_server_get_service(server),

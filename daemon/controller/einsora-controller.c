@@ -68,6 +68,11 @@ typedef struct {
     /* The kind of capacity ("cpu", or a GPU accelerator) -> the aged
      * waiter of that kind that didn't fit (borrowed from the pass's list). */
     GHashTable *held_for_aged;
+    /* Waiters whose own class didn't fit and who may fall back
+     * (borrowed), with the reason each gives if no fallback fits either:
+     * tried once every waiter had its own class's turn. */
+    GPtrArray *fallback_candidates;
+    GPtrArray *fallback_reasons;
 } Pass;
 
 static void
@@ -423,6 +428,14 @@ admit(EinsoraController *self, Pass *pass, EinsoraWorkload *workload)
             self->now(self->now_data) - since >= self->aging_us)
             g_hash_table_insert(pass->held_for_aged, (gpointer)capacity_kind, workload);
         reason = waiting_reason(self, pass, workload, result);
+        /* Its own class had its turn; a fallback's comes after every
+         * waiter's own (docs/adr/0052). */
+        if (workload->fallback != NULL && since != 0 &&
+            self->now(self->now_data) - since >= workload->fallback_after_s * G_USEC_PER_SEC) {
+            g_ptr_array_add(pass->fallback_candidates, workload);
+            g_ptr_array_add(pass->fallback_reasons, g_steal_pointer(&reason));
+            return;
+        }
         keep_waiting(self, workload, reason);
         return;
     }
@@ -517,6 +530,89 @@ admit_waiting(EinsoraController *self, Pass *pass, GPtrArray *workloads)
             }
         }
         admit(self, pass, workload);
+        if (einsora_service_group_failed(self->service)) {
+            close_group(self, pass);
+            return;
+        }
+        if (++in_group == ADMISSION_GROUP_MAX) {
+            in_group = 0;
+            if (!close_group(self, pass))
+                return;
+        }
+    }
+    if (in_group > 0)
+        close_group(self, pass);
+}
+
+/* The first of the workload's fallback classes that fits now, admitted
+ * on it; none: it waits with its own class's reason. */
+static void
+admit_fallback(EinsoraController *self, Pass *pass, EinsoraWorkload *workload,
+               const char *own_reason)
+{
+    g_auto(GStrv) classes = g_strsplit(workload->fallback, ",", -1);
+    gint64 now = self->now(self->now_data);
+    gint64 since = waiting_since(self, workload);
+
+    for (guint i = 0; classes[i] != NULL; i++) {
+        EinsoraCatalogResolution resolved;
+        g_autoptr(EinsoraWorkload) as_fallback = NULL;
+        g_autoptr(EinsoraPlacementResult) result = NULL;
+        g_autofree gchar *reason = NULL;
+        EinsoraPlacement placement;
+        const char *kind;
+
+        einsora_catalog_resolve(self->catalog, classes[i], workload->image, &resolved);
+        if (resolved.klass == NULL || resolved.runtime == NULL)
+            continue;
+        kind = resolved.klass->devices > 0
+                   ? einsora_accelerator_to_string(resolved.klass->accelerator)
+                   : "cpu";
+        if (g_hash_table_contains(pass->held_for_aged, kind))
+            continue;
+        /* Placed as if it had asked for this class. */
+        as_fallback = einsora_workload_copy(workload);
+        g_free(as_fallback->gpu_class);
+        as_fallback->gpu_class = g_strdup(classes[i]);
+        result = einsora_placement_place(as_fallback, self->catalog, pass->capacity, pass->usage);
+        if (result->outcome != EINSORA_PLACEMENT_PLACED)
+            continue;
+        reason = einsora_reason_admitted_fallback(
+            workload->gpu_class, (now - since) / G_USEC_PER_SEC, resolved.klass->devices,
+            result->placed_class, result->machine_name, result->driver, result->gpu_mask);
+        placement = (EinsoraPlacement){result->placed_class, result->machine_id, result->driver,
+                                       result->gpu_mask};
+        if (!move(self, workload, EINSORA_WORKLOAD_STATE_PROVISIONING, reason, &placement))
+            return;
+        einsora_usage_add(pass->usage, workload, resolved.klass);
+        g_ptr_array_add(pass->admitted, workload);
+        {
+            double waited = since != 0 ? MAX(0, einsora_metrics_seconds(since, now)) : -1;
+            g_array_append_val(pass->admitted_waits, waited);
+        }
+        return;
+    }
+    keep_waiting(self, workload, own_reason);
+}
+
+/* The waiters that may fall back, oldest first, each group a
+ * transaction, after every waiter's own class had its turn: what frees
+ * up goes to those who asked for it first. */
+static void
+admit_fallbacks(EinsoraController *self, Pass *pass)
+{
+    guint in_group = 0;
+
+    for (guint i = 0; i < pass->fallback_candidates->len; i++) {
+        if (in_group == 0) {
+            g_autoptr(GError) error = NULL;
+            if (!einsora_service_group_begin(self->service, &error)) {
+                g_message("region %s: admission paused: %s", self->region, error->message);
+                return;
+            }
+        }
+        admit_fallback(self, pass, g_ptr_array_index(pass->fallback_candidates, i),
+                       g_ptr_array_index(pass->fallback_reasons, i));
         if (einsora_service_group_failed(self->service)) {
             close_group(self, pass);
             return;
@@ -750,7 +846,7 @@ reconcile(EinsoraController *self, GError **error)
 {
     g_autoptr(GPtrArray) workloads = NULL;
     g_autoptr(GError) capacity_error = NULL;
-    Pass pass = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    Pass pass = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
     workloads = einsora_store_list_region_workloads(self->store, self->region, error);
     if (workloads == NULL)
@@ -762,6 +858,8 @@ reconcile(EinsoraController *self, GError **error)
     pass.admitted_waits = g_array_new(FALSE, FALSE, sizeof(double));
     pass.first_fit = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pass.held_for_aged = g_hash_table_new(g_str_hash, g_str_equal);
+    pass.fallback_candidates = g_ptr_array_new();
+    pass.fallback_reasons = g_ptr_array_new_with_free_func(g_free);
     pass.capacity = einsora_backend_capacity(self->backend, self->region, &capacity_error);
     if (pass.capacity == NULL)
         g_message("region %s: capacity unknown: %s", self->region, capacity_error->message);
@@ -787,6 +885,8 @@ reconcile(EinsoraController *self, GError **error)
         }
     }
     admit_waiting(self, &pass, workloads);
+    if (pass.fallback_candidates->len > 0)
+        admit_fallbacks(self, &pass);
     einsora_capacity_free(pass.capacity);
     einsora_usage_free(pass.usage);
     g_hash_table_unref(pass.trusted);
@@ -794,6 +894,8 @@ reconcile(EinsoraController *self, GError **error)
     g_array_unref(pass.admitted_waits);
     g_hash_table_unref(pass.first_fit);
     g_hash_table_unref(pass.held_for_aged);
+    g_ptr_array_unref(pass.fallback_candidates);
+    g_ptr_array_unref(pass.fallback_reasons);
     return TRUE;
 }
 

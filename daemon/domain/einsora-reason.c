@@ -174,6 +174,21 @@ einsora_reason_admitted(gint64 devices, const char *placed_class, const char *ma
 }
 
 gchar *
+einsora_reason_admitted_fallback(const char *requested_class, gint64 waited_seconds, gint64 devices,
+                                 const char *placed_class, const char *machine_name,
+                                 const char *driver, guint64 gpu_mask)
+{
+    g_autofree gchar *admitted =
+        einsora_reason_admitted(devices, placed_class, machine_name, driver, gpu_mask);
+    g_autofree gchar *span = einsora_reason_format_span(MAX(waited_seconds, 0));
+
+    /* "admitted: …" becomes "admitted on a fallback after 10m waiting for
+     * h100-80gb: …". */
+    return g_strdup_printf("admitted on a fallback after %s waiting for %s: %s", span,
+                           requested_class, admitted + strlen("admitted: "));
+}
+
+gchar *
 einsora_reason_waiting_for_machine(const char *gpu_class)
 {
     return g_strdup_printf("waiting for a machine that can run %s to come online", gpu_class);

@@ -36,6 +36,12 @@ gchar *einsora_reason_waiting_for_capacity(const char *gpu_class, const EinsoraS
  * indexes); 0 leaves them unsaid. */
 gchar *einsora_reason_admitted(gint64 devices, const char *placed_class, const char *machine_name,
                                const char *driver, guint64 gpu_mask);
+/* Admitted on a class of its fallback list (docs/adr/0052), after
+ * @waited_seconds waiting for @requested_class. */
+gchar *einsora_reason_admitted_fallback(const char *requested_class, gint64 waited_seconds,
+                                        gint64 devices, const char *placed_class,
+                                        const char *machine_name, const char *driver,
+                                        guint64 gpu_mask);
 gchar *einsora_reason_waiting_for_machine(const char *gpu_class);
 gchar *einsora_reason_waiting_for_driver(EinsoraWorkloadKind kind, const char *gpu_class);
 gchar *einsora_reason_provisioning_timeout(gint64 timeout_seconds);

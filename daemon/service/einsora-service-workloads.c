@@ -43,6 +43,88 @@ validate_name(const char *name, GError **error)
     return TRUE;
 }
 
+/* "cpu" in a fallback list: the smallest CPU class offered in @region
+ * with at least @klass's CPUs and memory. */
+static const EinsoraComputeClass *
+cpu_class_as_big_as(EinsoraService *self, const EinsoraComputeClass *klass, const char *region)
+{
+    GPtrArray *classes = einsora_catalog_get_classes(self->catalog);
+    const EinsoraComputeClass *best = NULL;
+
+    for (guint i = 0; i < classes->len; i++) {
+        const EinsoraComputeClass *c = g_ptr_array_index(classes, i);
+        if (c->devices != 0 || c->cpus < klass->cpus || c->memory_mib < klass->memory_mib ||
+            !einsora_catalog_class_offered_in(c, region))
+            continue;
+        if (best == NULL || c->cpus < best->cpus ||
+            (c->cpus == best->cpus && c->memory_mib < best->memory_mib))
+            best = c;
+    }
+    return best;
+}
+
+/* The fallback list as stored (comma-separated class names), each class
+ * checked: offered here, not the requested one nor named twice, with a
+ * runtime of the image, and (a GPU class) with quota for the tenant. */
+static gchar *
+resolve_fallback(EinsoraService *self, const char *tenant_id, EinsoraWorkloadKind kind,
+                 const EinsoraComputeClass *requested, const EinsoraImage *image,
+                 const char *region, const char *const *names, GError **error)
+{
+    g_autoptr(GStrvBuilder) chosen = g_strv_builder_new();
+    g_auto(GStrv) list = NULL;
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+
+    if (g_strv_length((gchar **)names) > EINSORA_FALLBACK_MAX) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "fallback names at most %d classes", EINSORA_FALLBACK_MAX);
+        return NULL;
+    }
+    g_hash_table_add(seen, requested->name);
+    for (guint i = 0; names[i] != NULL; i++) {
+        const EinsoraComputeClass *klass =
+            g_str_equal(names[i], "cpu") ? cpu_class_as_big_as(self, requested, region)
+                                         : einsora_catalog_lookup_class(self->catalog, names[i]);
+        EinsoraCatalogResolution resolved;
+
+        if (klass == NULL || !einsora_catalog_class_offered_in(klass, region)) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        g_str_equal(names[i], "cpu")
+                            ? "fallback: no CPU class here is as big as %s; name one"
+                            : "fallback: %s is not a class offered in this region",
+                        g_str_equal(names[i], "cpu") ? requested->name : names[i]);
+            return NULL;
+        }
+        if (!g_hash_table_add(seen, klass->name)) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "fallback: %s is the class asked for, or named twice", klass->name);
+            return NULL;
+        }
+        einsora_catalog_resolve(self->catalog, klass->name, image->name, &resolved);
+        if (resolved.runtime == NULL || !einsora_image_supports_kind(image, kind)) {
+            g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                        "fallback: image %s has no runtime for %s's accelerator (%s)", image->name,
+                        klass->name, einsora_accelerator_to_string(klass->accelerator));
+            return NULL;
+        }
+        if (klass->devices > 0) {
+            gint64 quota = 0, held = 0;
+            if (!einsora_service_get_gpu_quota(self, tenant_id, klass->name, &quota, &held, error))
+                return NULL;
+            if (quota == 0) {
+                g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_QUOTA_EXCEEDED,
+                            "fallback: your tenant has no quota of %s GPUs; a Lab admin can "
+                            "give it one (einsora admin quota set)",
+                            klass->name);
+                return NULL;
+            }
+        }
+        g_strv_builder_add(chosen, klass->name);
+    }
+    list = g_strv_builder_end(chosen);
+    return g_strjoinv(",", list);
+}
+
 /* Checks a request against the catalog and builds the new workload row.
  * Nothing is written. */
 static EinsoraWorkload *
@@ -56,6 +138,7 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
     EinsoraCatalogResolution resolved;
     g_autoptr(EinsoraModelManifest) model = NULL;
     g_autoptr(EinsoraWorkload) workload = NULL;
+    g_autofree gchar *fallback_classes = NULL;
 
     if (request->kind == NULL || !einsora_workload_kind_from_string(request->kind, &kind)) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
@@ -152,6 +235,18 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
         }
     }
 
+    if (request->fallback_after_s < 0 || request->fallback_after_s > EINSORA_FALLBACK_AFTER_MAX_S) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
+                    "fallback_after must be a number of seconds from 0 to %" G_GINT64_FORMAT
+                    " (a week)",
+                    EINSORA_FALLBACK_AFTER_MAX_S);
+        return NULL;
+    }
+    if (request->fallback != NULL && request->fallback[0] != NULL &&
+        (fallback_classes = resolve_fallback(self, actor->tenant_id, kind, klass, image, region,
+                                             request->fallback, error)) == NULL)
+        return NULL;
+
     workload = einsora_workload_new();
     workload->id = einsora_uuid_v7_new(now_us / 1000);
     workload->tenant_id = g_strdup(actor->tenant_id);
@@ -171,6 +266,8 @@ workload_from_request(EinsoraService *self, const EinsoraActor *actor,
         workload->model_digest = g_strdup(model->digest);
     }
     workload->gpus = klass->devices;
+    workload->fallback = g_steal_pointer(&fallback_classes);
+    workload->fallback_after_s = workload->fallback != NULL ? request->fallback_after_s : 0;
     workload->idle_timeout_s = request->idle_timeout_s > 0   ? request->idle_timeout_s
                                : request->idle_timeout_s < 0 ? 0
                                                              : self->default_idle_timeout_s;

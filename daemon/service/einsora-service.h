@@ -42,7 +42,16 @@ typedef struct {
     /* Seconds idle before it is stopped (docs/adr/0044); 0: the default
      * (einsora_service_set_default_idle_timeout()), -1: never. */
     gint64 idle_timeout_s;
+    /* Classes it may run on instead, in order (NULL-terminated; NULL:
+     * none), "cpu" for the smallest CPU class as big as its own, once it
+     * waited @fallback_after_s for its own class (docs/adr/0052). */
+    const char *const *fallback;
+    gint64 fallback_after_s;
 } EinsoraWorkloadRequest;
+
+/* Fallback classes a workload may name at most, and the longest wait. */
+#define EINSORA_FALLBACK_MAX 4
+#define EINSORA_FALLBACK_AFTER_MAX_S (G_GINT64_CONSTANT(7) * 24 * 3600)
 
 /* The longest idle limit a workload may be given: a year. */
 #define EINSORA_IDLE_TIMEOUT_MAX_S (G_GINT64_CONSTANT(366) * 24 * 3600)

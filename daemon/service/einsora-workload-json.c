@@ -58,6 +58,25 @@ einsora_workload_append_json(GString *out, const EinsoraWorkload *workload)
         einsora_json_append_member_string(out, "model_digest", workload->model_digest, FALSE);
     }
     einsora_json_append_member_int(out, "gpus", workload->gpus, FALSE);
+    /* Only a workload given fallback classes says so (docs/adr/0052). */
+    if (workload->fallback != NULL) {
+        g_auto(GStrv) classes = g_strsplit(workload->fallback, ",", -1);
+
+        einsora_json_append_member(out, "fallback", FALSE);
+        g_string_append_c(out, '[');
+        for (guint i = 0; classes[i] != NULL; i++) {
+            if (i > 0)
+                g_string_append_c(out, ',');
+            einsora_json_append_string(out, classes[i]);
+        }
+        g_string_append_c(out, ']');
+        einsora_json_append_member_int(out, "fallback_after", workload->fallback_after_s, FALSE);
+        einsora_json_append_member_boolean(
+            out, "fallback_used",
+            workload->placed_class != NULL &&
+                g_strcmp0(workload->placed_class, workload->gpu_class) != 0,
+            FALSE);
+    }
     /* Only a workload given an idle limit says so. */
     if (workload->idle_timeout_s > 0)
         einsora_json_append_member_int(out, "idle_timeout", workload->idle_timeout_s, FALSE);

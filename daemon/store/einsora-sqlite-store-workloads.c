@@ -124,12 +124,12 @@ einsora_sqlite_store_insert_workload(EinsoraStore *store, const EinsoraWorkload 
                                      GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt =
-        einsora_sqlite_store_prepare_write(self,
-                                           "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                                           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "INSERT INTO workloads (" WORKLOAD_COLUMNS ") "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+        error);
 
     if (stmt == NULL)
         return FALSE;
