@@ -335,9 +335,18 @@ accept_pin(GTlsConnection *connection, GTlsCertificate *certificate, GTlsCertifi
     return einsora_tls_fingerprint_matches(user_data, fingerprint);
 }
 
+static GIOStream *connect_tls_from(guint port, const char *fingerprint, const char *from);
+
 /* A TLS connection made by hand, pinned to @fingerprint. */
 static GIOStream *
 connect_tls(guint port, const char *fingerprint)
+{
+    return connect_tls_from(port, fingerprint, NULL);
+}
+
+/* The same from the loopback address @from (NULL: any). */
+static GIOStream *
+connect_tls_from(guint port, const char *fingerprint, const char *from)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GSocketClient) client = g_socket_client_new();
@@ -346,6 +355,11 @@ connect_tls(guint port, const char *fingerprint)
     GIOStream *tls;
 
     g_socket_client_set_timeout(client, 20);
+    if (from != NULL) {
+        g_autoptr(GInetAddress) ip = g_inet_address_new_from_string(from);
+        g_autoptr(GSocketAddress) local = g_inet_socket_address_new(ip, 0);
+        g_socket_client_set_local_address(client, local);
+    }
     tcp = g_socket_client_connect(client, where, NULL, &error);
     g_assert_no_error(error);
     tls = g_tls_client_connection_new(G_IO_STREAM(tcp), where, &error);
@@ -424,6 +438,40 @@ test_edge_rules_over_tls(void)
         g_assert_true(g_str_has_prefix(answers, "HTTP/1.1 400 "));
         g_assert_cmpuint(count_occurrences(answers, "HTTP/1.1 "), ==, 1);
     }
+    einsora_test_daemon_stop(daemon);
+}
+
+/* Handshakes that start and stall hold GLib's worker threads: from one
+ * address only two run at once, and however many stall, a client from
+ * another address still gets its handshake at once. */
+#define STALLED 40
+
+static void
+test_stalled_handshakes_capped(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = tls_daemon_new();
+    g_autoptr(GPtrArray) stalled = g_ptr_array_new_with_free_func(g_object_unref);
+    g_autofree gchar *fingerprint = NULL;
+    gint64 started;
+    static const guint8 hello_start[] = {0x16, 0x03, 0x01, 0x02, 0x00};
+
+    einsora_test_daemon_start(daemon);
+    fingerprint = logged_fingerprint(daemon);
+    for (guint i = 0; i < STALLED; i++) {
+        GSocket *socket = einsora_test_connect(port_of(daemon));
+        send_all(socket, hello_start, sizeof hello_start);
+        g_ptr_array_add(stalled, socket);
+    }
+    g_usleep(200 * 1000);
+    started = g_get_monotonic_time();
+    {
+        g_autoptr(GIOStream) tls = connect_tls_from(port_of(daemon), fingerprint, "127.0.0.2");
+        gint64 took_ms = (g_get_monotonic_time() - started) / 1000;
+        g_test_message("a handshake beside %u stalled ones took %" G_GINT64_FORMAT " ms", STALLED,
+                       took_ms);
+        g_assert_cmpint(took_ms, <, DEADLINE_MS * 2 / 3);
+    }
+    g_ptr_array_set_size(stalled, 0);
     einsora_test_daemon_stop(daemon);
 }
 
@@ -691,6 +739,7 @@ main(int argc, char **argv)
     g_test_add_func("/tls/listener/handshake-deadline", test_handshake_deadline);
     g_test_add_func("/tls/listener/edge-rules", test_edge_rules_over_tls);
     g_test_add_func("/tls/listener/descriptors-given-back", test_descriptors_given_back);
+    g_test_add_func("/tls/listener/stalled-handshakes-capped", test_stalled_handshakes_capped);
     g_test_add_func("/tls/listener/given-files-reloaded", test_given_files_reloaded);
     g_test_add_func("/tls/listener/settings-refused", test_settings_refused);
     g_test_add_func("/tls/listener/off-loopback", test_off_loopback);

@@ -16,6 +16,17 @@
 #define PLAIN_REFUSAL                                                                              \
     "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 48\r\n"               \
     "Connection: close\r\n\r\nThis port speaks TLS: use https:// to reach it.\n"
+/* glib-networking 2.74 runs each handshake as a blocking job in GLib's
+ * shared worker pool (10 threads, growing slowly): a peer that starts one
+ * and stalls holds a thread. So only this many run at once, at most two
+ * from one address, each for at most HANDSHAKE_TIMEOUT_MS; the rest wait
+ * their turn on the main loop (within the connection's head deadline). */
+#define MAX_HANDSHAKES 6
+#define MAX_HANDSHAKES_PER_PEER 2
+#define HANDSHAKE_TIMEOUT_MS 10000
+/* What a refused plain request may leave unread, read and dropped so the
+ * close doesn't reset the refusal away. */
+#define REFUSAL_DRAIN_BYTES 65536
 /* Once the connection has closed its end: how long what it wrote last
  * may take to reach a peer that reads slowly, before the front gives up. */
 #define FLUSH_AFTER_CLOSE_MS 5000
@@ -49,8 +60,17 @@ struct _EinsoraTlsFront {
     GSource *down_write; /* TLS writable */
     GSource *hangup;     /* the pair's other end closed */
     GSource *first_byte; /* the peer's first, before the handshake */
+    gchar *peer;         /* its address, for the per-peer handshake cap */
+    gboolean handshaking;
+    GList queue_link; /* in waiting_handshakes while it waits its turn */
+    gboolean queued;
+    GSource *handshake_timeout;
     GSource *flush_timeout;
 };
+
+static guint running_handshakes;
+static GQueue waiting_handshakes = G_QUEUE_INIT;
+static GHashTable *handshakes_by_peer; /* address -> GUINT_TO_POINTER(running) */
 
 static void pump_up(EinsoraTlsFront *self);
 static void pump_down(EinsoraTlsFront *self);
@@ -71,6 +91,7 @@ front_unref(EinsoraTlsFront *self)
     g_clear_object(&self->tcp);
     g_clear_object(&self->outer);
     g_clear_object(&self->cancellable);
+    g_free(self->peer);
     g_free(self->up);
     g_free(self->down);
     g_free(self);
@@ -112,11 +133,19 @@ shut_down(EinsoraTlsFront *self)
     clear_source(&self->hangup);
     clear_source(&self->first_byte);
     clear_source(&self->flush_timeout);
+    clear_source(&self->handshake_timeout);
     g_cancellable_cancel(self->cancellable);
+    if (self->queued) {
+        self->queued = FALSE;
+        g_queue_unlink(&waiting_handshakes, &self->queue_link);
+        front_unref(self);
+    }
     /* The TLS connection is never closed as a stream: that would write
-     * to a peer that may not read. Its socket is closed under it. */
+     * to a peer that may not read. Its socket is shut down under it,
+     * which wakes a worker thread blocked on it; the descriptor is closed
+     * with the last reference, once no job can still use it. */
     if (!g_socket_is_closed(self->tcp))
-        g_socket_close(self->tcp, NULL);
+        g_socket_shutdown(self->tcp, TRUE, TRUE, NULL);
     if (!g_socket_is_closed(self->outer))
         g_socket_close(self->outer, NULL);
 }
@@ -279,11 +308,14 @@ pump_down(EinsoraTlsFront *self)
                       G_SOURCE_FUNC(on_down_readable), self);
                 return;
             }
-            if (count < 0) {
+            /* A connection that closed with our bytes unread resets the
+             * pair: its end all the same. */
+            if (count < 0 && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED) &&
+                !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE)) {
                 fail(self, "relaying", error);
                 return;
             }
-            if (count == 0) {
+            if (count <= 0) {
                 self->down_ended = TRUE;
                 g_output_stream_close_async(G_OUTPUT_STREAM(self->tls_out), G_PRIORITY_DEFAULT,
                                             self->cancellable, on_down_closed, front_ref(self));
@@ -342,12 +374,92 @@ on_hangup(GSocket *socket, GIOCondition condition, gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+static guint
+peer_handshakes(const char *peer)
+{
+    return handshakes_by_peer != NULL
+               ? GPOINTER_TO_UINT(g_hash_table_lookup(handshakes_by_peer, peer))
+               : 0;
+}
+
+static void
+count_peer(const char *peer, gint delta)
+{
+    guint now = peer_handshakes(peer) + delta;
+
+    if (handshakes_by_peer == NULL)
+        handshakes_by_peer = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (now == 0)
+        g_hash_table_remove(handshakes_by_peer, peer);
+    else
+        g_hash_table_insert(handshakes_by_peer, g_strdup(peer), GUINT_TO_POINTER(now));
+}
+
+static void on_handshake(GObject *source, GAsyncResult *result, gpointer user_data);
+
+static gboolean
+on_handshake_timeout(gpointer user_data)
+{
+    EinsoraTlsFront *self = user_data;
+
+    release_source(&self->handshake_timeout);
+    g_debug("TLS connection: no handshake within %d ms", HANDSHAKE_TIMEOUT_MS);
+    finish(self);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+start_handshake(EinsoraTlsFront *self)
+{
+    self->handshaking = TRUE;
+    running_handshakes++;
+    count_peer(self->peer, 1);
+    self->handshake_timeout = g_timeout_source_new(HANDSHAKE_TIMEOUT_MS);
+    g_source_set_callback(self->handshake_timeout, on_handshake_timeout, self, NULL);
+    g_source_attach(self->handshake_timeout, g_main_context_get_thread_default());
+    g_tls_connection_handshake_async(G_TLS_CONNECTION(self->tls), G_PRIORITY_DEFAULT,
+                                     self->cancellable, on_handshake, front_ref(self));
+}
+
+static gboolean
+may_start_handshake(const EinsoraTlsFront *self)
+{
+    return running_handshakes < MAX_HANDSHAKES &&
+           peer_handshakes(self->peer) < MAX_HANDSHAKES_PER_PEER;
+}
+
+/* A thread came free: the oldest waiters whose address has room. */
+static void
+start_waiting_handshakes(void)
+{
+    GList *link = waiting_handshakes.head;
+
+    while (link != NULL && running_handshakes < MAX_HANDSHAKES) {
+        GList *next = link->next;
+        EinsoraTlsFront *front = link->data;
+
+        if (may_start_handshake(front)) {
+            g_queue_unlink(&waiting_handshakes, link);
+            front->queued = FALSE;
+            start_handshake(front);
+            /* The queue's reference passes to nobody: the job has its own. */
+            front_unref(front);
+        }
+        link = next;
+    }
+}
+
 static void
 on_handshake(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     EinsoraTlsFront *self = user_data;
     g_autoptr(GError) error = NULL;
 
+    self->handshaking = FALSE;
+    running_handshakes--;
+    count_peer(self->peer, -1);
+    clear_source(&self->handshake_timeout);
+    start_waiting_handshakes();
     if (!g_tls_connection_handshake_finish(G_TLS_CONNECTION(source), result, &error))
         fail(self, "handshake", error);
     else if (!self->finished) {
@@ -395,6 +507,13 @@ einsora_tls_front_new(GSocket *tcp, GTlsCertificate *certificate, GSocket **inne
         return NULL;
     }
     self->tcp = g_object_ref(tcp);
+    {
+        g_autoptr(GSocketAddress) remote = g_socket_get_remote_address(tcp, NULL);
+        self->peer = remote != NULL && G_IS_INET_SOCKET_ADDRESS(remote)
+                         ? g_inet_address_to_string(
+                               g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(remote)))
+                         : g_strdup("");
+    }
     self->outer = g_steal_pointer(&outer);
     self->cancellable = g_cancellable_new();
     self->tls_in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(self->tls));
@@ -429,15 +548,30 @@ on_first_byte(GSocket *socket, GIOCondition condition, gpointer user_data)
         return G_SOURCE_REMOVE;
     }
     if ((guint8)first != TLS_HANDSHAKE_RECORD) {
+        gchar drop[4096];
+        gsize dropped = 0;
+
         /* Small enough for any socket's buffer; a peer that reads nothing
-         * loses nothing it needs. */
+         * loses nothing it needs. What it sent is read first: closing on
+         * unread bytes would reset the refusal away. */
         g_socket_send(self->tcp, PLAIN_REFUSAL, strlen(PLAIN_REFUSAL), NULL, NULL);
         g_socket_shutdown(self->tcp, FALSE, TRUE, NULL);
+        while (dropped < REFUSAL_DRAIN_BYTES) {
+            gssize count = g_socket_receive(self->tcp, drop, sizeof drop, NULL, NULL);
+            if (count <= 0)
+                break;
+            dropped += (gsize)count;
+        }
         finish(self);
         return G_SOURCE_REMOVE;
     }
-    g_tls_connection_handshake_async(G_TLS_CONNECTION(self->tls), G_PRIORITY_DEFAULT,
-                                     self->cancellable, on_handshake, front_ref(self));
+    if (may_start_handshake(self)) {
+        start_handshake(self);
+    } else {
+        self->queued = TRUE;
+        self->queue_link.data = front_ref(self);
+        g_queue_push_tail_link(&waiting_handshakes, &self->queue_link);
+    }
     return G_SOURCE_REMOVE;
 }
 
