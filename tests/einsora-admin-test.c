@@ -432,16 +432,24 @@ test_lab_people(void)
             {
                 g_autoptr(EinsoraTestResponse) changed = einsora_test_request(
                     daemon_, "POST", "/v1/me/password", NULL, JSON, right, headers);
-                g_autoptr(EinsoraTestResponse) free_again = einsora_test_request(
+                /* Changed: every session signed in with a password ends,
+                 * this one too. */
+                g_autoptr(EinsoraTestResponse) ended = einsora_test_request(
                     daemon_, "GET", "/v1/workloads", NULL, NULL, NULL, headers);
                 g_assert_cmpuint(changed->status, ==, 204);
-                g_assert_cmpuint(free_again->status, ==, 200);
+                g_assert_cmpuint(ended->status, ==, 401);
             }
         }
         {
             g_autoptr(EinsoraTestResponse) old = call("POST", "/v1/login", NULL, login_body);
+            g_autoptr(EinsoraTestResponse) fresh =
+                call("POST", "/v1/login", NULL,
+                     "{\"email\":\"member@lab.example\",\"password\":\"correct horse battery\"}");
             g_autoptr(EinsoraTestResponse) trail = call("GET", "/v1/audit", member, NULL);
             g_assert_cmpuint(old->status, ==, 401);
+            g_assert_cmpuint(fresh->status, ==, 200);
+            g_assert_false(json_object_get_boolean_member(json_node_get_object(fresh->json),
+                                                          "password_must_change"));
             g_assert_nonnull(strstr(trail->body, "password.reset"));
             g_assert_nonnull(strstr(trail->body, "password.changed"));
             g_assert_null(strstr(trail->body, temporary));

@@ -2200,6 +2200,43 @@ session_new_for(Fixture *f, const EinsoraUser *user, const char *seed)
     return session;
 }
 
+static EinsoraSession *
+find_session_of(Fixture *f, const EinsoraSession *session)
+{
+    g_autoptr(GError) error = NULL;
+    EinsoraSession *got = einsora_store_find_session(f->store, session->session_sha256, &error);
+
+    g_assert_no_error(error);
+    return got;
+}
+
+/* A password change ends every session of its user, not another's. */
+static void
+test_session_revoke_user(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraUser) ann = add_user(f, acme->id, "ann@acme.example");
+    g_autoptr(EinsoraUser) bob = add_user(f, acme->id, "bob@acme.example");
+    g_autoptr(EinsoraSession) first = session_new_for(f, ann, "a1");
+    g_autoptr(EinsoraSession) second = session_new_for(f, ann, "a2");
+    g_autoptr(EinsoraSession) other = session_new_for(f, bob, "b1");
+    g_autofree gchar *now = tick(f);
+    EinsoraSession *sessions[] = {first, second, other};
+
+    for (guint i = 0; i < G_N_ELEMENTS(sessions); i++)
+        g_assert_true(einsora_store_insert_session(f->store, sessions[i], &error));
+    g_assert_true(einsora_store_revoke_user_sessions(f->store, acme->id, ann->id, now, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(sessions); i++) {
+        g_autoptr(EinsoraSession) got = find_session_of(f, sessions[i]);
+        if (sessions[i] == other)
+            g_assert_null(got->revoked_at);
+        else
+            g_assert_cmpstr(got->revoked_at, ==, now);
+    }
+}
+
 static void
 assert_session_equal(const EinsoraSession *a, const EinsoraSession *b)
 {
@@ -3516,6 +3553,7 @@ static const struct {
     {"user/list-all", test_user_list_all},
     {"user/disable-and-enable", test_user_disable},
     {"user/password", test_user_password},
+    {"session/revoke-user", test_session_revoke_user},
     {"tenant/list-all", test_tenant_list_all},
     {"machine/sharing", test_machine_sharing},
     {"audit/trail", test_audit_trail},

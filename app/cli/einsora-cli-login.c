@@ -45,7 +45,8 @@ probe_certificate(const char *server, gboolean *system_trusted, GError **error)
         return einsora_certificate_fingerprint(soup_message_get_tls_peer_certificate(message));
     }
     refused = einsora_pinned_database_dup_refused(trust);
-    if (body == NULL && local_error->domain == G_TLS_ERROR && refused != NULL)
+    if (body == NULL && g_error_matches(local_error, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) &&
+        refused != NULL)
         return g_steal_pointer(&refused);
     g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED, _("can't reach %s: %s"), base,
                 body == NULL ? local_error->message : _("it answered without TLS"));

@@ -429,7 +429,7 @@ unreachable_error(EinsoraClient *self, const GError *error)
     g_autofree gchar *refused = einsora_pinned_database_dup_refused(self->trust);
     g_autofree gchar *text = NULL;
 
-    if (error->domain == G_TLS_ERROR && refused != NULL)
+    if (g_error_matches(error, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) && refused != NULL)
         return untrusted_error(self, refused);
     text = g_strdup_printf(_("can't reach %s: %s"), self->base_url, error->message);
     return einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0, text);

@@ -316,7 +316,8 @@ on_ready_answer(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     /* Answered, over TLS we don't trust: never a daemon to start. */
-    if (error != NULL && error->domain == G_TLS_ERROR && self->trust != NULL) {
+    if (error != NULL && g_error_matches(error, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) &&
+        self->trust != NULL) {
         g_autofree gchar *refused = einsora_pinned_database_dup_refused(self->trust);
         if (refused != NULL) {
             g_task_return_new_error(

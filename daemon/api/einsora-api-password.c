@@ -13,12 +13,15 @@ typedef struct {
     EinsoraApiRequest *request;
     gulong disconnected_id;
     gboolean disconnected;
+    /* Cancelled when the client goes: a check not started costs nothing. */
+    GCancellable *cancellable;
 } PasswordCall;
 
 static void
 password_call_free(PasswordCall *call)
 {
     g_clear_signal_handler(&call->disconnected_id, einsora_api_request_get_message(call->request));
+    g_object_unref(call->cancellable);
     g_object_unref(call->server);
     g_object_unref(call->request);
     g_free(call);
@@ -32,6 +35,7 @@ on_disconnected(SoupServerMessage *message, gpointer user_data)
     PasswordCall *call = user_data;
 
     call->disconnected = TRUE;
+    g_cancellable_cancel(call->cancellable);
 }
 
 static PasswordCall *
@@ -41,6 +45,7 @@ password_call_new(EinsoraApiServer *server, EinsoraApiRequest *request)
 
     call->server = g_object_ref(server);
     call->request = g_object_ref(request);
+    call->cancellable = g_cancellable_new();
     call->disconnected_id = g_signal_connect(einsora_api_request_get_message(request),
                                              "disconnected", G_CALLBACK(on_disconnected), call);
     soup_server_message_pause(einsora_api_request_get_message(request));
@@ -87,16 +92,17 @@ einsora_api_password_change(EinsoraApiServer *server, EinsoraApiRequest *request
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonObject) body =
         einsora_api_request_parse_body(request, einsora_api_password_change_fields, &error);
+    PasswordCall *call;
 
     if (body == NULL) {
         einsora_api_request_respond_error(request, error);
         return;
     }
+    call = password_call_new(server, request);
     einsora_auth_change_password_async(
         einsora_api_server_get_auth(server), einsora_api_request_get_actor(request),
         json_object_get_string_member_with_default(body, "current_password", NULL),
-        json_object_get_string_member(body, "new_password"), NULL, on_changed,
-        password_call_new(server, request));
+        json_object_get_string_member(body, "new_password"), call->cancellable, on_changed, call);
 }
 
 static void
@@ -131,8 +137,9 @@ on_reset(GObject *source, GAsyncResult *result, gpointer user_data)
 void
 einsora_api_admin_reset_password(EinsoraApiServer *server, EinsoraApiRequest *request)
 {
-    einsora_auth_admin_reset_password_async(einsora_api_server_get_auth(server),
-                                            einsora_api_request_get_actor(request),
-                                            einsora_api_request_get_param(request, 0), NULL,
-                                            on_reset, password_call_new(server, request));
+    PasswordCall *call = password_call_new(server, request);
+
+    einsora_auth_admin_reset_password_async(
+        einsora_api_server_get_auth(server), einsora_api_request_get_actor(request),
+        einsora_api_request_get_param(request, 0), call->cancellable, on_reset, call);
 }

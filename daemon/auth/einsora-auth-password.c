@@ -55,8 +55,13 @@ store_password_tx(EinsoraStore *store, gpointer user_data, GError **error)
 {
     PasswordChange *change = user_data;
 
+    /* Whoever signed in with the old password is signed out: a stolen
+     * session doesn't outlive the change (tokens are their own
+     * credential and stay). */
     return einsora_store_set_user_password(store, change->user->tenant_id, change->user->id,
                                            change->new_hash, change->must_change, error) &&
+           einsora_store_revoke_user_sessions(store, change->user->tenant_id, change->user->id,
+                                              change->event->at, error) &&
            einsora_store_insert_audit_event(store, change->event, error);
 }
 
@@ -75,6 +80,9 @@ on_hashed(GObject *source, GAsyncResult *result, gpointer user_data)
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
+    /* The client went away: nothing changes that nobody will be told. */
+    if (g_task_return_error_if_cancelled(task))
+        return;
     /* Changed meanwhile (another change, a reset): the later one wins,
      * never this one over it. */
     current =
@@ -118,10 +126,12 @@ on_verified(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
 
     if (!einsora_credential_verify_password_finish(result, &error)) {
-        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED))
+        /* A wrong guess counts as a failed sign-in: the same lockout. */
+        if (g_error_matches(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED)) {
+            einsora_auth_record_login_failure(g_task_get_source_object(task), change->user->email);
             g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN,
                                     "the current password is wrong");
-        else
+        } else
             g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
@@ -169,6 +179,11 @@ einsora_auth_change_password_async(EinsoraAuth *self, const EinsoraActor *actor,
     if (current_password == NULL) {
         g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                                 "give the current password too");
+        return;
+    }
+    if (einsora_auth_is_locked_out(self, user->email)) {
+        g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN,
+                                "too many wrong passwords; try again later");
         return;
     }
     einsora_credential_verify_password_async(user->password_hash, current_password, cancellable,

@@ -392,6 +392,26 @@ einsora_sqlite_store_find_session(EinsoraStore *store, const char *session_sha25
 }
 
 gboolean
+einsora_sqlite_store_revoke_user_sessions(EinsoraStore *store, const char *tenant_id,
+                                          const char *user_id, const char *revoked_at,
+                                          GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "UPDATE sessions SET revoked_at = ?3 "
+        "WHERE tenant_id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
+        error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, user_id);
+    bind_text(stmt, 3, revoked_at);
+    return einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error);
+}
+
+gboolean
 einsora_sqlite_store_revoke_session(EinsoraStore *store, const char *tenant_id,
                                     const char *session_id, const char *revoked_at, GError **error)
 {

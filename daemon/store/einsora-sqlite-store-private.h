@@ -184,6 +184,9 @@ EinsoraUser *einsora_sqlite_store_find_user_by_email(EinsoraStore *store, const 
                                                      GError **error);
 gboolean einsora_sqlite_store_count_users(EinsoraStore *store, gint64 *count, GError **error);
 GPtrArray *einsora_sqlite_store_list_users(EinsoraStore *store, GError **error);
+gboolean einsora_sqlite_store_revoke_user_sessions(EinsoraStore *store, const char *tenant_id,
+                                                   const char *user_id, const char *revoked_at,
+                                                   GError **error);
 gboolean einsora_sqlite_store_set_machine_sharing(EinsoraStore *store, const char *tenant_id,
                                                   const char *machine_id, EinsoraSharing sharing,
                                                   GError **error);

@@ -439,6 +439,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->find_user_by_email = einsora_sqlite_store_find_user_by_email;
     iface->count_users = einsora_sqlite_store_count_users;
     iface->list_users = einsora_sqlite_store_list_users;
+    iface->revoke_user_sessions = einsora_sqlite_store_revoke_user_sessions;
     iface->set_machine_sharing = einsora_sqlite_store_set_machine_sharing;
     iface->set_user_disabled = einsora_sqlite_store_set_user_disabled;
     iface->set_user_password = einsora_sqlite_store_set_user_password;

@@ -395,6 +395,17 @@ einsora_store_set_machine_sharing(EinsoraStore *self, const char *tenant_id, con
                                                               error);
 }
 
+gboolean
+einsora_store_revoke_user_sessions(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                   const char *revoked_at, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL && user_id != NULL && revoked_at != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->revoke_user_sessions(self, tenant_id, user_id, revoked_at,
+                                                               error);
+}
+
 GPtrArray *
 einsora_store_list_users(EinsoraStore *self, GError **error)
 {

@@ -201,6 +201,9 @@ struct _EinsoraStoreInterface {
     /* Revoking twice succeeds and keeps the first revoked_at. */
     gboolean (*revoke_session)(EinsoraStore *self, const char *tenant_id, const char *session_id,
                                const char *revoked_at, GError **error);
+    /* Every session of the user not revoked yet, revoked at @revoked_at. */
+    gboolean (*revoke_user_sessions)(EinsoraStore *self, const char *tenant_id, const char *user_id,
+                                     const char *revoked_at, GError **error);
 
     /* Idempotency-Key replays. get finds expired records too (callers
      * compare expires_at). insert is CONFLICT while a record for the key
@@ -376,6 +379,9 @@ gboolean einsora_store_insert_session(EinsoraStore *self, const EinsoraSession *
                                       GError **error);
 EinsoraSession *einsora_store_find_session(EinsoraStore *self, const char *session_sha256,
                                            GError **error);
+gboolean einsora_store_revoke_user_sessions(EinsoraStore *self, const char *tenant_id,
+                                            const char *user_id, const char *revoked_at,
+                                            GError **error);
 gboolean einsora_store_revoke_session(EinsoraStore *self, const char *tenant_id,
                                       const char *session_id, const char *revoked_at,
                                       GError **error);
