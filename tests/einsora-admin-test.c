@@ -48,32 +48,6 @@ create_account(const char *token, const char *body, gchar **id)
     return g_strdup(secret);
 }
 
-static gchar *
-cli(const char *token, const char *const *argv, gint *status)
-{
-    g_autoptr(GSubprocessLauncher) launcher =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE);
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
-    g_autoptr(GSubprocess) process = NULL;
-    g_autoptr(GError) error = NULL;
-    gchar *out = NULL;
-
-    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
-    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", token, TRUE);
-    g_subprocess_launcher_setenv(launcher, "LC_ALL", "C.UTF-8", TRUE);
-    g_ptr_array_add(args, (gpointer)g_getenv("EINSORA_CLI"));
-    for (guint i = 0; argv[i] != NULL; i++)
-        g_ptr_array_add(args, (gpointer)argv[i]);
-    g_ptr_array_add(args, NULL);
-    process = g_subprocess_launcher_spawnv(launcher, (const char *const *)args->pdata, &error);
-    g_assert_no_error(error);
-    g_assert_true(g_subprocess_communicate_utf8(process, NULL, NULL, &out, NULL, &error));
-    g_assert_no_error(error);
-    *status = g_subprocess_get_exit_status(process);
-    g_test_message("einsora %s -> %d\n%s", argv[0], *status, out);
-    return out;
-}
-
 /* einsora @argv with @input on its standard input. */
 static gchar *
 cli_with_input(const char *token, const char *const *argv, const char *input, gint *status)
@@ -98,7 +72,14 @@ cli_with_input(const char *token, const char *const *argv, const char *input, gi
     g_assert_true(g_subprocess_communicate_utf8(process, input, NULL, &out, NULL, &error));
     g_assert_no_error(error);
     *status = g_subprocess_get_exit_status(process);
+    g_test_message("einsora %s -> %d\n%s", argv[0], *status, out);
     return out;
+}
+
+static gchar *
+cli(const char *token, const char *const *argv, gint *status)
+{
+    return cli_with_input(token, argv, NULL, status);
 }
 
 static gchar *
