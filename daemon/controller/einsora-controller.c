@@ -508,6 +508,35 @@ close_group(EinsoraController *self, Pass *pass)
     return TRUE;
 }
 
+/* Admission decisions go in groups of ADMISSION_GROUP_MAX, each one
+ * transaction: before a decision, a group is opened if none is... */
+static gboolean
+group_before(EinsoraController *self, guint *in_group)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (*in_group == 0 && !einsora_service_group_begin(self->service, &error)) {
+        g_message("region %s: admission paused: %s", self->region, error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ...and after it, a failed or full group is closed. FALSE: stop. */
+static gboolean
+group_after(EinsoraController *self, Pass *pass, guint *in_group)
+{
+    if (einsora_service_group_failed(self->service)) {
+        close_group(self, pass);
+        return FALSE;
+    }
+    if (++*in_group == ADMISSION_GROUP_MAX) {
+        *in_group = 0;
+        return close_group(self, pass);
+    }
+    return TRUE;
+}
+
 /* Every pending and queued workload, oldest first (FIFO, with backfill:
  * one that doesn't fit leaves the room to later ones that do), in groups
  * of ADMISSION_GROUP_MAX decisions per transaction. */
@@ -522,23 +551,11 @@ admit_waiting(EinsoraController *self, Pass *pass, GPtrArray *workloads)
         if (workload->state != EINSORA_WORKLOAD_STATE_PENDING &&
             workload->state != EINSORA_WORKLOAD_STATE_QUEUED)
             continue;
-        if (in_group == 0) {
-            g_autoptr(GError) error = NULL;
-            if (!einsora_service_group_begin(self->service, &error)) {
-                g_message("region %s: admission paused: %s", self->region, error->message);
-                return;
-            }
-        }
-        admit(self, pass, workload);
-        if (einsora_service_group_failed(self->service)) {
-            close_group(self, pass);
+        if (!group_before(self, &in_group))
             return;
-        }
-        if (++in_group == ADMISSION_GROUP_MAX) {
-            in_group = 0;
-            if (!close_group(self, pass))
-                return;
-        }
+        admit(self, pass, workload);
+        if (!group_after(self, pass, &in_group))
+            return;
     }
     if (in_group > 0)
         close_group(self, pass);
@@ -604,24 +621,12 @@ admit_fallbacks(EinsoraController *self, Pass *pass)
     guint in_group = 0;
 
     for (guint i = 0; i < pass->fallback_candidates->len; i++) {
-        if (in_group == 0) {
-            g_autoptr(GError) error = NULL;
-            if (!einsora_service_group_begin(self->service, &error)) {
-                g_message("region %s: admission paused: %s", self->region, error->message);
-                return;
-            }
-        }
+        if (!group_before(self, &in_group))
+            return;
         admit_fallback(self, pass, g_ptr_array_index(pass->fallback_candidates, i),
                        g_ptr_array_index(pass->fallback_reasons, i));
-        if (einsora_service_group_failed(self->service)) {
-            close_group(self, pass);
+        if (!group_after(self, pass, &in_group))
             return;
-        }
-        if (++in_group == ADMISSION_GROUP_MAX) {
-            in_group = 0;
-            if (!close_group(self, pass))
-                return;
-        }
     }
     if (in_group > 0)
         close_group(self, pass);
