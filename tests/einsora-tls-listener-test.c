@@ -365,7 +365,7 @@ connect_tls_from(guint port, const char *fingerprint, const char *from)
     tls = g_tls_client_connection_new(G_IO_STREAM(tcp), where, &error);
     g_assert_no_error(error);
     g_signal_connect(tls, "accept-certificate", G_CALLBACK(accept_pin), (gpointer)fingerprint);
-    g_assert_true(g_tls_connection_handshake(G_TLS_CONNECTION(tls), NULL, &error));
+    g_tls_connection_handshake(G_TLS_CONNECTION(tls), NULL, &error);
     g_assert_no_error(error);
     return tls;
 }

@@ -36,6 +36,9 @@ struct _EinsoraTlsFront {
     GSocket *tcp;
     GSocket *outer; /* our end of the pair; the connection has the other */
     GIOStream *tls;
+    /* Made when its handshake's turn comes: a connection that waits, or
+     * never says a word, costs no TLS session. */
+    GTlsCertificate *certificate;
     GPollableInputStream *tls_in;
     GPollableOutputStream *tls_out;
     GCancellable *cancellable;
@@ -88,6 +91,7 @@ front_unref(EinsoraTlsFront *self)
     if (!g_ref_count_dec(&self->ref))
         return;
     g_clear_object(&self->tls);
+    g_clear_object(&self->certificate);
     g_clear_object(&self->tcp);
     g_clear_object(&self->outer);
     g_clear_object(&self->cancellable);
@@ -411,6 +415,16 @@ on_handshake_timeout(gpointer user_data)
 static void
 start_handshake(EinsoraTlsFront *self)
 {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSocketConnection) base = g_socket_connection_factory_create_connection(self->tcp);
+
+    self->tls = g_tls_server_connection_new(G_IO_STREAM(base), self->certificate, &error);
+    if (self->tls == NULL) {
+        fail(self, "starting", error);
+        return;
+    }
+    self->tls_in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(self->tls));
+    self->tls_out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(self->tls));
     self->handshaking = TRUE;
     running_handshakes++;
     count_peer(self->peer, 1);
@@ -474,7 +488,6 @@ on_handshake(GObject *source, GAsyncResult *result, gpointer user_data)
 EinsoraTlsFront *
 einsora_tls_front_new(GSocket *tcp, GTlsCertificate *certificate, GSocket **inner, GError **error)
 {
-    g_autoptr(GSocketConnection) base = NULL;
     g_autoptr(GSocket) outer = NULL;
     EinsoraTlsFront *self;
     GSocket *other;
@@ -497,15 +510,9 @@ einsora_tls_front_new(GSocket *tcp, GTlsCertificate *certificate, GSocket **inne
         close(pair[1]);
         return NULL;
     }
-    base = g_socket_connection_factory_create_connection(tcp);
     self = g_new0(EinsoraTlsFront, 1);
     g_ref_count_init(&self->ref);
-    self->tls = g_tls_server_connection_new(G_IO_STREAM(base), certificate, error);
-    if (self->tls == NULL) {
-        g_object_unref(other);
-        g_free(self);
-        return NULL;
-    }
+    self->certificate = g_object_ref(certificate);
     self->tcp = g_object_ref(tcp);
     {
         g_autoptr(GSocketAddress) remote = g_socket_get_remote_address(tcp, NULL);
@@ -516,8 +523,6 @@ einsora_tls_front_new(GSocket *tcp, GTlsCertificate *certificate, GSocket **inne
     }
     self->outer = g_steal_pointer(&outer);
     self->cancellable = g_cancellable_new();
-    self->tls_in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(self->tls));
-    self->tls_out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(self->tls));
     g_socket_set_blocking(self->tcp, FALSE);
     g_socket_set_blocking(self->outer, FALSE);
     *inner = other;
