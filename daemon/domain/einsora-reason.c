@@ -266,13 +266,21 @@ einsora_reason_format_span(gint64 seconds)
     return g_string_free(out, FALSE);
 }
 
+/* "14:02", or "2026-03-02 14:02" once it is a day or more ago (UTC). */
+static gchar *
+format_since(gint64 since_us, gint64 now_us)
+{
+    g_autoptr(GDateTime) since = g_date_time_new_from_unix_utc(since_us / G_USEC_PER_SEC);
+
+    return g_date_time_format(since, now_us - since_us >= G_GINT64_CONSTANT(86400) * G_USEC_PER_SEC
+                                         ? "%Y-%m-%d %H:%M"
+                                         : "%H:%M");
+}
+
 gchar *
 einsora_reason_waiting_behind(const char *gpu_class, gint64 since_us, gint64 now_us)
 {
-    g_autoptr(GDateTime) since = g_date_time_new_from_unix_utc(since_us / G_USEC_PER_SEC);
-    g_autofree gchar *when = g_date_time_format(
-        since, now_us - since_us >= G_GINT64_CONSTANT(86400) * G_USEC_PER_SEC ? "%Y-%m-%d %H:%M"
-                                                                              : "%H:%M");
+    g_autofree gchar *when = format_since(since_us, now_us);
 
     return g_strdup_printf("waiting behind an older request for %s, waiting since %s UTC: "
                            "what frees up goes to it first",
@@ -283,10 +291,7 @@ gchar *
 einsora_reason_idle_stopped(gint64 timeout_seconds, gint64 since_us, gint64 now_us)
 {
     g_autofree gchar *span = einsora_reason_format_span(timeout_seconds);
-    g_autoptr(GDateTime) since = g_date_time_new_from_unix_utc(since_us / G_USEC_PER_SEC);
-    g_autofree gchar *when = g_date_time_format(
-        since, now_us - since_us >= G_GINT64_CONSTANT(86400) * G_USEC_PER_SEC ? "%Y-%m-%d %H:%M"
-                                                                              : "%H:%M");
+    g_autofree gchar *when = format_since(since_us, now_us);
 
     return g_strdup_printf("stopped after %s idle: no activity since %s UTC", span, when);
 }
