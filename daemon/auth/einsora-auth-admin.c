@@ -190,8 +190,8 @@ einsora_auth_admin_create_account(EinsoraAuth *self, const EinsoraActor *actor,
     return g_steal_pointer(&user);
 }
 
-static EinsoraUser *
-find_account(EinsoraAuth *self, const char *user_id, GError **error)
+EinsoraUser *
+einsora_auth_find_account(EinsoraAuth *self, const char *user_id, GError **error)
 {
     g_autoptr(GPtrArray) users = einsora_store_list_users(self->store, error);
 
@@ -237,7 +237,7 @@ einsora_auth_admin_set_disabled(EinsoraAuth *self, const EinsoraActor *actor, co
 
     if (!einsora_auth_require_admin(self, actor, error))
         return NULL;
-    user = find_account(self, user_id, error);
+    user = einsora_auth_find_account(self, user_id, error);
     if (user == NULL)
         return NULL;
     /* The last admin would lock everyone out of administration. */
@@ -256,7 +256,7 @@ einsora_auth_admin_set_disabled(EinsoraAuth *self, const EinsoraActor *actor, co
         return NULL;
     log_audit(event);
     g_clear_pointer(&user, einsora_user_free);
-    return find_account(self, user_id, error);
+    return einsora_auth_find_account(self, user_id, error);
 }
 
 typedef struct {

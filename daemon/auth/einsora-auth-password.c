@@ -207,28 +207,20 @@ einsora_auth_admin_reset_password_async(EinsoraAuth *self, const EinsoraActor *a
 {
     g_autoptr(GTask) task = g_task_new(self, cancellable, callback, user_data);
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) users = NULL;
+    g_autoptr(EinsoraUser) user = NULL;
     PasswordChange *change;
 
     g_return_if_fail(EINSORA_IS_AUTH(self));
     g_task_set_source_tag(task, einsora_auth_admin_reset_password_async);
     if (!einsora_auth_require_admin(self, actor, &error) ||
-        (users = einsora_store_list_users(self->store, &error)) == NULL) {
+        (user = einsora_auth_find_account(self, user_id, &error)) == NULL) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
     change = g_new0(PasswordChange, 1);
     change->actor = actor != NULL ? einsora_actor_copy(actor) : NULL;
-    for (guint i = 0; i < users->len && change->user == NULL; i++) {
-        EinsoraUser *user = g_ptr_array_index(users, i);
-        if (g_strcmp0(user->id, user_id) == 0)
-            change->user = einsora_user_copy(user);
-    }
+    change->user = g_steal_pointer(&user);
     g_task_set_task_data(task, change, (GDestroyNotify)password_change_free);
-    if (change->user == NULL) {
-        g_task_return_new_error(task, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such account");
-        return;
-    }
     if (!einsora_auth_new_secret(TEMPORARY_PREFIX, &change->new_password, &error)) {
         g_task_return_error(task, g_steal_pointer(&error));
         return;

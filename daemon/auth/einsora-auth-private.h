@@ -90,6 +90,9 @@ typedef struct {
  * keys; say which. */
 gboolean einsora_auth_insert_account_tx(EinsoraStore *store, gpointer user_data, GError **error);
 /* A new user, its display name the part of @email before the @. */
+/* The account @user_id in whatever tenant (a Lab has tens: the list is
+ * the index), or NOT_FOUND. For admins' operations. */
+EinsoraUser *einsora_auth_find_account(EinsoraAuth *self, const char *user_id, GError **error);
 /* @email checked and in ASCII lower case, or NULL with INVALID_REQUEST. */
 gchar *einsora_auth_normalize_email(const char *email, GError **error);
 EinsoraUser *einsora_auth_user_new(const char *tenant_id, const char *email,
