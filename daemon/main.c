@@ -315,6 +315,17 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
     if (!check_address(settings->api_addr, "EINSORA_API_ADDR", "--listen", error) ||
         !check_address(settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen", error))
         return FALSE;
+    /* A browser's cookie and one-time tickets cross to the access proxy:
+     * off loopback only over TLS of its own (docs/adr/0053). */
+    if (settings->tls_mode == EINSORA_TLS_PLAIN_BEHIND_TLS_PROXY &&
+        !einsora_address_is_loopback(settings->access_addr)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_ACCESS_ADDR (--access-listen): \"%s\" is not a loopback address, "
+                    "and with EINSORA_TLS=plain-behind-tls-proxy the access proxy has no TLS: "
+                    "keep it on loopback, or let the daemon end TLS",
+                    settings->access_addr);
+        return FALSE;
+    }
     if (!parse_duration(settings->controller_interval, &settings->controller_interval_us) ||
         settings->controller_interval_us < 100 * 1000 ||
         settings->controller_interval_us > G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC) {
@@ -879,7 +890,8 @@ quit_on_signal(gpointer user_data)
 
 typedef struct {
     EinsoraDaemonTls *tls;
-    EinsoraApiServer *api;
+    EinsoraApiServer *api;      /* NULL: the API is plain */
+    EinsoraAccessProxy *access; /* NULL: the access proxy is plain */
 } TlsReload;
 
 /* SIGHUP: a certificate renewed on disk serves the connections from now
@@ -894,8 +906,12 @@ reload_on_signal(gpointer user_data)
         g_message("SIGHUP: the TLS certificate stays as it was: %s", error->message);
         return G_SOURCE_CONTINUE;
     }
-    einsora_api_server_set_tls_certificate(reload->api,
-                                           einsora_daemon_tls_get_certificate(reload->tls));
+    if (reload->api != NULL)
+        einsora_api_server_set_tls_certificate(reload->api,
+                                               einsora_daemon_tls_get_certificate(reload->tls));
+    if (reload->access != NULL)
+        einsora_access_proxy_set_tls_certificate(reload->access,
+                                                 einsora_daemon_tls_get_certificate(reload->tls));
     g_message("SIGHUP: TLS certificate %s reloaded, fingerprint %s",
               einsora_daemon_tls_describe(reload->tls),
               einsora_daemon_tls_get_fingerprint(reload->tls));
@@ -1086,6 +1102,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
     g_auto(GStrv) gpu_classes = NULL;
     g_autofree gchar *uri = NULL;
     const char *region;
+    gboolean api_tls;
+    gboolean access_tls;
 
     /* Everything is checked before anything starts: nothing runs
      * half-configured. */
@@ -1108,9 +1126,15 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    /* Before the store: a certificate that doesn't load changes nothing. */
-    if (!einsora_daemon_tls_new(settings->tls_mode, settings->api_addr, settings->tls_cert,
-                                settings->tls_key, settings->data_dir, &tls, &error)) {
+    /* Before the store: a certificate that doesn't load changes nothing.
+     * The access proxy off loopback takes the API's identity, made for it
+     * if the API has none (docs/adr/0053). */
+    api_tls = einsora_daemon_tls_wanted(settings->tls_mode, settings->api_addr, settings->tls_cert);
+    access_tls = einsora_daemon_tls_wanted(settings->tls_mode, settings->access_addr, NULL);
+    if (!einsora_daemon_tls_new(api_tls ? settings->tls_mode : EINSORA_TLS_ON,
+                                api_tls ? settings->api_addr : settings->access_addr,
+                                settings->tls_cert, settings->tls_key, settings->data_dir, &tls,
+                                &error)) {
         g_printerr("einsora-daemon: TLS: %s\n", error->message);
         return EXIT_FAILURE;
     }
@@ -1156,6 +1180,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
     access = einsora_access_proxy_new(service, auth, EINSORA_WORKLOAD_ACCESS(machine.hub),
                                       einsora_now_real, NULL);
     einsora_access_proxy_set_metrics(access, metrics);
+    if (access_tls)
+        einsora_access_proxy_set_tls_certificate(access, einsora_daemon_tls_get_certificate(tls));
     if (!einsora_access_proxy_listen(access, settings->access_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -1175,9 +1201,10 @@ run_daemon(const EinsoraDaemonSettings *settings)
     }
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
+    einsora_api_server_set_access_tls(api, access_tls);
     einsora_api_server_set_metrics_open_to_loopback(
         api, g_str_equal(settings->metrics_open, "loopback"));
-    if (tls != NULL)
+    if (api_tls)
         einsora_api_server_set_tls_certificate(api, einsora_daemon_tls_get_certificate(tls));
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
@@ -1187,14 +1214,21 @@ run_daemon(const EinsoraDaemonSettings *settings)
 
     g_unix_signal_add(SIGINT, quit_on_signal, loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, loop);
-    g_message("access proxy listening on http://127.0.0.1:%u/ (notebooks open at "
-              "http://w-<id>.localhost:%u/)",
-              einsora_access_proxy_get_port(access), einsora_access_proxy_get_port(access));
+    if (access_tls) {
+        g_autofree gchar *access_uri = einsora_access_proxy_get_uri(access);
+        g_message("access proxy listening on %s (TLS: browsers open notebooks through the relay "
+                  "`einsora open` runs on their machine)",
+                  access_uri);
+    } else
+        g_message("access proxy listening on http://127.0.0.1:%u/ (notebooks open at "
+                  "http://w-<id>.localhost:%u/)",
+                  einsora_access_proxy_get_port(access), einsora_access_proxy_get_port(access));
     g_message("api listening on %s", uri);
     if (tls != NULL) {
         g_message("TLS certificate %s, fingerprint %s", einsora_daemon_tls_describe(tls),
                   einsora_daemon_tls_get_fingerprint(tls));
-        reload = (TlsReload){.tls = tls, .api = api};
+        reload = (TlsReload){
+            .tls = tls, .api = api_tls ? api : NULL, .access = access_tls ? access : NULL};
         reload_id = g_unix_signal_add(SIGHUP, reload_on_signal, &reload);
     }
     warn_if_plain_off_loopback(settings);

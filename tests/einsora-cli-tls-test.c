@@ -5,13 +5,16 @@
  * private file; then every call works, the change feed too; a daemon
  * whose certificate changed is refused with both fingerprints named, and
  * the new one pinned by hand works. The pins file is trusted only when
- * it is the user's alone. The interactive confirmation needs a terminal
- * and is not run here. */
+ * it is the user's alone. `einsora open` relays a notebook's link and the
+ * endpoints' routes from this machine's loopback to the access proxy over
+ * TLS, and a relay whose pin doesn't match carries nothing. The interactive confirmation needs a
+ * terminal and is not run here. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "einsora-access-relay.h"
 #include "einsora-pinned-database.h"
 #include "einsora-server-pins.h"
 #include "einsora-test-daemon.h"
@@ -227,6 +230,182 @@ test_pin_and_change(void)
     g_assert_cmpint(g_chmod(path, 0600), ==, 0);
 }
 
+/* One HTTP/1.1 request, written whole, to 127.0.0.1:@port; the answer
+ * until the server closes. In a thread of its own when the relay is in
+ * this process. */
+typedef struct {
+    guint port;
+    gchar *request;
+    gchar *answer;
+    gboolean done;
+} Exchange;
+
+static gpointer
+exchange_run(gpointer data)
+{
+    Exchange *exchange = data;
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSocketConnection) connection = NULL;
+    g_autoptr(GString) answer = g_string_new(NULL);
+    char buffer[4096];
+    gssize got;
+
+    g_socket_client_set_timeout(client, 30);
+    connection =
+        g_socket_client_connect_to_host(client, "127.0.0.1", (guint16)exchange->port, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(connection)),
+                                            exchange->request, strlen(exchange->request), NULL,
+                                            NULL, &error));
+    g_assert_no_error(error);
+    while ((got = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(connection)), buffer,
+                                      sizeof buffer, NULL, NULL)) > 0)
+        g_string_append_len(answer, buffer, got);
+    exchange->answer = g_string_free(g_steal_pointer(&answer), FALSE);
+    g_atomic_int_set(&exchange->done, TRUE);
+    return NULL;
+}
+
+static gchar *
+exchange(guint port, const char *request, gboolean iterate)
+{
+    Exchange exchange = {.port = port, .request = (gchar *)request};
+    GThread *thread = g_thread_new("exchange", exchange_run, &exchange);
+
+    while (iterate && !g_atomic_int_get(&exchange.done))
+        g_main_context_iteration(NULL, TRUE);
+    g_thread_join(thread);
+    return exchange.answer;
+}
+
+/* The daemon's sim notebook, running, opened through `einsora open`'s
+ * relay: the link names the workload's host at the relay's port, and a
+ * request to it reaches the access proxy over TLS (a sim notebook has no
+ * server, so the proxy answers that it isn't running); the endpoints'
+ * routes answer API tokens through the same relay. Ctrl-C ends it. */
+static void
+test_open_relay(void)
+{
+    g_autofree gchar *id = NULL;
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autoptr(GSubprocess) process = NULL;
+    g_autoptr(GDataInputStream) lines = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *link = NULL;
+    g_autofree gchar *prefix = NULL;
+    g_autoptr(GUri) uri = NULL;
+    guint port;
+
+    {
+        g_autoptr(CliRun) run = run_cli("--json", "launch", "--kind", "notebook", "--class",
+                                        "cpu-2c-4g", "--image", "jupyter-linux");
+        g_autoptr(JsonNode) node = json_from_string(run->out, NULL);
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(node);
+        id = g_strdup(json_object_get_string_member(json_node_get_object(node), "id"));
+    }
+    for (gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;;) {
+        g_autoptr(CliRun) run = run_cli("--json", "workloads");
+        if (strstr(run->out, "\"running\"") != NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+    /* The answer says the proxy is TLS, at its port. */
+    {
+        g_autoptr(CliRun) run = run_cli("--json", "open", id);
+        g_autofree gchar *expected = g_strdup_printf("\"port\":%u", daemon_->access_port);
+        g_assert_cmpint(run->status, ==, 0);
+        g_assert_nonnull(strstr(run->out, "\"tls\":true"));
+        g_assert_nonnull(strstr(run->out, expected));
+    }
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
+    g_subprocess_launcher_setenv(launcher, "XDG_CONFIG_HOME", config_home, TRUE);
+    process = g_subprocess_launcher_spawn(launcher, &error, cli_path(), "open", id, NULL);
+    g_assert_no_error(error);
+    lines = g_data_input_stream_new(g_subprocess_get_stdout_pipe(process));
+    link = g_data_input_stream_read_line_utf8(lines, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(link);
+    prefix = g_strdup_printf("http://w-%s.localhost:", id);
+    g_assert_true(g_str_has_prefix(link, prefix));
+    g_assert_nonnull(strstr(link, "/_einsora/open?ticket=tkt_"));
+    uri = g_uri_parse(link, G_URI_FLAGS_ENCODED, &error);
+    g_assert_no_error(error);
+    port = (guint)g_uri_get_port(uri);
+    g_assert_cmpuint(port, !=, daemon_->access_port);
+    {
+        g_autofree gchar *request = g_strdup_printf(
+            "GET %s?%s HTTP/1.1\r\nHost: w-%s.localhost:%u\r\nConnection: close\r\n\r\n",
+            g_uri_get_path(uri), g_uri_get_query(uri), id, port);
+        g_autofree gchar *answer = exchange(port, request, FALSE);
+        g_test_message("through the relay: %s", answer);
+        g_assert_true(g_str_has_prefix(answer, "HTTP/1.1 404"));
+        g_assert_nonnull(strstr(answer, "Server: einsora-access"));
+        g_assert_nonnull(strstr(answer, "isn&apos;t running"));
+    }
+    /* An endpoint route, at the relay's own loopback name. */
+    {
+        g_autofree gchar *request = g_strdup_printf(
+            "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAuthorization: Bearer %s\r\n"
+            "Connection: close\r\n\r\n",
+            port, daemon_->owner_token);
+        g_autofree gchar *answer = exchange(port, request, FALSE);
+        g_assert_true(g_str_has_prefix(answer, "HTTP/1.1 200"));
+        g_assert_nonnull(strstr(answer, "\"object\":\"list\""));
+    }
+    {
+        g_autofree gchar *request = g_strdup_printf(
+            "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n\r\n", port);
+        g_autofree gchar *answer = exchange(port, request, FALSE);
+        g_assert_true(g_str_has_prefix(answer, "HTTP/1.1 401"));
+    }
+    g_subprocess_send_signal(process, SIGINT);
+    g_assert_true(g_subprocess_wait(process, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_get_if_exited(process));
+    g_assert_cmpint(g_subprocess_get_exit_status(process), ==, 0);
+}
+
+static void
+on_relay_failed(EinsoraAccessRelay *relay, const GError *error, gpointer user_data)
+{
+    GError **failure = user_data;
+
+    g_clear_error(failure);
+    *failure = g_error_copy(error);
+}
+
+/* A relay trusting another certificate: the browser's connection is
+ * closed with nothing carried, and the relay says why. */
+static void
+test_relay_refuses_changed_certificate(void)
+{
+    g_autoptr(EinsoraPinnedDatabase) database = einsora_pinned_database_new(
+        "SHA256:1111111111111111111111111111111111111111111111111111111111111111");
+    g_autoptr(EinsoraAccessRelay) relay =
+        einsora_access_relay_new("127.0.0.1", daemon_->access_port, G_TLS_DATABASE(database));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) failure = NULL;
+    g_autofree gchar *answer = NULL;
+
+    g_assert_true(einsora_access_relay_listen(relay, 0, &error));
+    g_assert_no_error(error);
+    g_signal_connect(relay, "failed", G_CALLBACK(on_relay_failed), &failure);
+    answer = exchange(einsora_access_relay_get_port(relay),
+                      "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", TRUE);
+    g_assert_cmpstr(answer, ==, "");
+    while (failure == NULL)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_error(failure, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE);
+    g_assert_nonnull(strstr(failure->message, "doesn't trust"));
+    g_assert_cmpuint(einsora_access_relay_count_connections(relay), ==, 0);
+}
+
 /* Plain http:// to another machine: refused by login; loopback: nothing
  * to pin. */
 static void
@@ -303,8 +482,12 @@ main(int argc, char **argv)
     config_home = einsora_test_dir_new();
     daemon_ = einsora_test_daemon_new();
     einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
+    einsora_test_daemon_setenv(daemon_, "EINSORA_DRIVERS", "sim");
     einsora_test_daemon_start(daemon_);
     g_test_add_func("/cli/tls/pin-and-change", test_pin_and_change);
+    g_test_add_func("/cli/tls/open-relay", test_open_relay);
+    g_test_add_func("/cli/tls/relay-refuses-changed-certificate",
+                    test_relay_refuses_changed_certificate);
     g_test_add_func("/cli/tls/login-plain", test_login_plain);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);

@@ -219,6 +219,18 @@ test_bad_setting_table(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(err, table[i].variable));
         g_assert_false(g_file_test(f->data_dir, G_FILE_TEST_EXISTS));
     }
+    /* The access proxy off loopback without TLS of its own. */
+    {
+        g_autofree gchar *out = NULL;
+        g_autofree gchar *err = NULL;
+        const char *env[] = {"EINSORA_TLS", "plain-behind-tls-proxy", "EINSORA_ACCESS_ADDR",
+                             "0.0.0.0:0", NULL};
+
+        g_assert_cmpint(run_daemon(env, &out, &err, "--data-dir", f->data_dir, NULL), ==, 1);
+        g_assert_nonnull(strstr(err, "EINSORA_ACCESS_ADDR"));
+        g_assert_nonnull(strstr(err, "no TLS"));
+        g_assert_false(g_file_test(f->data_dir, G_FILE_TEST_EXISTS));
+    }
 }
 
 /* A port already in use is named as the API address's problem. */

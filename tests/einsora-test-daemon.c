@@ -146,12 +146,15 @@ einsora_test_daemon_start(EinsoraTestDaemon *daemon)
             if (g_str_has_suffix(daemon->uri, "/"))
                 daemon->uri[strlen(daemon->uri) - 1] = '\0';
             {
-                const char *access = g_strrstr(log + st.st_size, "access proxy listening on "
-                                                                 "http://127.0.0.1:");
-                daemon->access_port = access != NULL
-                                          ? (guint)atoi(access + strlen("access proxy listening on "
-                                                                        "http://127.0.0.1:"))
-                                          : 0;
+                const char *access = g_strrstr(log + st.st_size, "access proxy listening on ");
+                g_autofree gchar *access_uri =
+                    access != NULL
+                        ? g_strndup(access + strlen("access proxy listening on "),
+                                    strcspn(access + strlen("access proxy listening on "), " \n"))
+                        : NULL;
+                g_autoptr(GUri) parsed =
+                    access_uri != NULL ? g_uri_parse(access_uri, G_URI_FLAGS_NONE, NULL) : NULL;
+                daemon->access_port = parsed != NULL ? (guint)g_uri_get_port(parsed) : 0;
             }
             break;
         }

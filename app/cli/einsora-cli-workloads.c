@@ -372,52 +372,6 @@ einsora_cli_events(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     return einsora_cli_write_text(text, error);
 }
 
-/* The link works once, for a minute: printed for the person, or handed
- * to the desktop's browser with --browser (never both, never logged). */
-gboolean
-einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
-                 GError **error)
-{
-    gboolean browser = FALSE;
-    GOptionEntry entries[] = {
-        {"browser", 'b', 0, G_OPTION_ARG_NONE, &browser,
-         N_("Open the link in the desktop's web browser instead of printing it"), NULL},
-        {NULL},
-    };
-    g_autofree gchar *id = NULL;
-    g_autoptr(GBytes) raw = NULL;
-    g_autoptr(JsonNode) root = NULL;
-    const char *url;
-
-    if (!einsora_cli_parse(cli, command, entries, NULL, FALSE, &argc, &argv, error) ||
-        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
-        return FALSE;
-    id = einsora_cli_resolve_workload(cli, argv[1], error);
-    if (id == NULL)
-        return FALSE;
-    root = einsora_client_open_workload(einsora_cli_get_client(cli, NULL), id, &raw, error);
-    if (root == NULL)
-        return FALSE;
-    if (cli->options.json)
-        return einsora_cli_write_raw(raw, TRUE, error);
-    url = json_object_get_string_member_with_default(json_node_get_object(root), "url", NULL);
-    /* An endpoint's grant is its base URL, for an OpenAI client. */
-    if (url == NULL)
-        url = json_object_get_string_member_with_default(json_node_get_object(root), "base_url",
-                                                         NULL);
-    if (url == NULL) {
-        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                            _("the server's answer has no link"));
-        return FALSE;
-    }
-    if (browser)
-        return g_app_info_launch_default_for_uri(url, NULL, error);
-    {
-        g_autofree gchar *line = g_strdup_printf("%s\n", url);
-        return einsora_cli_write_text(line, error);
-    }
-}
-
 gboolean
 einsora_cli_export(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                    GError **error)

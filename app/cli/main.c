@@ -17,7 +17,8 @@ static const EinsoraCliCommand commands[] = {
     {"delete", N_("ID"), N_("Delete a workload and everything it stored"), einsora_cli_delete},
     {"open", N_("ID"),
      N_("Print a one-time link that opens a running notebook (--browser: open it), or a "
-        "running endpoint's base URL"),
+        "running endpoint's base URL; for a server elsewhere, relay them from this machine's "
+        "loopback until Ctrl-C"),
      einsora_cli_open},
     {"chat", N_("ID PROMPT"), N_("Stream a running endpoint's answer to PROMPT"), einsora_cli_chat},
     {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events},

@@ -70,6 +70,7 @@ struct _EinsoraAccessProxy {
     SoupServer *server;
     EinsoraHttpEdge *edge; /* listening and request hygiene (docs/adr/0025) */
     guint port;
+    gboolean tls; /* off loopback, for browsers behind a relay (docs/adr/0053) */
     guint64 websocket_max_message;
     GHashTable *sessions; /* SHA-256 of the cookie -> AccessSession */
     gulong events_handler;
@@ -1417,16 +1418,22 @@ endpoint_request_free(EndpointRequest *request)
 }
 
 /* Only this machine's own names, with the proxy's port (every client
- * sends it, as it is never 80): the routes are for local clients. */
+ * sends it, as it is never 80): the routes are for local clients. Off
+ * loopback (TLS) any name and port: a client came through a relay on its
+ * own loopback, or straight to this server over TLS, and the routes take
+ * API tokens only, which no page of another site has (docs/adr/0053). */
 static gboolean
-is_loopback_host(const char *host, guint own_port)
+is_endpoint_host(EinsoraAccessProxy *self, const char *host)
 {
+    guint own_port = self->port;
     g_autofree gchar *name = NULL;
     const char *colon;
     guint64 port = 0;
 
     if (host == NULL)
         return FALSE;
+    if (self->tls)
+        return TRUE;
     colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
     if (colon != NULL && host[0] == '[')
         colon++;
@@ -1734,7 +1741,7 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
     /* Endpoints are served by path at the proxy's own loopback address:
      * OpenAI clients don't all resolve *.localhost (docs/adr/0034). */
     if (workload_id == NULL &&
-        is_loopback_host(soup_message_headers_get_one(headers, "Host"), self->port)) {
+        is_endpoint_host(self, soup_message_headers_get_one(headers, "Host"))) {
         EinsoraEndpointRoute *route =
             einsora_endpoint_route_parse(soup_server_message_get_method(msg), path);
         if (route != NULL) {
@@ -1747,8 +1754,10 @@ early_handler(SoupServer *server, SoupServerMessage *msg, const char *path, GHas
         }
     }
     /* Only notebooks' own names: a page can't reach this under another
-     * (DNS rebinding), and nothing here answers for the dashboard. */
-    if (workload_id == NULL || (port != 0 && port != self->port)) {
+     * (DNS rebinding), and nothing here answers for the dashboard. Over
+     * TLS the browser is on another machine, behind a relay on a port of
+     * its own (docs/adr/0053): the name is what counts. */
+    if (workload_id == NULL || (port != 0 && port != self->port && !self->tls)) {
         respond_page(msg, SOUP_STATUS_MISDIRECTED_REQUEST, "Not a notebook's address",
                      "Einsora opens notebooks at their own w-<id>.localhost address only.");
         log_request(msg, NULL, SOUP_STATUS_MISDIRECTED_REQUEST, "not a workload host");
@@ -1873,11 +1882,15 @@ einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GErro
 {
     g_autoptr(GInetSocketAddress) parsed = einsora_http_address_parse(address, NULL);
 
-    if (parsed == NULL ||
-        !g_inet_address_get_is_loopback(g_inet_socket_address_get_address(parsed))) {
+    if (parsed == NULL) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "\"%s\" is not a loopback address and port, like 127.0.0.1:8090: the access "
-                    "proxy listens on this machine only",
+                    "\"%s\" is not an address and port, like 127.0.0.1:8090", address);
+        return FALSE;
+    }
+    if (!self->tls && !g_inet_address_get_is_loopback(g_inet_socket_address_get_address(parsed))) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "\"%s\" is not a loopback address: off this machine the access proxy "
+                    "speaks TLS only",
                     address);
         return FALSE;
     }
@@ -1885,6 +1898,29 @@ einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GErro
         return FALSE;
     self->port = einsora_http_edge_get_port(self->edge);
     return TRUE;
+}
+
+void
+einsora_access_proxy_set_tls_certificate(EinsoraAccessProxy *self, GTlsCertificate *certificate)
+{
+    g_return_if_fail(EINSORA_IS_ACCESS_PROXY(self));
+    g_return_if_fail(certificate == NULL || G_IS_TLS_CERTIFICATE(certificate));
+    self->tls = certificate != NULL;
+    einsora_http_edge_set_tls_certificate(self->edge, certificate);
+}
+
+gchar *
+einsora_access_proxy_get_uri(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), NULL);
+    return einsora_http_edge_get_uri(self->edge);
+}
+
+gboolean
+einsora_access_proxy_is_tls(EinsoraAccessProxy *self)
+{
+    g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), FALSE);
+    return self->tls;
 }
 
 void

@@ -40,9 +40,20 @@ EinsoraAccessProxy *einsora_access_proxy_new(EinsoraService *service, EinsoraAut
                                              EinsoraWorkloadAccess *targets, EinsoraNowFunc now,
                                              gpointer now_data);
 
-/* "127.0.0.1:8090", ":0" for any free port; loopback addresses only. */
+/* "127.0.0.1:8090", ":0" for any free port; loopback addresses only,
+ * unless a TLS certificate is set. */
 gboolean einsora_access_proxy_listen(EinsoraAccessProxy *self, const char *address, GError **error);
 guint einsora_access_proxy_get_port(EinsoraAccessProxy *self);
+/* TLS with @certificate for connections accepted from now on (set it
+ * before listening off loopback; again on a reload). With TLS, browsers
+ * reach a notebook through a relay on their own machine's loopback
+ * (`einsora open`, docs/adr/0053): w-<id>.localhost at any port, and
+ * endpoints by any name, since they take API tokens only. */
+void einsora_access_proxy_set_tls_certificate(EinsoraAccessProxy *self,
+                                              GTlsCertificate *certificate);
+gboolean einsora_access_proxy_is_tls(EinsoraAccessProxy *self);
+/* "http://127.0.0.1:8090/", "https://10.0.0.5:8444/" with TLS. */
+gchar *einsora_access_proxy_get_uri(EinsoraAccessProxy *self);
 /* Counts into @metrics (docs/adr/0043-metrics.md): requests by kind and
  * status class (einsora_proxy_requests_total), their duration
  * (einsora_proxy_request_duration_seconds), and the WebSocket relays

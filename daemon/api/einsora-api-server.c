@@ -33,6 +33,7 @@ struct _EinsoraApiServer {
     EinsoraNowFunc now;
     gpointer now_data;
     guint access_port;
+    gboolean access_tls;
     gboolean metrics_open_to_loopback;
     EinsoraLoginThrottle *login_throttle;
     /* Listening, connections and request hygiene (docs/adr/0025). */
@@ -101,6 +102,20 @@ einsora_api_server_get_access_port(EinsoraApiServer *self)
 {
     g_return_val_if_fail(EINSORA_IS_API_SERVER(self), 0);
     return self->access_port;
+}
+
+void
+einsora_api_server_set_access_tls(EinsoraApiServer *self, gboolean tls)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    self->access_tls = tls;
+}
+
+gboolean
+einsora_api_server_get_access_tls(EinsoraApiServer *self)
+{
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), FALSE);
+    return self->access_tls;
 }
 
 void

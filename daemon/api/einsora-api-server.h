@@ -30,6 +30,11 @@ gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
  * POST /v1/workloads/{id}/access returns; 8090 until set. */
 void einsora_api_server_set_access_port(EinsoraApiServer *self, guint port);
 guint einsora_api_server_get_access_port(EinsoraApiServer *self);
+/* Whether the access proxy speaks TLS (off loopback): then a browser
+ * opens a notebook through a relay on its own machine (docs/adr/0053),
+ * and the answers say so. */
+void einsora_api_server_set_access_tls(EinsoraApiServer *self, gboolean tls);
+gboolean einsora_api_server_get_access_tls(EinsoraApiServer *self);
 
 /* EINSORA_METRICS_OPEN=loopback: GET /metrics without credentials from
  * this machine (docs/adr/0043-metrics.md); off until set. */

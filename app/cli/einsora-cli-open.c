@@ -1,0 +1,144 @@
+/* einsora open: a notebook's one-time link or an endpoint's base URL. For
+ * a server whose access proxy is on another machine (TLS), a relay on
+ * this machine's loopback carries the browser's connections to it while
+ * the command runs (docs/adr/0053). */
+#define G_LOG_DOMAIN "einsora-cli"
+
+#include "einsora-cli.h"
+
+#include <glib-unix.h>
+#include <glib/gi18n.h>
+
+#include "einsora-access-relay.h"
+
+static gboolean
+quit_on_signal(gpointer user_data)
+{
+    g_main_loop_quit(user_data);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+on_relay_failed(EinsoraAccessRelay *relay, const GError *error, gpointer user_data)
+{
+    g_printerr(_("einsora: relay: %s\n"), error->message);
+}
+
+/* The link as this machine reaches it: @url itself, or through a relay
+ * that runs until a signal. */
+static gboolean
+relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean browser,
+               JsonObject *proxy, GError **error)
+{
+    EinsoraClient *client = einsora_cli_get_client(cli, NULL);
+    g_autoptr(GUri) server =
+        g_uri_parse(einsora_client_get_base_url(client), G_URI_FLAGS_NONE, NULL);
+    gint64 port = json_object_get_int_member_with_default(proxy, "port", 0);
+    g_autoptr(EinsoraAccessRelay) relay = NULL;
+    g_autofree gchar *local = NULL;
+    g_autoptr(GMainLoop) loop = NULL;
+
+    if (server == NULL || g_uri_get_host(server) == NULL || port <= 0 || port > G_MAXUINT16) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("the server's answer doesn't say where its access proxy is"));
+        return FALSE;
+    }
+    relay = einsora_access_relay_new(g_uri_get_host(server), (guint)port,
+                                     einsora_client_get_tls_database(client));
+    if (!einsora_access_relay_listen(relay, local_port, error))
+        return FALSE;
+    g_signal_connect(relay, "failed", G_CALLBACK(on_relay_failed), NULL);
+    local = einsora_access_relay_local_url(relay, url);
+    if (local == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("the server's answer has no link"));
+        return FALSE;
+    }
+    if (browser) {
+        if (!g_app_info_launch_default_for_uri(local, NULL, error))
+            return FALSE;
+    } else {
+        g_autofree gchar *line = g_strdup_printf("%s\n", local);
+        if (!einsora_cli_write_text(line, error))
+            return FALSE;
+    }
+    g_printerr(_("Relaying 127.0.0.1:%u to %s:%u over TLS; Ctrl-C ends it.\n"),
+               einsora_access_relay_get_port(relay), g_uri_get_host(server), (guint)port);
+    loop = g_main_loop_new(NULL, FALSE);
+    g_unix_signal_add(SIGINT, quit_on_signal, loop);
+    g_unix_signal_add(SIGTERM, quit_on_signal, loop);
+    g_main_loop_run(loop);
+    einsora_access_relay_close(relay);
+    return TRUE;
+}
+
+/* The link works once, for a minute: printed for the person, or handed
+ * to the desktop's browser with --browser (never both, never logged). */
+gboolean
+einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                 GError **error)
+{
+    gboolean browser = FALSE;
+    gint port = 0;
+    GOptionEntry entries[] = {
+        {"browser", 'b', 0, G_OPTION_ARG_NONE, &browser,
+         N_("Open the link in the desktop's web browser instead of printing it"), NULL},
+        {"port", 'p', 0, G_OPTION_ARG_INT, &port,
+         N_("The relay's port on this machine's loopback, for a server elsewhere (default: any "
+            "free one)"),
+         N_("PORT")},
+        {NULL},
+    };
+    g_autofree gchar *id = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    JsonObject *object;
+    JsonObject *proxy = NULL;
+    const char *url;
+
+    if (!einsora_cli_parse(cli, command, entries, NULL, FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
+        return FALSE;
+    if (port < 0 || port > G_MAXUINT16) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    _("--port %d is not a port (1 to 65535)"), port);
+        return FALSE;
+    }
+    id = einsora_cli_resolve_workload(cli, argv[1], error);
+    if (id == NULL)
+        return FALSE;
+    root = einsora_client_open_workload(einsora_cli_get_client(cli, NULL), id, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    object = json_node_get_object(root);
+    url = json_object_get_string_member_with_default(object, "url", NULL);
+    /* An endpoint's grant is its base URL, for an OpenAI client. */
+    if (url == NULL)
+        url = json_object_get_string_member_with_default(object, "base_url", NULL);
+    if (url == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("the server's answer has no link"));
+        return FALSE;
+    }
+    if (json_object_has_member(object, "proxy") &&
+        JSON_NODE_HOLDS_OBJECT(json_object_get_member(object, "proxy")))
+        proxy = json_object_get_object_member(object, "proxy");
+    if (proxy != NULL && json_object_get_boolean_member_with_default(proxy, "tls", FALSE))
+        return relay_and_wait(cli, url, (guint)port, browser, proxy, error);
+    if (!einsora_client_server_is_local(
+            einsora_client_get_base_url(einsora_cli_get_client(cli, NULL)))) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                            _("the server's access proxy listens on its own loopback only, so "
+                              "this machine can't reach it: its operator sets "
+                              "--access-listen to an address people reach (it then speaks TLS)"));
+        return FALSE;
+    }
+    if (browser)
+        return g_app_info_launch_default_for_uri(url, NULL, error);
+    {
+        g_autofree gchar *line = g_strdup_printf("%s\n", url);
+        return einsora_cli_write_text(line, error);
+    }
+}
