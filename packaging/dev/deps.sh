@@ -38,6 +38,9 @@ if [ "$what" = test ]; then
   packages+=(gnome-keyring)
   # numpy for llama.cpp's GGUF writer, which makes the tests' tiny model.
   packages+=(python3-numpy)
+  # The Lab test's two machines: a network namespace and a veth pair
+  # (ip netns, tests/browser/lab.mjs); setpriv for its daemon.
+  packages+=(iproute2 util-linux)
   # The fuzz tree (tests/fuzz): clang 14 and its libFuzzer runtime.
   packages+=(clang libclang-rt-14-dev)
   # The docker driver's tests: a private Docker Engine (Debian's docker.io;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the browser test: installs playwright-core from the lock file when
-# node_modules lacks it (or holds another version), then runs notebook.mjs.
+# Runs a browser test: installs playwright-core from the lock file when
+# node_modules lacks it (or holds another version), then runs the script
+# named (notebook.mjs unless told).
 # npm's output goes to stderr: standard output is the test's TAP.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,4 +24,4 @@ if ! installed; then
   installed || npm ci --prefix "$here" --no-audit --no-fund >&2
   exec 9<&-
 fi
-exec node "$here/notebook.mjs"
+exec node "$here/${1:-notebook.mjs}"
