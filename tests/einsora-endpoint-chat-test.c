@@ -179,8 +179,8 @@ chat_blocking(gpointer data)
 {
     Blocking *blocking = data;
 
-    blocking->ok = einsora_endpoint_chat(blocking->base_url, TOKEN, "tiny", "Hi", on_blocking_piece,
-                                         blocking->text, NULL, &blocking->error);
+    blocking->ok = einsora_endpoint_chat(blocking->base_url, TOKEN, NULL, "tiny", "Hi",
+                                         on_blocking_piece, blocking->text, NULL, &blocking->error);
     g_atomic_int_set(&blocking->finished, TRUE);
     g_main_context_wakeup(NULL);
     return NULL;

@@ -72,8 +72,9 @@ einsora_cli_chat(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, ch
                             _("the server gave no base URL: is this workload an endpoint?"));
         return FALSE;
     }
-    if (!einsora_endpoint_chat(base_url, einsora_client_get_token(client), NULL, argv[2],
-                               write_piece, &wrote, &usage, error))
+    if (!einsora_endpoint_chat(base_url, einsora_client_get_token(client),
+                               einsora_client_get_tls_database(client), NULL, argv[2], write_piece,
+                               &wrote, &usage, error))
         return FALSE;
     if (wrote)
         fputc('\n', stdout);

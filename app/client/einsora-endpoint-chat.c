@@ -231,9 +231,9 @@ lines_of(GInputStream *stream)
 }
 
 gboolean
-einsora_endpoint_chat(const char *base_url, const char *token, const char *model,
-                      const char *prompt, EinsoraChatPieceFunc on_piece, gpointer user_data,
-                      EinsoraChatUsage *usage, GError **error)
+einsora_endpoint_chat(const char *base_url, const char *token, GTlsDatabase *database,
+                      const char *model, const char *prompt, EinsoraChatPieceFunc on_piece,
+                      gpointer user_data, EinsoraChatUsage *usage, GError **error)
 {
     g_autoptr(SoupSession) session = soup_session_new_with_options("timeout", 0, NULL);
     g_autoptr(JsonArray) messages = one_question(prompt);
@@ -246,6 +246,8 @@ einsora_endpoint_chat(const char *base_url, const char *token, const char *model
 
     if (message == NULL)
         return FALSE;
+    if (database != NULL)
+        soup_session_set_tls_database(session, database);
     stream = soup_session_send(session, message, NULL, &local_error);
     if (stream == NULL) {
         g_propagate_error(error, einsora_client_error_new(EINSORA_CLIENT_CODE_UNREACHABLE, NULL, 0,

@@ -30,10 +30,12 @@ typedef struct {
 /* Sends {"model", "messages": [{"role": "user", "content": @prompt}],
  * "stream": true, "stream_options": {"include_usage": true}} to
  * @base_url/chat/completions. @model: (nullable): left out when NULL (an
- * endpoint's own base URL serves one model). @usage: (optional). Errors
- * are EINSORA_CLIENT_ERROR with the endpoint's error message. */
-gboolean einsora_endpoint_chat(const char *base_url, const char *token, const char *model,
-                               const char *prompt, EinsoraChatPieceFunc on_piece,
+ * endpoint's own base URL serves one model). @usage: (optional).
+ * @database: (nullable): what an https:// base URL's certificate is checked
+ * with (the client's, for a Lab's own certificate); NULL: the system's.
+ * Errors are EINSORA_CLIENT_ERROR with the endpoint's error message. */
+gboolean einsora_endpoint_chat(const char *base_url, const char *token, GTlsDatabase *database,
+                               const char *model, const char *prompt, EinsoraChatPieceFunc on_piece,
                                gpointer user_data, EinsoraChatUsage *usage, GError **error);
 
 /* The same request with a whole conversation: @messages holds OpenAI's

@@ -103,6 +103,8 @@ async function startDaemon(ports) {
     EINSORA_CONTROLLER_INTERVAL: '200ms',
     G_MESSAGES_DEBUG: 'all', // everything, so the secret check sees it all
   });
+  if (process.env.EINSORA_LLAMA_DIR)
+    env.EINSORA_LLAMA_SERVER = path.join(process.env.EINSORA_LLAMA_DIR, 'bin', 'llama-server');
   const start = fs.statSync(state.logPath, { throwIfNoEntry: false })?.size ?? 0;
   const log = fs.openSync(state.logPath, 'a', 0o600);
   // ip netns exec runs the daemon in place (no fork), so setpriv's
@@ -358,6 +360,11 @@ async function run() {
 
   await step('delete the workloads', deleteWorkloads);
 
+  if (process.env.EINSORA_LLAMA_DIR)
+    await endpointFromTheLaptop(owner, team.alice, dir);
+  else
+    note('no endpoint: EINSORA_LLAMA_DIR is not set (packaging/dev/test.sh sets it)');
+
   await step('a changed certificate is refused, both fingerprints named', async () => {
     const old = state.fingerprint;
     const ports = { api: state.apiPort, access: state.accessPort };
@@ -375,6 +382,59 @@ async function run() {
   const log = readLog();
   for (const [name, value] of state.secrets)
     check(!log.includes(value), `the daemon's log holds the ${name}`);
+}
+
+// An endpoint of the guest's, called from the laptop both ways: straight
+// over TLS by `einsora chat` (the pinned certificate), and by a plain
+// OpenAI-style client through `einsora open`'s relay on the laptop's
+// loopback, with the API token and refused without.
+async function endpointFromTheLaptop(owner, guest, dir) {
+  const model = path.join(dir, 'tiny.gguf');
+  await step('the admin adds a model', async () => {
+    execFileSync('/usr/bin/python3', [
+      path.join(process.env.EINSORA_SOURCE_ROOT, 'tests', 'models', 'make-tiny-model.py'),
+      path.join(process.env.EINSORA_LLAMA_DIR, 'share'), model]);
+    const added = await cli(owner, 'models', 'add', 'tiny', model);
+    check(added.code === 0, `einsora models add: ${added.code}: ${added.err}`);
+  });
+  const id = await step('a guest launches an endpoint', async () => {
+    const workload = await cliJson(guest, 'launch', '--kind', 'endpoint', '--model', 'tiny',
+      '--class', 'cpu-2c-4g');
+    state.workloads.push([workload.id, guest]);
+    await waitForState(guest, workload.id, 'running');
+    return workload.id;
+  });
+  await step('einsora chat calls it over TLS, straight', async () => {
+    const chat = await cli(guest, 'chat', id, 'Hi');
+    check(chat.code === 0 && chat.out.trim().length > 0,
+      `einsora chat from the laptop: ${chat.code}: ${chat.out} ${chat.err}`);
+  });
+  await step("an OpenAI client calls it through einsora open's relay", async () => {
+    const base = await startRelay(guest, id);
+    const url = new URL(base);
+    check(url.hostname === '127.0.0.1' && url.pathname === `/endpoints/${id}/v1`,
+      `the relay's base URL is ${base}`);
+    const models = await fetch(`${base}/models`, {
+      headers: { Authorization: `Bearer ${guest}` }, signal: AbortSignal.timeout(30_000),
+    });
+    const listed = await models.json();
+    check(models.status === 200 && listed.data?.length === 1,
+      `GET /models through the relay: ${models.status} ${JSON.stringify(listed)}`);
+    const completion = await fetch(`${base}/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${guest}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const answer = await completion.json();
+    check(completion.status === 200 && answer.choices?.length === 1,
+      `POST /chat/completions through the relay: ${completion.status} ` +
+      JSON.stringify(answer));
+    const refused = await fetch(`${base}/models`, { signal: AbortSignal.timeout(30_000) });
+    check(refused.status === 401, `GET /models with no token: ${refused.status}`);
+    await stopRelay();
+  });
+  await step('delete the endpoint', deleteWorkloads);
 }
 
 async function deleteWorkloads() {
