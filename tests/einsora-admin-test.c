@@ -4,9 +4,12 @@
  * everyone else gets 403 from /v1/admin whatever they send; the team's
  * audit trail says what happened, with no secret in it or in the log;
  * `einsora-daemon account create --join/--admin` does the same from the
- * machine (docs/adr/0049). */
+ * machine (docs/adr/0049). The app's and the CLI's sign-in with email and
+ * password mints a token of the account's own, and a reset password is
+ * changed on the way (docs/adr/0054). */
 #include <string.h>
 
+#include "einsora-client.h"
 #include "einsora-test-daemon.h"
 #include "einsora-test-dir.h"
 
@@ -674,6 +677,98 @@ test_daemon_command(void)
     einsora_test_daemon_stop(lab);
 }
 
+/* The password @token's account is to have, set as its owner would. */
+static void
+set_password(const char *token, const char *current, const char *password)
+{
+    g_autofree gchar *body =
+        g_strdup_printf("{\"current_password\":\"%s\",\"new_password\":\"%s\"}", current, password);
+    g_autoptr(EinsoraTestResponse) set = call("POST", "/v1/me/password", token, body);
+
+    g_assert_cmpuint(set->status, ==, 204);
+}
+
+static gchar *
+sign_in(const char *email, const char *password, const char *new_password, GError **error)
+{
+    g_autoptr(EinsoraClient) client = einsora_client_new(daemon_->uri, NULL);
+    gchar *secret =
+        einsora_client_sign_in(client, email, password, new_password, "Einsora app on test", error);
+
+    if (secret != NULL)
+        g_ptr_array_add(secrets, g_strdup(secret));
+    return secret;
+}
+
+static gchar *
+subject_of(const char *token)
+{
+    g_autoptr(EinsoraClient) client = einsora_client_new(daemon_->uri, token);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) me = einsora_client_get_me(client, NULL, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(json_object_get_string_member(json_node_get_object(me), "subject"));
+}
+
+/* Email and password give a token of the account's own, named, listed
+ * like any other; a wrong password gives none; a password an admin reset
+ * must be changed on the way, after which only the new one works. */
+static void
+test_sign_in(void)
+{
+    const char *first = "a long first password 1";
+    const char *second = "a long second password 2";
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *token = create_account(
+        daemon_->owner_token, "{\"email\":\"carol@lab.example\",\"new_tenant\":\"carols\"}", &id);
+    g_autofree gchar *signed_in = NULL;
+    g_autofree gchar *temporary = NULL;
+    g_autoptr(GError) error = NULL;
+
+    set_password(token, "", first);
+    signed_in = sign_in("carol@lab.example", first, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_str_has_prefix(signed_in, "tsk_"));
+    {
+        g_autofree gchar *subject = subject_of(signed_in);
+        g_autoptr(EinsoraTestResponse) tokens = call("GET", "/v1/tokens", signed_in, NULL);
+        g_assert_cmpstr(subject, ==, "carol@lab.example");
+        g_assert_nonnull(strstr(tokens->body, "Einsora app on test"));
+    }
+    g_clear_pointer(&signed_in, g_free);
+    signed_in = sign_in("carol@lab.example", "not the password", NULL, &error);
+    g_assert_null(signed_in);
+    g_assert_cmpstr(einsora_client_error_get_code(error), ==, "unauthenticated");
+    g_clear_error(&error);
+
+    /* Reset by the admin: refused until a new password is given. */
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/admin/accounts/%s/reset-password", id);
+        g_autoptr(EinsoraTestResponse) reset = call("POST", path, daemon_->owner_token, NULL);
+        g_assert_cmpuint(reset->status, ==, 200);
+        temporary = g_strdup(einsora_test_response_string(reset, "password"));
+        g_ptr_array_add(secrets, g_strdup(temporary));
+    }
+    signed_in = sign_in("carol@lab.example", temporary, NULL, &error);
+    g_assert_null(signed_in);
+    g_assert_cmpstr(einsora_client_error_get_code(error), ==, "password_change_required");
+    g_clear_error(&error);
+    signed_in = sign_in("carol@lab.example", temporary, second, &error);
+    g_assert_no_error(error);
+    {
+        g_autofree gchar *subject = subject_of(signed_in);
+        g_assert_cmpstr(subject, ==, "carol@lab.example");
+    }
+    g_clear_pointer(&signed_in, g_free);
+    signed_in = sign_in("carol@lab.example", temporary, NULL, &error);
+    g_assert_null(signed_in);
+    g_clear_error(&error);
+    signed_in = sign_in("carol@lab.example", second, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(signed_in);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -687,6 +782,7 @@ main(int argc, char **argv)
     g_test_add_func("/admin/lab-people", test_lab_people);
     g_test_add_func("/admin/daemon-command", test_daemon_command);
     g_test_add_func("/admin/fallback-create", test_fallback_create);
+    g_test_add_func("/admin/sign-in", test_sign_in);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);
     einsora_test_daemon_free(daemon_);

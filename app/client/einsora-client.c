@@ -9,6 +9,7 @@
 
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
+#include <string.h>
 
 #include "einsora-pinned-database.h"
 
@@ -745,6 +746,163 @@ JsonNode *
 einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error)
 {
     return request_object(self, "GET", "/v1/me", NULL, NULL, raw, error);
+}
+
+/* A browser session's cookie and CSRF token, as POST /v1/login gave them. */
+typedef struct {
+    gchar *cookie; /* "einsora_session=..." */
+    gchar *csrf;
+} SignInSession;
+
+static void
+sign_in_session_clear(SignInSession *session)
+{
+    if (session->cookie != NULL)
+        explicit_bzero(session->cookie, strlen(session->cookie));
+    if (session->csrf != NULL)
+        explicit_bzero(session->csrf, strlen(session->csrf));
+    g_clear_pointer(&session->cookie, g_free);
+    g_clear_pointer(&session->csrf, g_free);
+}
+
+/* One call as @session (NULL: none); the answer's object. */
+static JsonNode *
+session_call(EinsoraClient *self, const char *method, const char *path, JsonBuilder *body,
+             const SignInSession *session, SoupMessage **answered, GError **error)
+{
+    g_autoptr(JsonNode) root = body != NULL ? json_builder_get_root(body) : NULL;
+    g_autoptr(GBytes) payload = body_bytes(root);
+    g_autoptr(SoupMessage) message = build_message(self, method, path, payload, NULL, error);
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GError) local_error = NULL;
+    JsonNode *answer;
+
+    if (message == NULL)
+        return NULL;
+    if (session != NULL) {
+        SoupMessageHeaders *headers = soup_message_get_request_headers(message);
+        soup_message_headers_replace(headers, "Cookie", session->cookie);
+        soup_message_headers_replace(headers, "X-CSRF-Token", session->csrf);
+    }
+    bytes = soup_session_send_and_read(self->session, message, NULL, &local_error);
+    if (bytes == NULL) {
+        g_propagate_error(error, unreachable_error(self, local_error));
+        return NULL;
+    }
+    answer = response_to_json(message, bytes, FALSE, NULL, error);
+    if (answer != NULL && answered != NULL)
+        *answered = g_steal_pointer(&message);
+    return answer;
+}
+
+static JsonBuilder *
+credentials_body(const char *email, const char *password)
+{
+    JsonBuilder *builder = json_builder_new();
+
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "email");
+    json_builder_add_string_value(builder, email);
+    json_builder_set_member_name(builder, "password");
+    json_builder_add_string_value(builder, password);
+    json_builder_end_object(builder);
+    return builder;
+}
+
+/* POST /v1/login: the session it opens, and whether the password must
+ * change before anything else. */
+static gboolean
+open_session(EinsoraClient *self, const char *email, const char *password, SignInSession *session,
+             gboolean *must_change, GError **error)
+{
+    g_autoptr(JsonBuilder) body = credentials_body(email, password);
+    g_autoptr(SoupMessage) message = NULL;
+    g_autoptr(JsonNode) root = session_call(self, "POST", "/v1/login", body, NULL, &message, error);
+    const char *csrf;
+    const char *set_cookie;
+    const char *end;
+
+    if (root == NULL)
+        return FALSE;
+    csrf = JSON_NODE_HOLDS_OBJECT(root) ? json_object_get_string_member_with_default(
+                                              json_node_get_object(root), "csrf_token", NULL)
+                                        : NULL;
+    set_cookie =
+        soup_message_headers_get_one(soup_message_get_response_headers(message), "Set-Cookie");
+    if (csrf == NULL || set_cookie == NULL || !g_str_has_prefix(set_cookie, "einsora_session=")) {
+        g_propagate_error(
+            error, einsora_client_error_new(EINSORA_CLIENT_CODE_BAD_RESPONSE, NULL,
+                                            soup_message_get_status(message),
+                                            _("the server's sign-in answer has no session")));
+        return FALSE;
+    }
+    end = strchr(set_cookie, ';');
+    session->cookie =
+        end != NULL ? g_strndup(set_cookie, (gsize)(end - set_cookie)) : g_strdup(set_cookie);
+    session->csrf = g_strdup(csrf);
+    *must_change = json_object_get_boolean_member_with_default(json_node_get_object(root),
+                                                               "password_must_change", FALSE);
+    return TRUE;
+}
+
+gchar *
+einsora_client_sign_in(EinsoraClient *self, const char *email, const char *password,
+                       const char *new_password, const char *token_name, GError **error)
+{
+    SignInSession session = {NULL};
+    gboolean must_change = FALSE;
+    g_autoptr(JsonBuilder) token_body = json_builder_new();
+    g_autoptr(JsonNode) made = NULL;
+    gchar *secret = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_CLIENT(self), NULL);
+    g_return_val_if_fail(email != NULL && password != NULL && token_name != NULL, NULL);
+    g_return_val_if_fail(self->token == NULL, NULL);
+
+    if (!open_session(self, email, password, &session, &must_change, error))
+        return NULL;
+    if (must_change) {
+        g_autoptr(JsonBuilder) change = json_builder_new();
+        g_autoptr(JsonNode) changed = NULL;
+
+        if (new_password == NULL) {
+            (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
+            sign_in_session_clear(&session);
+            g_propagate_error(
+                error, einsora_client_error_new(
+                           "password_change_required", NULL, 403,
+                           _("your password was reset by an admin: choose a new one to sign in")));
+            return NULL;
+        }
+        json_builder_begin_object(change);
+        json_builder_set_member_name(change, "current_password");
+        json_builder_add_string_value(change, password);
+        json_builder_set_member_name(change, "new_password");
+        json_builder_add_string_value(change, new_password);
+        json_builder_end_object(change);
+        changed = session_call(self, "POST", "/v1/me/password", change, &session, NULL, error);
+        sign_in_session_clear(&session);
+        /* The change ended every session: sign in again with the new one. */
+        if (changed == NULL ||
+            !open_session(self, email, new_password, &session, &must_change, error))
+            return NULL;
+    }
+    json_builder_begin_object(token_body);
+    json_builder_set_member_name(token_body, "name");
+    json_builder_add_string_value(token_body, token_name);
+    json_builder_end_object(token_body);
+    made = session_call(self, "POST", "/v1/tokens", token_body, &session, NULL, error);
+    if (made != NULL && JSON_NODE_HOLDS_OBJECT(made))
+        secret = g_strdup(
+            json_object_get_string_member_with_default(json_node_get_object(made), "secret", NULL));
+    /* The session was only the way to the token. */
+    (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
+    sign_in_session_clear(&session);
+    if (made != NULL && secret == NULL)
+        g_propagate_error(error, einsora_client_error_new(
+                                     EINSORA_CLIENT_CODE_BAD_RESPONSE, NULL, 0,
+                                     _("the server made a token and didn't answer its secret")));
+    return secret;
 }
 
 JsonNode *

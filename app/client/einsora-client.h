@@ -70,6 +70,18 @@ JsonNode *einsora_client_request_finish(EinsoraClient *self, GAsyncResult *resul
 
 JsonNode *einsora_client_get_me(EinsoraClient *self, GBytes **raw, GError **error);
 
+/* Signs in to this client's server with @email and @password (a session,
+ * POST /v1/login), makes an API token named @token_name with it (POST
+ * /v1/tokens) and ends the session (POST /v1/logout): the password is
+ * sent once and kept nowhere, and what a client keeps is a token, listed
+ * and revoked as any other (docs/adr/0054). A password an admin reset
+ * fails with the API's "password_change_required" unless @new_password
+ * is given: it is changed first (POST /v1/me/password, which ends every
+ * session) and the sign-in made again with it. Returns the token's
+ * secret. Blocks; call it from one thread, on a client of that thread. */
+gchar *einsora_client_sign_in(EinsoraClient *self, const char *email, const char *password,
+                              const char *new_password, const char *token_name, GError **error);
+
 /* The lists (workloads, a workload's events, tokens) are read whole,
  * following next_cursor page by page; more than one page comes back as
  * one object of the same shape, {"<member>": [...], "next_cursor": null}. */
