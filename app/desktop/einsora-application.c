@@ -5,6 +5,7 @@
 #include <glib/gi18n.h>
 #include <string.h>
 
+#include "einsora-access-relay.h"
 #include "einsora-chat-window.h"
 #include "einsora-connection.h"
 #include "einsora-event-feed.h"
@@ -18,6 +19,9 @@
 
 /* How long a local daemon the app starts may take to answer. */
 #define DAEMON_START_TIMEOUT_MS 30000
+/* A page's connections fail together: their relay's failure is said once
+ * in this long. */
+#define RELAY_FAILURE_QUIET_US (10 * G_USEC_PER_SEC)
 
 struct _EinsoraApplication {
     AdwApplication parent_instance;
@@ -33,6 +37,13 @@ struct _EinsoraApplication {
     gboolean ready;
     EinsoraTray *tray;  /* (nullable) */
     gboolean tray_hold; /* held while a tray shows the app */
+    /* To the connected server's access proxy when it speaks TLS
+     * (docs/adr/0053): one for every notebook and endpoint of the
+     * connection, made when the first needs it, closed with it. */
+    EinsoraAccessRelay *relay; /* (nullable) */
+    guint relay_proxy_port;
+    gchar *relay_failure; /* the last failure said, and when */
+    gint64 relay_failure_us;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraApplication, einsora_application, ADW_TYPE_APPLICATION)
@@ -255,8 +266,9 @@ load(EinsoraApplication *self)
     if (self->feed != NULL)
         einsora_event_feed_stop(self->feed);
     g_clear_object(&self->feed);
-    self->feed = einsora_event_feed_new(einsora_connection_get_server(self->connection),
-                                        einsora_connection_get_token(self->connection));
+    /* The client's: over https it trusts what the client's calls trust
+     * (the pin), where a feed of its own would know only the CAs. */
+    self->feed = einsora_client_new_event_feed(self->client);
     g_signal_connect_object(self->feed, "event", G_CALLBACK(on_feed_event), self, 0);
     g_signal_connect_object(self->feed, "notify::connected", G_CALLBACK(on_feed_connected), self,
                             0);
@@ -316,6 +328,16 @@ stop_following_logs(EinsoraApplication *self)
 }
 
 static void
+close_relay(EinsoraApplication *self)
+{
+    if (self->relay != NULL)
+        einsora_access_relay_close(self->relay);
+    g_clear_object(&self->relay);
+    self->relay_proxy_port = 0;
+    g_clear_pointer(&self->relay_failure, g_free);
+}
+
+static void
 connect_daemon(EinsoraApplication *self)
 {
     g_autofree gchar *server = g_settings_get_string(self->settings, "daemon-url");
@@ -328,8 +350,10 @@ connect_daemon(EinsoraApplication *self)
     g_clear_object(&self->feed);
     g_clear_object(&self->cancellable);
     g_clear_object(&self->connection);
-    /* Nothing acts on, or shows, the daemon it was connected to before. */
+    /* Nothing acts on, or shows, the daemon it was connected to before;
+     * its notebook windows reach it no more. */
     g_clear_object(&self->client);
+    close_relay(self);
     einsora_workload_list_replace(self->workloads, NULL);
     self->ready = FALSE;
     self->cancellable = g_cancellable_new();
@@ -719,6 +743,98 @@ on_window_added(GtkApplication *application, GtkWindow *window, gpointer user_da
                                 application, 0);
 }
 
+/* The relay couldn't reach the server (an untrusted certificate, a port
+ * that refuses): said in the main window and in every notebook window,
+ * any of which may have asked. */
+static void
+on_relay_failed(EinsoraAccessRelay *relay, const GError *error, EinsoraApplication *self)
+{
+    gint64 now = g_get_monotonic_time();
+    g_autofree gchar *text = NULL;
+
+    g_message("relay: %s", error->message);
+    if (g_strcmp0(self->relay_failure, error->message) == 0 &&
+        now - self->relay_failure_us < RELAY_FAILURE_QUIET_US)
+        return;
+    g_free(self->relay_failure);
+    self->relay_failure = g_strdup(error->message);
+    self->relay_failure_us = now;
+    text = g_strdup_printf(_("The server’s access proxy can’t be reached: %s"), error->message);
+    toast(self, text);
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
+        einsora_notebook_module_toast(l->data, text);
+}
+
+/* The relay to the access proxy at @port of the connected server, made
+ * if it must be (again, if the proxy moved). */
+static EinsoraAccessRelay *
+access_relay(EinsoraApplication *self, gint64 port, GError **error)
+{
+    g_autoptr(GUri) server = NULL;
+    g_autoptr(EinsoraAccessRelay) relay = NULL;
+
+    if (port <= 0 || port > G_MAXUINT16) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("The daemon’s answer doesn’t say where its access proxy is."));
+        return NULL;
+    }
+    if (self->relay != NULL && self->relay_proxy_port == (guint)port)
+        return self->relay;
+    server = g_uri_parse(einsora_client_get_base_url(self->client), G_URI_FLAGS_NONE, NULL);
+    if (server == NULL || g_uri_get_host(server) == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("The daemon’s address has no host to relay to."));
+        return NULL;
+    }
+    /* The certificate is checked as the API's is: the pin, or the CAs. */
+    relay = einsora_access_relay_new(g_uri_get_host(server), (guint)port,
+                                     einsora_client_get_tls_database(self->client));
+    if (!einsora_access_relay_listen(relay, 0, error))
+        return NULL;
+    g_signal_connect_object(relay, "failed", G_CALLBACK(on_relay_failed), self, 0);
+    close_relay(self);
+    self->relay = g_steal_pointer(&relay);
+    self->relay_proxy_port = (guint)port;
+    g_message("relaying 127.0.0.1:%u to %s:%u over TLS", einsora_access_relay_get_port(self->relay),
+              g_uri_get_host(server), (guint)port);
+    return self->relay;
+}
+
+/* @url, a link or base URL in @answer (an access grant), as this machine
+ * reaches it: as it is from the server's own loopback, or through the
+ * relay when the access proxy speaks TLS, as einsora open does. */
+static gchar *
+reachable_url(EinsoraApplication *self, JsonObject *answer, const char *url, GError **error)
+{
+    JsonObject *proxy = einsora_json_member_object(answer, "proxy");
+    EinsoraAccessRelay *relay;
+    gchar *local;
+
+    if (self->client == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "not connected");
+        return NULL;
+    }
+    if (!einsora_json_member_boolean(proxy, "tls", FALSE)) {
+        if (!einsora_client_server_is_local(einsora_client_get_base_url(self->client))) {
+            g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                                _("The server’s access proxy listens on its own loopback only, "
+                                  "so this computer can’t reach it: its operator sets "
+                                  "--access-listen to an address people reach (it then speaks "
+                                  "TLS)."));
+            return NULL;
+        }
+        return g_strdup(url);
+    }
+    relay = access_relay(self, einsora_json_member_int(proxy, "port", 0), error);
+    if (relay == NULL)
+        return NULL;
+    local = einsora_access_relay_local_url(relay, url);
+    if (local == NULL)
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            _("The daemon’s link isn’t a URL."));
+    return local;
+}
+
 static void
 on_browser_launched(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -753,12 +869,15 @@ on_access_link(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) answer =
         einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
-    const char *url = answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
-                          ? einsora_json_member_string(json_node_get_object(answer), "url")
-                          : NULL;
+    JsonObject *object =
+        answer != NULL && JSON_NODE_HOLDS_OBJECT(answer) ? json_node_get_object(answer) : NULL;
+    const char *link = einsora_json_member_string(object, "url");
+    g_autofree gchar *url = NULL;
     EinsoraWorkloadItem *item = einsora_workload_list_lookup(self->workloads, opening->workload_id);
     gboolean handled = FALSE;
 
+    if (link != NULL)
+        url = reachable_url(self, object, link, &error);
     if (url == NULL) {
         if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
             toast(self, error != NULL ? error->message : _("The daemon gave no link to open."));
@@ -848,11 +967,13 @@ on_endpoint_granted(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(GError) error = NULL;
     g_autoptr(JsonNode) answer =
         einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
-    const char *base_url =
-        answer != NULL && JSON_NODE_HOLDS_OBJECT(answer)
-            ? einsora_json_member_string(json_node_get_object(answer), "base_url")
-            : NULL;
+    JsonObject *object =
+        answer != NULL && JSON_NODE_HOLDS_OBJECT(answer) ? json_node_get_object(answer) : NULL;
+    const char *granted = einsora_json_member_string(object, "base_url");
+    g_autofree gchar *base_url = NULL;
 
+    if (granted != NULL)
+        base_url = reachable_url(granting->self, object, granted, &error);
     if (base_url != NULL)
         granting->then(granting->self, granting->workload_id, base_url);
     else if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
@@ -1131,6 +1252,7 @@ einsora_application_shutdown(GApplication *application)
     stop_following_logs(self);
     if (self->cancellable != NULL)
         g_cancellable_cancel(self->cancellable);
+    close_relay(self);
     g_clear_object(&self->tray);
     G_APPLICATION_CLASS(einsora_application_parent_class)->shutdown(application);
 }
@@ -1147,6 +1269,7 @@ einsora_application_dispose(GObject *object)
     g_clear_object(&self->cancellable);
     g_clear_object(&self->connection);
     g_clear_pointer(&self->refused_fingerprint, g_free);
+    close_relay(self);
     g_clear_object(&self->client);
     g_clear_object(&self->workloads);
     g_clear_object(&self->settings);

@@ -20,6 +20,24 @@ einsora_json_member_int(JsonObject *object, const char *name, gint64 fallback)
     return json_node_get_int(node);
 }
 
+gboolean
+einsora_json_member_boolean(JsonObject *object, const char *name, gboolean fallback)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    if (node == NULL || json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+        return fallback;
+    return json_node_get_boolean(node);
+}
+
+JsonObject *
+einsora_json_member_object(JsonObject *object, const char *name)
+{
+    JsonNode *node = object != NULL ? json_object_get_member(object, name) : NULL;
+
+    return node != NULL && JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+}
+
 JsonArray *
 einsora_json_member_array(JsonObject *object, const char *name)
 {

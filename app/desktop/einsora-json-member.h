@@ -11,6 +11,10 @@ G_BEGIN_DECLS
 const char *einsora_json_member_string(JsonObject *object, const char *name);
 /* An integer member, else @fallback. */
 gint64 einsora_json_member_int(JsonObject *object, const char *name, gint64 fallback);
+/* A boolean member, else @fallback. */
+gboolean einsora_json_member_boolean(JsonObject *object, const char *name, gboolean fallback);
+/* (nullable) An object member. */
+JsonObject *einsora_json_member_object(JsonObject *object, const char *name);
 /* (nullable) An array member. */
 JsonArray *einsora_json_member_array(JsonObject *object, const char *name);
 /* (nullable) Element @index of @array if it is an object. */

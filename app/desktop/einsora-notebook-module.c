@@ -9,6 +9,7 @@ typedef GType (*GetTypeFunc)(void);
 typedef GtkWindow *(*NewWindowFunc)(GtkApplication *application, const char *workload_id,
                                     const char *title, const char *url);
 typedef const char *(*GetWorkloadIdFunc)(GtkWindow *window);
+typedef void (*ToastFunc)(GtkWindow *window, const char *text);
 
 /* The process's one copy: a GType can't be unregistered, so the library
  * stays once it is in. */
@@ -17,6 +18,7 @@ static struct {
     GType window_type;
     NewWindowFunc new_window;
     GetWorkloadIdFunc get_workload_id;
+    ToastFunc toast;
 } notebook;
 
 static gboolean
@@ -59,6 +61,7 @@ einsora_notebook_module_load(GError **error)
     GetTypeFunc get_type = NULL;
     gpointer new_window = NULL;
     gpointer get_workload_id = NULL;
+    gpointer toast = NULL;
 
     if (notebook.module != NULL)
         return TRUE;
@@ -73,7 +76,8 @@ einsora_notebook_module_load(GError **error)
     }
     if (!find_symbol(module, "einsora_notebook_window_get_type", (gpointer *)&get_type, error) ||
         !find_symbol(module, "einsora_notebook_window_new", &new_window, error) ||
-        !find_symbol(module, "einsora_notebook_window_get_workload_id", &get_workload_id, error)) {
+        !find_symbol(module, "einsora_notebook_window_get_workload_id", &get_workload_id, error) ||
+        !find_symbol(module, "einsora_notebook_window_toast", &toast, error)) {
         g_prefix_error(error, "%s", _("Notebook windows can't open: "));
         g_module_close(module);
         return FALSE;
@@ -83,6 +87,7 @@ einsora_notebook_module_load(GError **error)
     notebook.window_type = get_type();
     notebook.new_window = (NewWindowFunc)new_window;
     notebook.get_workload_id = (GetWorkloadIdFunc)get_workload_id;
+    notebook.toast = (ToastFunc)toast;
     g_debug("loaded %s", path);
     return TRUE;
 }
@@ -108,4 +113,11 @@ einsora_notebook_module_get_workload_id(GtkWindow *window)
     if (notebook.module == NULL || !G_TYPE_CHECK_INSTANCE_TYPE(window, notebook.window_type))
         return NULL;
     return notebook.get_workload_id(window);
+}
+
+void
+einsora_notebook_module_toast(GtkWindow *window, const char *text)
+{
+    if (notebook.module != NULL && G_TYPE_CHECK_INSTANCE_TYPE(window, notebook.window_type))
+        notebook.toast(window, text);
 }

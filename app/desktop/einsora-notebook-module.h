@@ -19,5 +19,8 @@ GtkWindow *einsora_notebook_module_new_window(GtkApplication *application, const
 /* The workload a notebook window shows; NULL for any other window (and
  * for every window while the library isn't loaded: there are none). */
 const char *einsora_notebook_module_get_workload_id(GtkWindow *window);
+/* einsora_notebook_window_toast() on a notebook window; nothing on any
+ * other window. */
+void einsora_notebook_module_toast(GtkWindow *window, const char *text);
 
 G_END_DECLS
