@@ -769,6 +769,45 @@ test_sign_in(void)
     g_assert_nonnull(signed_in);
 }
 
+/* /metrics is answered outside the routes' table, and still keeps the
+ * gate of a reset password: the owner signed in with a temporary one
+ * sees no metrics until it is changed. */
+static void
+test_metrics_after_reset(void)
+{
+    g_autofree gchar *owner_id = NULL;
+    g_autofree gchar *temporary = NULL;
+    g_autofree gchar *cookie = NULL;
+
+    {
+        g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", daemon_->owner_token, NULL);
+        owner_id = g_strdup(einsora_test_response_string(me, "user_id"));
+    }
+    {
+        g_autofree gchar *path = g_strdup_printf("/v1/admin/accounts/%s/reset-password", owner_id);
+        g_autoptr(EinsoraTestResponse) reset = call("POST", path, daemon_->owner_token, NULL);
+        g_assert_cmpuint(reset->status, ==, 200);
+        temporary = g_strdup(einsora_test_response_string(reset, "password"));
+        g_ptr_array_add(secrets, g_strdup(temporary));
+    }
+    {
+        g_autofree gchar *body =
+            g_strdup_printf("{\"email\":\"owner@localhost\",\"password\":\"%s\"}", temporary);
+        g_autoptr(EinsoraTestResponse) login = call("POST", "/v1/login", NULL, body);
+        const char *set_cookie = soup_message_headers_get_one(login->headers, "Set-Cookie");
+        g_assert_cmpuint(login->status, ==, 200);
+        g_assert_nonnull(set_cookie);
+        cookie = g_strndup(set_cookie, strcspn(set_cookie, ";"));
+    }
+    {
+        const char *headers[] = {"Cookie", cookie, NULL};
+        g_autoptr(EinsoraTestResponse) metrics =
+            einsora_test_request(daemon_, "GET", "/metrics", NULL, NULL, NULL, headers);
+        g_assert_cmpuint(metrics->status, ==, 403);
+        g_assert_cmpstr(einsora_test_response_error_code(metrics), ==, "password_change_required");
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -783,6 +822,7 @@ main(int argc, char **argv)
     g_test_add_func("/admin/daemon-command", test_daemon_command);
     g_test_add_func("/admin/fallback-create", test_fallback_create);
     g_test_add_func("/admin/sign-in", test_sign_in);
+    g_test_add_func("/admin/metrics-after-reset", test_metrics_after_reset);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);
     einsora_test_daemon_free(daemon_);

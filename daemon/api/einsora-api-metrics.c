@@ -49,6 +49,15 @@ einsora_api_metrics_get(EinsoraApiServer *server, EinsoraApiRequest *request)
             einsora_api_request_respond_error(request, error);
             return;
         }
+        /* Outside the routes' table, so the gate of a reset password is
+         * applied here too. */
+        if (actor->password_must_change) {
+            einsora_actor_free(actor);
+            einsora_api_request_respond_problem(
+                request, SOUP_STATUS_FORBIDDEN, "password_change_required",
+                "your password was reset: change it first (POST /v1/me/password)");
+            return;
+        }
         einsora_api_request_set_actor(request, actor);
     }
     text = einsora_service_render_metrics(einsora_api_server_get_service(server),
