@@ -27,9 +27,12 @@ static const TableColumns schema_columns[] = {
      (const char *const[]){"id", "tenant_id", "user_id", "session_sha256", "csrf_sha256",
                            "created_at", "expires_at", "revoked_at", NULL}},
     {"quotas", (const char *const[]){"tenant_id", "gpu_class", "gpus", "updated_at", NULL}},
-    {"machines",
-     (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus", "memory_mib",
-                           "sharing", "inventory", "last_seen_at", "created_at", NULL}},
+    {"machines", (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus",
+                                       "memory_mib", "sharing", "inventory", "last_seen_at",
+                                       "created_at", "cert_fingerprint", "cert_expires_at", NULL}},
+    {"machine_enrolments",
+     (const char *const[]){"id", "tenant_id", "token_sha256", "name", "region", "created_by",
+                           "created_at", "expires_at", "used_at", "machine_id", NULL}},
     {"workloads", (const char *const[]){"id",
                                         "tenant_id",
                                         "kind",
@@ -82,6 +85,8 @@ static const char *const schema_indexes[] = {
     "sessions_expires_at",
     "machines_tenant_id",
     "machines_region",
+    "machines_cert_fingerprint",
+    "machine_enrolments_tenant_id",
     "workloads_tenant_id_id",
     "workloads_tenant_id_created_at_id",
     "workloads_tenant_id_gpu_class_state",
@@ -2520,6 +2525,139 @@ assert_access_ticket_equal(const EinsoraAccessTicket *a, const EinsoraAccessTick
     g_assert_cmpstr(a->expires_at, ==, b->expires_at);
 }
 
+/* Machine enrolments (docs/adr/0055). */
+
+static EinsoraEnrolment *
+enrolment_new_for(Fixture *f, const char *tenant_id, const char *secret, gint64 ttl_us)
+{
+    EinsoraEnrolment *enrolment = einsora_enrolment_new();
+
+    enrolment->id = new_id(f);
+    enrolment->tenant_id = g_strdup(tenant_id);
+    enrolment->hash = sha256_of(secret);
+    enrolment->name = g_strdup("lab-2");
+    enrolment->region = g_strdup("home");
+    enrolment->created_by = g_strdup("ann@acme.example");
+    enrolment->created_at = tick(f);
+    enrolment->expires_at = einsora_timestamp_format(f->now_us + ttl_us);
+    return enrolment;
+}
+
+typedef struct {
+    Fixture *f;
+    const char *hash;
+    const char *now;
+    const char *machine_id;
+    gboolean make_machine;
+    EinsoraEnrolment *taken;
+} EnrolTx;
+
+/* What the server does with a token: take it, then make the machine it
+ * names with the owner and region it fixed. */
+static gboolean
+enrol_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    EnrolTx *tx = user_data;
+    g_autoptr(EinsoraMachine) machine = NULL;
+
+    tx->taken = einsora_store_take_enrolment(store, tx->hash, tx->now, tx->machine_id, error);
+    if (tx->taken == NULL || !tx->make_machine)
+        return tx->taken != NULL;
+    machine = machine_new_for(tx->f, tx->taken->tenant_id, tx->taken->name);
+    replace_string(&machine->id, g_strdup(tx->machine_id));
+    replace_string(&machine->region, g_strdup(tx->taken->region));
+    machine->cert_fingerprint = g_strconcat("SHA256:", tx->hash, NULL);
+    machine->cert_expires_at = g_strdup(tx->taken->expires_at);
+    return einsora_store_insert_machine(store, machine, error);
+}
+
+static void
+test_enrolment_take_once(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraEnrolment) enrolment =
+        enrolment_new_for(f, acme->id, "enr_first", G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC);
+    g_autofree gchar *now = NULL;
+    g_autofree gchar *machine_id = NULL;
+    g_autoptr(EinsoraMachine) machine = NULL;
+    EnrolTx tx = {f};
+
+    g_assert_true(einsora_store_insert_enrolment(f->store, enrolment, &error));
+    g_assert_no_error(error);
+    now = tick(f);
+    machine_id = new_id(f);
+    tx = (EnrolTx){f, enrolment->hash, now, machine_id, TRUE, NULL};
+    g_assert_true(einsora_store_in_transaction(f->store, enrol_tx, &tx, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(tx.taken->id, ==, enrolment->id);
+    g_assert_cmpstr(tx.taken->tenant_id, ==, acme->id);
+    g_assert_cmpstr(tx.taken->used_at, ==, now);
+    g_assert_cmpstr(tx.taken->machine_id, ==, machine_id);
+    g_clear_pointer(&tx.taken, einsora_enrolment_free);
+    machine = einsora_store_get_machine(f->store, acme->id, machine_id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(machine->name, ==, "lab-2");
+    g_assert_true(g_str_has_prefix(machine->cert_fingerprint, "SHA256:"));
+    g_assert_cmpstr(machine->cert_expires_at, ==, enrolment->expires_at);
+    /* Once: a second take of the same token finds nothing. */
+    {
+        g_autofree gchar *again = new_id(f);
+        g_autoptr(EinsoraEnrolment) taken =
+            einsora_store_take_enrolment(f->store, enrolment->hash, now, again, &error);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_null(taken);
+    }
+}
+
+/* Unknown, expired (exactly at expiry too): NOT_FOUND. A take whose
+ * machine was never made is refused at commit and leaves the token
+ * unused. A hash stored twice is a conflict; another tenant's is
+ * refused. */
+static void
+test_enrolment_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraEnrolment) live =
+        enrolment_new_for(f, acme->id, "enr_live", G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC);
+    g_autoptr(EinsoraEnrolment) brief = enrolment_new_for(f, acme->id, "enr_brief", 0);
+    g_autoptr(EinsoraEnrolment) orphan = enrolment_new_for(f, "no-such-tenant", "enr_orphan", 60);
+    g_autofree gchar *unknown = sha256_of("enr_unknown");
+    g_autofree gchar *now = NULL;
+    g_autofree gchar *machine_id = new_id(f);
+    EnrolTx tx;
+
+    g_assert_true(einsora_store_insert_enrolment(f->store, live, &error));
+    g_assert_true(einsora_store_insert_enrolment(f->store, brief, &error));
+    g_assert_no_error(error);
+    g_assert_false(einsora_store_insert_enrolment(f->store, live, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    g_assert_false(einsora_store_insert_enrolment(f->store, orphan, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+
+    now = g_strdup(brief->expires_at);
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(EinsoraEnrolment) taken = einsora_store_take_enrolment(
+            f->store, i == 0 ? unknown : brief->hash, now, machine_id, &error);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_null(taken);
+        g_clear_error(&error);
+    }
+
+    tx = (EnrolTx){f, live->hash, now, machine_id, FALSE, NULL};
+    g_assert_false(einsora_store_in_transaction(f->store, enrol_tx, &tx, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    g_clear_pointer(&tx.taken, einsora_enrolment_free);
+    tx = (EnrolTx){f, live->hash, now, machine_id, TRUE, NULL};
+    g_assert_true(einsora_store_in_transaction(f->store, enrol_tx, &tx, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&tx.taken, einsora_enrolment_free);
+}
+
 static void
 insert_access_ticket(Fixture *f, const EinsoraAccessTicket *ticket)
 {
@@ -3571,6 +3709,8 @@ static const struct {
     {"idempotency/duplicate-conflicts-until-expired", test_idempotency_duplicate},
     {"idempotency/unknown-tenant-not-found", test_idempotency_unknown_tenant},
     {"idempotency/delete-expired", test_idempotency_delete_expired},
+    {"enrolment/take-once-makes-machine", test_enrolment_take_once},
+    {"enrolment/unknown-expired-orphaned-refused", test_enrolment_refused},
     {"access-ticket/take-once", test_access_ticket_take_once},
     {"access-ticket/expired-not-found-and-deleted", test_access_ticket_expired},
     {"access-ticket/take-deletes-expired", test_access_ticket_housekeeping},

@@ -25,6 +25,8 @@ einsora_machine_copy(const EinsoraMachine *machine)
     copy->inventory = g_strdup(machine->inventory);
     copy->last_seen_at = g_strdup(machine->last_seen_at);
     copy->created_at = g_strdup(machine->created_at);
+    copy->cert_fingerprint = g_strdup(machine->cert_fingerprint);
+    copy->cert_expires_at = g_strdup(machine->cert_expires_at);
     return copy;
 }
 
@@ -41,6 +43,8 @@ einsora_machine_free(EinsoraMachine *machine)
     g_free(machine->inventory);
     g_free(machine->last_seen_at);
     g_free(machine->created_at);
+    g_free(machine->cert_fingerprint);
+    g_free(machine->cert_expires_at);
     g_free(machine);
 }
 

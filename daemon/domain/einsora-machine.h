@@ -28,6 +28,10 @@ typedef struct {
     gchar *inventory;    /* JSON as its agent last reported it; NULL until then */
     gchar *last_seen_at; /* NULL until its agent first syncs */
     gchar *created_at;
+    /* A machine that enrolled over the network (docs/adr/0055): its
+     * agent's client certificate; NULL for the machine in this process. */
+    gchar *cert_fingerprint; /* "SHA256:" and hex */
+    gchar *cert_expires_at;
 } EinsoraMachine;
 
 /* The seeds' two windows, two facts: a machine is shown online to its

@@ -8,7 +8,7 @@
 /* The columns machine_from_row reads, in its order. */
 #define MACHINE_COLUMNS                                                                            \
     "id, tenant_id, name, region, os, cpus, memory_mib, sharing, last_seen_at, created_at, "       \
-    "inventory"
+    "inventory, cert_fingerprint, cert_expires_at"
 
 static EinsoraMachine *
 machine_from_row(sqlite3_stmt *stmt, GError **error)
@@ -30,6 +30,8 @@ machine_from_row(sqlite3_stmt *stmt, GError **error)
     machine->last_seen_at = column_strdup(stmt, 8);
     machine->created_at = column_strdup(stmt, 9);
     machine->inventory = column_strdup(stmt, 10);
+    machine->cert_fingerprint = column_strdup(stmt, 11);
+    machine->cert_expires_at = column_strdup(stmt, 12);
     return g_steal_pointer(&machine);
 }
 
@@ -38,11 +40,12 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
                                     GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    g_autoptr(sqlite3_stmt) stmt =
-        einsora_sqlite_store_prepare_write(self,
-                                           "INSERT INTO machines (" MACHINE_COLUMNS ") "
-                                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                                           error);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "INSERT INTO machines (" MACHINE_COLUMNS ") "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+        "?13)",
+        error);
 
     if (stmt == NULL)
         return FALSE;
@@ -57,6 +60,8 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
     bind_text(stmt, 8, einsora_sharing_to_string(machine->sharing));
     bind_text(stmt, 9, machine->last_seen_at);
     bind_text(stmt, 10, machine->created_at);
+    bind_text(stmt, 12, machine->cert_fingerprint);
+    bind_text(stmt, 13, machine->cert_expires_at);
     return einsora_sqlite_store_step_write(self, stmt, "a machine with this ID already exists",
                                            "no such tenant", error);
 }

@@ -246,6 +246,13 @@ EinsoraAccessTicket *einsora_sqlite_store_take_access_ticket(EinsoraStore *store
                                                              const char *ticket_sha256,
                                                              const char *now, GError **error);
 
+/* einsora-sqlite-store-enrolments.c: machine enrolments. */
+gboolean einsora_sqlite_store_insert_enrolment(EinsoraStore *store,
+                                               const EinsoraEnrolment *enrolment, GError **error);
+EinsoraEnrolment *einsora_sqlite_store_take_enrolment(EinsoraStore *store, const char *token_sha256,
+                                                      const char *now, const char *machine_id,
+                                                      GError **error);
+
 /* einsora-sqlite-store-usage.c: usage records and the metering cursor. */
 gboolean einsora_sqlite_store_replace_usage_records(EinsoraStore *store, const char *tenant_id,
                                                     const char *workload_id, GPtrArray *records,

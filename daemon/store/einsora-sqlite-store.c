@@ -462,6 +462,8 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
         einsora_sqlite_store_delete_expired_idempotency_records;
     iface->insert_access_ticket = einsora_sqlite_store_insert_access_ticket;
     iface->take_access_ticket = einsora_sqlite_store_take_access_ticket;
+    iface->insert_enrolment = einsora_sqlite_store_insert_enrolment;
+    iface->take_enrolment = einsora_sqlite_store_take_enrolment;
     iface->list_workloads_with_events_after = einsora_sqlite_store_list_workloads_with_events_after;
     iface->list_workloads_in_state = einsora_sqlite_store_list_workloads_in_state;
     iface->replace_usage_records = einsora_sqlite_store_replace_usage_records;

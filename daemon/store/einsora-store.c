@@ -615,6 +615,27 @@ einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256, 
     return EINSORA_STORE_GET_IFACE(self)->take_access_ticket(self, ticket_sha256, now, error);
 }
 
+gboolean
+einsora_store_insert_enrolment(EinsoraStore *self, const EinsoraEnrolment *enrolment,
+                               GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(enrolment != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->insert_enrolment(self, enrolment, error);
+}
+
+EinsoraEnrolment *
+einsora_store_take_enrolment(EinsoraStore *self, const char *token_sha256, const char *now,
+                             const char *machine_id, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(token_sha256 != NULL && now != NULL && machine_id != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->take_enrolment(self, token_sha256, now, machine_id,
+                                                         error);
+}
+
 GPtrArray *
 einsora_store_list_workloads_with_events_after(EinsoraStore *self, gint64 after_seq, GError **error)
 {

@@ -20,6 +20,7 @@
 #include "einsora-machine.h"
 #include "einsora-session.h"
 #include "einsora-audit-event.h"
+#include "einsora-enrolment.h"
 #include "einsora-tenant.h"
 #include "einsora-usage-record.h"
 #include "einsora-user.h"
@@ -229,6 +230,19 @@ struct _EinsoraStoreInterface {
     EinsoraAccessTicket *(*take_access_ticket)(EinsoraStore *self, const char *ticket_sha256,
                                                const char *now, GError **error);
 
+    /* Machine enrolments (docs/adr/0055), stored by the SHA-256 of their
+     * secret. One for another tenant is NOT_FOUND; a hash already stored
+     * is CONFLICT. */
+    gboolean (*insert_enrolment)(EinsoraStore *self, const EinsoraEnrolment *enrolment,
+                                 GError **error);
+    /* Global: the agent knows only the token. Marks the enrolment used at
+     * @now by @machine_id and returns it, if it is unused and expires
+     * after @now; an unknown, used or expired one is NOT_FOUND. The
+     * machine named need not exist yet: make it in the same transaction
+     * (the reference is checked at commit). */
+    EinsoraEnrolment *(*take_enrolment)(EinsoraStore *self, const char *token_sha256,
+                                        const char *now, const char *machine_id, GError **error);
+
     /* Usage accounting (docs/adr/0042). Not tenant-scoped, for the
      * metering step: every workload, deleted ones included, that has an
      * event whose seq is above @after_seq; and every workload in @state,
@@ -399,6 +413,12 @@ gboolean einsora_store_insert_access_ticket(EinsoraStore *self, const EinsoraAcc
                                             GError **error);
 EinsoraAccessTicket *einsora_store_take_access_ticket(EinsoraStore *self, const char *ticket_sha256,
                                                       const char *now, GError **error);
+
+gboolean einsora_store_insert_enrolment(EinsoraStore *self, const EinsoraEnrolment *enrolment,
+                                        GError **error);
+EinsoraEnrolment *einsora_store_take_enrolment(EinsoraStore *self, const char *token_sha256,
+                                               const char *now, const char *machine_id,
+                                               GError **error);
 
 GPtrArray *einsora_store_list_workloads_with_events_after(EinsoraStore *self, gint64 after_seq,
                                                           GError **error);
