@@ -881,6 +881,9 @@ einsora_client_sign_in(EinsoraClient *self, const char *email, const char *passw
         json_builder_add_string_value(change, new_password);
         json_builder_end_object(change);
         changed = session_call(self, "POST", "/v1/me/password", change, &session, NULL, error);
+        /* A refused change leaves the session open: end it. */
+        if (changed == NULL)
+            (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
         sign_in_session_clear(&session);
         /* The change ended every session: sign in again with the new one. */
         if (changed == NULL ||
