@@ -18,6 +18,7 @@
 #include "einsora-auth.h"
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
+#include "einsora-agent-join.h"
 #include "einsora-daemon-tls.h"
 #include "einsora-meter.h"
 #include "einsora-docker-driver.h"
@@ -1033,6 +1034,32 @@ read_password(GError **error)
 
 /* `einsora-daemon account create`: an operator adds a tenant and its first
  * user, and gets an API token for it on standard output, once. */
+/* einsora-daemon agent --join: enrolment (docs/adr/0055). Syncing with
+ * the server over mutual TLS is the next step of issue 20: until then
+ * `agent` without --join says so rather than pretend. */
+static int
+run_agent(const EinsoraDaemonSettings *settings, const char *server, const char *token,
+          const char *fingerprint)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *machine_id = NULL;
+
+    if (server == NULL) {
+        g_printerr("einsora-daemon agent: give --join URL --token ENR --fingerprint SHA256 to "
+                   "enrol this machine; this version enrols but doesn't yet sync with the server "
+                   "over the network\n");
+        return 2;
+    }
+    machine_id = einsora_agent_join(settings->agent_state_dir, server, token, fingerprint, &error);
+    if (machine_id == NULL) {
+        g_printerr("einsora-daemon agent --join: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    g_print("enrolled with %s as machine %s; its key and certificate are in %s/%s\n", server,
+            machine_id, settings->agent_state_dir, EINSORA_AGENT_JOIN_DIR);
+    return EXIT_SUCCESS;
+}
+
 static int
 run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, const char *email,
                    gboolean password_stdin, gboolean join, gboolean admin)
@@ -1204,8 +1231,15 @@ run_daemon(const EinsoraDaemonSettings *settings)
     einsora_api_server_set_access_tls(api, access_tls);
     einsora_api_server_set_metrics_open_to_loopback(
         api, g_str_equal(settings->metrics_open, "loopback"));
-    if (api_tls)
+    if (api_tls) {
+        g_autofree gchar *own = einsora_daemon_tls_identity_path(settings->data_dir);
+        g_autofree gchar *own_dir = g_path_get_dirname(own);
+
         einsora_api_server_set_tls_certificate(api, einsora_daemon_tls_get_certificate(tls));
+        /* Agents' certificates are signed by the daemon's own CA, whoever
+         * signed the API's (docs/adr/0055). */
+        einsora_api_server_set_agent_ca_dir(api, own_dir);
+    }
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);
         return EXIT_FAILURE;
@@ -1267,6 +1301,9 @@ main(int argc, char **argv)
     gboolean password_stdin = FALSE;
     gboolean join = FALSE;
     gboolean admin = FALSE;
+    g_autofree gchar *join_server = NULL;
+    g_autofree gchar *join_token = NULL;
+    g_autofree gchar *join_fingerprint = NULL;
     const GOptionEntry entries[] = {
         {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.data_dir,
          "Where the database and the token file live (EINSORA_DATA_DIR)", "DIR"},
@@ -1349,17 +1386,51 @@ main(int argc, char **argv)
          NULL},
         {"admin", 0, 0, G_OPTION_ARG_NONE, &admin,
          "account create: the account is a Lab admin (manages accounts and quotas)", NULL},
+
         {NULL},
     };
 
     setlocale(LC_ALL, "");
-    context = g_option_context_new("[migrate | info | account create]");
+    context = g_option_context_new("[migrate | info | account create | agent --join URL]");
     g_option_context_set_summary(
         context, "Runs Einsora: the /v1 API over the store, the catalog and the service.\n"
                  "\"migrate\" applies the database migrations and exits; \"info\" prints the "
                  "setup, with the TLS certificate's fingerprint; \"account create\" adds a "
-                 "tenant and its first user and prints an API token for it.");
+                 "tenant and its first user and prints an API token for it; \"agent --join\" "
+                 "enrols this machine as an agent of a Lab server.");
     g_option_context_add_main_entries(context, entries, NULL);
+    /* `agent --join URL` and `account create --join` share a name: the
+     * agent's options are a group of their own, taken when the command is
+     * agent (docs/adr/0055). */
+    for (int i = 1; i < argc; i++) {
+        if (g_strcmp0(argv[i], "agent") == 0) {
+            const GOptionEntry agent_entries[] = {
+                {"join", 0, 0, G_OPTION_ARG_STRING, &join_server,
+                 "Enrol this machine with the Lab server at this URL (einsora machines add "
+                 "prints the whole command)",
+                 "https://SERVER"},
+                {"token", 0, 0, G_OPTION_ARG_STRING, &join_token, "The enrolment token", "enr_…"},
+                {"fingerprint", 0, 0, G_OPTION_ARG_STRING, &join_fingerprint,
+                 "The server certificate's fingerprint: nothing is sent to another", "SHA256:…"},
+                {NULL},
+            };
+            GOptionGroup *group = g_option_group_new("agent", "agent --join: enrol this machine",
+                                                     "agent options", NULL, NULL);
+
+            g_option_group_add_entries(group, agent_entries);
+            /* The group's entries win over the main ones of the same name. */
+            g_option_context_free(g_steal_pointer(&context));
+            context = g_option_context_new("agent --join URL --token ENR --fingerprint SHA256");
+            g_option_context_set_main_group(context, group);
+            {
+                GOptionGroup *main_group = g_option_group_new("daemon", "The daemon's settings",
+                                                              "daemon options", NULL, NULL);
+                g_option_group_add_entries(main_group, entries);
+                g_option_context_add_group(context, main_group);
+            }
+            break;
+        }
+    }
     if (!g_option_context_parse(context, &argc, &argv, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return 2;
@@ -1380,9 +1451,11 @@ main(int argc, char **argv)
         return run_info(&settings);
     if (argc == 3 && g_strcmp0(argv[1], "account") == 0 && g_strcmp0(argv[2], "create") == 0)
         return run_account_create(&settings, tenant, email, password_stdin, join, admin);
+    if (argc == 2 && g_strcmp0(argv[1], "agent") == 0)
+        return run_agent(&settings, join_server, join_token, join_fingerprint);
     if (argc > 1) {
-        g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate, info and "
-                   "account create\n",
+        g_printerr("einsora-daemon: unknown command \"%s\"; the commands are migrate, info, "
+                   "account create and agent\n",
                    argv[1]);
         return 2;
     }

@@ -183,6 +183,8 @@ test_body_routes_fuzzed(void)
                                          "PUT /v1/admin/tenants/{id}/quotas/{class}",
                                          "POST /v1/me/password",
                                          "PUT /v1/machines/{id}/sharing",
+                                         "POST /v1/machines/enrolments",
+                                         "POST /agent/v1/enroll",
                                          NULL};
 
     for (guint i = 0; i < n_routes; i++) {
@@ -200,6 +202,8 @@ test_body_routes_fuzzed(void)
     g_assert_nonnull(einsora_api_admin_quota_set_fields[0].name);
     g_assert_nonnull(einsora_api_password_change_fields[0].name);
     g_assert_nonnull(einsora_api_machines_sharing_fields[0].name);
+    g_assert_nonnull(einsora_api_enrolments_create_fields[0].name);
+    g_assert_nonnull(einsora_api_agent_enroll_fields[0].name);
 }
 
 /* Found by tests/fuzz/fuzz-api-body: json-glib 1.6 leaks all but the last

@@ -1,4 +1,5 @@
-/* einsora machines: the caller's own machines. */
+/* einsora machines [list | add]: the caller's own machines, and a
+ * one-time command that enrols another (docs/adr/0055). */
 #define G_LOG_DOMAIN "einsora-cli"
 
 #include "einsora-cli.h"
@@ -7,9 +8,9 @@
 
 #include "einsora-table.h"
 
-gboolean
-einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
-                     GError **error)
+static gboolean
+machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+              GError **error)
 {
     EinsoraClient *client;
     g_autoptr(GBytes) raw = NULL;
@@ -79,6 +80,92 @@ einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc
 
 /* einsora share MACHINE private|community: who may run on one of your
  * machines (docs/adr/0050). MACHINE is an ID or the start of one. */
+/* The token is printed once, inside the command to run on the other
+ * machine; the server keeps its SHA-256 only. */
+static gboolean
+machines_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+             GError **error)
+{
+    g_autofree gchar *name = NULL;
+    g_autofree gchar *region = NULL;
+    const GOptionEntry entries[] = {
+        {"name", 0, 0, G_OPTION_ARG_STRING, &name,
+         N_("The machine's name (default: made from its ID)"), N_("NAME")},
+        {"region", 0, 0, G_OPTION_ARG_STRING, &region, N_("Its region (default: the server's)"),
+         N_("REGION")},
+        {NULL},
+    };
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+    g_autoptr(JsonNode) body = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autofree gchar *text = NULL;
+    g_autofree gchar *until = NULL;
+    EinsoraClient *client;
+    JsonObject *answer;
+    JsonObject *enrolment;
+
+    if (!einsora_cli_parse(cli, command, entries,
+                           _("Prints the one command that enrols another machine as an agent of "
+                             "this server: run it there within the hour. It works once."),
+                           FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 0, error))
+        return FALSE;
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL)
+        return FALSE;
+    json_builder_begin_object(builder);
+    if (name != NULL) {
+        json_builder_set_member_name(builder, "name");
+        json_builder_add_string_value(builder, name);
+    }
+    if (region != NULL) {
+        json_builder_set_member_name(builder, "region");
+        json_builder_add_string_value(builder, region);
+    }
+    json_builder_end_object(builder);
+    body = json_builder_get_root(builder);
+    root =
+        einsora_client_request(client, "POST", "/v1/machines/enrolments", body, NULL, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    answer = json_node_get_object(root);
+    enrolment = json_object_get_object_member(answer, "enrolment");
+    if (enrolment == NULL) {
+        g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
+                            _("the server's answer has no enrolment"));
+        return FALSE;
+    }
+    until = einsora_cli_format_time(einsora_cli_get_string(enrolment, "expires_at"));
+    text = g_strdup_printf(_("On the other machine, run this once, before %s (it works only "
+                             "once, and only from there to this server):\n\n  %s\n"),
+                           until, einsora_cli_get_string(answer, "command"));
+    return einsora_cli_write_text(text, error);
+}
+
+static const EinsoraCliCommand machines_commands[] = {
+    {"list", NULL, N_("List your machines (the default)"), machines_list},
+    {"add", NULL, N_("Print the one command that enrols another machine (--name, --region)"),
+     machines_add},
+    {NULL},
+};
+
+gboolean
+einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                     GError **error)
+{
+    g_autofree gchar *parent = g_strdup(g_get_prgname());
+
+    /* Without a command: the list, as before there were commands. */
+    for (guint i = 0; machines_commands[i].name != NULL; i++) {
+        if (argc >= 2 && g_strcmp0(argv[1], machines_commands[i].name) == 0)
+            return einsora_cli_dispatch(cli, parent, machines_commands, argc - 1, argv + 1, error);
+    }
+    return machines_list(cli, command, argc, argv, error);
+}
+
 gboolean
 einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                   GError **error)

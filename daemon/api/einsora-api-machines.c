@@ -90,6 +90,19 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
     }
     json_builder_set_member_name(builder, "created_at");
     json_builder_add_string_value(builder, machine->created_at);
+    /* A machine that enrolled over the network: its agent's certificate
+     * (docs/adr/0055); null for the machine the daemon runs on. */
+    json_builder_set_member_name(builder, "certificate");
+    if (machine->cert_fingerprint != NULL) {
+        json_builder_begin_object(builder);
+        json_builder_set_member_name(builder, "fingerprint");
+        json_builder_add_string_value(builder, machine->cert_fingerprint);
+        json_builder_set_member_name(builder, "expires_at");
+        json_builder_add_string_value(builder, machine->cert_expires_at);
+        json_builder_end_object(builder);
+    } else {
+        json_builder_add_null_value(builder);
+    }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }

@@ -36,6 +36,10 @@ static const EinsoraApiRoute routes[] = {
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     {"PUT", "/v1/machines/{id}/sharing", AUTH, FALSE, TRUE, NULL, einsora_api_machines_set_sharing},
+    /* Its answer holds the token's secret: no Idempotency-Key replay. */
+    {"POST", "/v1/machines/enrolments", AUTH, FALSE, TRUE, NULL, einsora_api_enrolments_create},
+    /* The token is the credential (docs/adr/0055). */
+    {"POST", "/agent/v1/enroll", OPEN, FALSE, TRUE, NULL, einsora_api_agent_enroll},
     {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
     {"GET", "/v1/usage", AUTH, FALSE, FALSE, usage_query, einsora_api_usage_get},
     {"GET", "/v1/model-store", AUTH, FALSE, FALSE, NULL, einsora_api_models_list},

@@ -40,6 +40,8 @@ extern const EinsoraApiField einsora_api_admin_accounts_create_fields[];
 extern const EinsoraApiField einsora_api_admin_quota_set_fields[];
 extern const EinsoraApiField einsora_api_password_change_fields[];
 extern const EinsoraApiField einsora_api_machines_sharing_fields[];
+extern const EinsoraApiField einsora_api_enrolments_create_fields[];
+extern const EinsoraApiField einsora_api_agent_enroll_fields[];
 
 /* Handlers, by resource. */
 void einsora_api_health_live(EinsoraApiServer *server, EinsoraApiRequest *request);
@@ -62,6 +64,8 @@ void einsora_api_events_feed(EinsoraApiServer *server, EinsoraApiRequest *reques
 void einsora_api_machines_list(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_set_sharing(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_enrolments_create(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_agent_enroll(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_usage_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_list(EinsoraApiServer *server, EinsoraApiRequest *request);

@@ -7,6 +7,7 @@
 #include "einsora-api-routes.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
+#include "einsora-tls-identity.h"
 #include "einsora-uuid.h"
 
 #define SESSION_COOKIE "einsora_session"
@@ -34,6 +35,8 @@ struct _EinsoraApiServer {
     gpointer now_data;
     guint access_port;
     gboolean access_tls;
+    gchar *tls_fingerprint; /* the certificate it presents, NULL without TLS */
+    gchar *agent_ca_dir;    /* where the CA that signs agents' certificates is */
     gboolean metrics_open_to_loopback;
     EinsoraLoginThrottle *login_throttle;
     /* Listening, connections and request hygiene (docs/adr/0025). */
@@ -66,6 +69,8 @@ einsora_api_server_finalize(GObject *object)
     EinsoraApiServer *self = EINSORA_API_SERVER(object);
 
     g_clear_object(&self->login_throttle);
+    g_free(self->tls_fingerprint);
+    g_free(self->agent_ca_dir);
     G_OBJECT_CLASS(einsora_api_server_parent_class)->finalize(object);
 }
 
@@ -489,6 +494,31 @@ void
 einsora_api_server_set_tls_certificate(EinsoraApiServer *self, GTlsCertificate *certificate)
 {
     einsora_http_edge_set_tls_certificate(self->edge, certificate);
+    g_free(self->tls_fingerprint);
+    self->tls_fingerprint =
+        certificate != NULL ? einsora_tls_certificate_fingerprint(certificate) : NULL;
+}
+
+const char *
+einsora_api_server_get_tls_fingerprint(EinsoraApiServer *self)
+{
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), NULL);
+    return self->tls_fingerprint;
+}
+
+void
+einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    g_free(self->agent_ca_dir);
+    self->agent_ca_dir = g_strdup(dir);
+}
+
+const char *
+einsora_api_server_get_agent_ca_dir(EinsoraApiServer *self)
+{
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), NULL);
+    return self->agent_ca_dir;
 }
 
 gchar *

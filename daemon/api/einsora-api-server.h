@@ -23,6 +23,14 @@ gboolean einsora_api_server_listen(EinsoraApiServer *self, const char *address, 
 /* Connections from now on speak TLS with @certificate (NULL: plain
  * HTTP); call before listening, and again with a renewed one. */
 void einsora_api_server_set_tls_certificate(EinsoraApiServer *self, GTlsCertificate *certificate);
+/* The fingerprint of the certificate it presents (NULL: plain HTTP): the
+ * one an agent's join command pins. */
+const char *einsora_api_server_get_tls_fingerprint(EinsoraApiServer *self);
+/* The directory of the CA that signs agents' client certificates
+ * (docs/adr/0055): the daemon's own TLS identity, made when missing.
+ * NULL until set: then no machine can enrol. */
+void einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir);
+const char *einsora_api_server_get_agent_ca_dir(EinsoraApiServer *self);
 /* The URI it listens on, e.g. "http://127.0.0.1:8080/", "https://…" with TLS. */
 gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 

@@ -11,6 +11,7 @@
 #include "einsora-catalog.h"
 #include "einsora-idempotency-record.h"
 #include "einsora-machine-gpu.h"
+#include "einsora-enrolment.h"
 #include "einsora-machine.h"
 #include "einsora-metrics.h"
 #include "einsora-model-finder.h"
@@ -155,6 +156,21 @@ EinsoraWorkload *einsora_service_endpoint_access(EinsoraService *self, const Ein
  * still ready: the ticket says only who was allowed to open what. */
 EinsoraAccessTicket *einsora_service_take_access_ticket(EinsoraService *self,
                                                         const char *ticket_hash, GError **error);
+
+/* Machine enrolments (docs/adr/0055). A one-time token for a machine of
+ * @actor's tenant in @region (NULL: the catalog's default), named @name
+ * (NULL: from its ID), valid EINSORA_ENROLMENT_LIFETIME_US; the service
+ * stores @token_hash, the secret's SHA-256, only. */
+EinsoraEnrolment *einsora_service_create_enrolment(EinsoraService *self, const EinsoraActor *actor,
+                                                   const char *name, const char *region,
+                                                   const char *token_hash, GError **error);
+/* Takes the enrolment whose token hashes to @token_hash and makes machine
+ * @machine_id with its owner and region and the agent's certificate
+ * (@fingerprint, @cert_expires_at), in one transaction. An unknown, used
+ * or expired token is UNAUTHENTICATED and changes nothing. */
+EinsoraEnrolment *einsora_service_enrol_machine(EinsoraService *self, const char *token_hash,
+                                                const char *machine_id, const char *fingerprint,
+                                                const char *cert_expires_at, GError **error);
 
 /* Machines are read-only here: they register through their agent. */
 GPtrArray *einsora_service_list_machines(EinsoraService *self, const char *tenant_id,

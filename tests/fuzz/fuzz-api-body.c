@@ -53,6 +53,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(text, size, einsora_api_admin_quota_set_fields);
     check(text, size, einsora_api_password_change_fields);
     check(text, size, einsora_api_machines_sharing_fields);
+    check(text, size, einsora_api_enrolments_create_fields);
+    check(text, size, einsora_api_agent_enroll_fields);
     check(text, size, every_type);
     return 0;
 }
