@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "einsora-access-relay.h"
 #include "einsora-pinned-database.h"
@@ -264,6 +265,8 @@ exchange_run(gpointer data)
         g_string_append_len(answer, buffer, got);
     exchange->answer = g_string_free(g_steal_pointer(&answer), FALSE);
     g_atomic_int_set(&exchange->done, TRUE);
+    /* The test's loop may be waiting with nothing else to wake it. */
+    g_main_context_wakeup(NULL);
     return NULL;
 }
 
@@ -459,6 +462,32 @@ test_pins_file(void)
     g_assert_cmpstr(einsora_server_pins_lookup(again, "https://LAB.example"), ==, pin);
     g_assert_null(einsora_server_pins_lookup(again, "https://lab.example:8443"));
 
+    /* Two clients that loaded the file before either saved: both pins
+     * stay, neither writes back an older copy. */
+    {
+        g_autoptr(EinsoraServerPins) first = einsora_server_pins_load(path, &error);
+        g_autoptr(EinsoraServerPins) second = einsora_server_pins_load(path, &error);
+        g_autoptr(EinsoraServerPins) both = NULL;
+        g_assert_no_error(error);
+        g_assert_true(einsora_server_pins_save(first, "https://one.example", pin, &error));
+        g_assert_true(einsora_server_pins_save(second, "https://two.example", pin, &error));
+        g_assert_no_error(error);
+        both = einsora_server_pins_load(path, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(einsora_server_pins_lookup(both, "https://one.example"), ==, pin);
+        g_assert_cmpstr(einsora_server_pins_lookup(both, "https://two.example"), ==, pin);
+        g_assert_cmpstr(einsora_server_pins_lookup(both, "https://lab.example"), ==, pin);
+    }
+    /* A link is not followed, wherever it points. */
+    {
+        g_autofree gchar *link = g_build_filename(dir, "einsora", "linked.json", NULL);
+        g_autoptr(EinsoraServerPins) linked = NULL;
+        g_assert_cmpint(symlink(path, link), ==, 0);
+        linked = einsora_server_pins_load(link, &error);
+        g_assert_null(linked);
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+        g_clear_error(&error);
+    }
     g_assert_true(g_file_set_contents(path, "{\"servers\": {\"https://x\": {}}}", -1, NULL));
     g_assert_cmpint(g_chmod(path, 0600), ==, 0);
     g_clear_pointer(&again, einsora_server_pins_free);

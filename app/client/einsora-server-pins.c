@@ -3,11 +3,16 @@
 #include "einsora-server-pins.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Far more than any person's servers. */
+#define MAX_PINS_FILE_BYTES (1024 * 1024)
 
 #include "einsora-pinned-database.h"
 
@@ -64,15 +69,33 @@ read_pins(EinsoraServerPins *self, GError **error)
     JsonObject *servers;
     g_autoptr(GList) members = NULL;
     struct stat st;
+    g_autoptr(GString) contents = g_string_new(NULL);
+    char buffer[8192];
+    ssize_t got;
+    int fd;
 
-    if (g_stat(self->path, &st) != 0)
+    /* What is checked is what is read: the open file itself, and never
+     * through a link someone else may point elsewhere. */
+    fd = open(self->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return errno == ENOENT ? TRUE : bad_file(self->path, g_strerror(errno), error);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return bad_file(self->path, _("it is not a regular file"), error);
+    }
     /* Whoever can write it decides whom this user trusts. */
-    if (st.st_uid != getuid() || (st.st_mode & 022) != 0)
+    if (st.st_uid != getuid() || (st.st_mode & 022) != 0) {
+        close(fd);
         return bad_file(self->path,
                         _("it must be yours and writable by you alone (chmod 600) to be trusted"),
                         error);
-    if (!json_parser_load_from_file(parser, self->path, &local_error))
+    }
+    while ((got = read(fd, buffer, sizeof buffer)) > 0 && contents->len <= MAX_PINS_FILE_BYTES)
+        g_string_append_len(contents, buffer, got);
+    close(fd);
+    if (got < 0 || contents->len > MAX_PINS_FILE_BYTES)
+        return bad_file(self->path, got < 0 ? g_strerror(errno) : _("it is too large"), error);
+    if (!json_parser_load_from_data(parser, contents->str, (gssize)contents->len, &local_error))
         return bad_file(self->path, local_error->message, error);
     root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
@@ -133,6 +156,9 @@ compare_strings(gconstpointer a, gconstpointer b)
     return g_strcmp0(*(const char *const *)a, *(const char *const *)b);
 }
 
+static gboolean write_pins(EinsoraServerPins *self, const char *origin, const char *pin,
+                           GError **error);
+
 gboolean
 einsora_server_pins_save(EinsoraServerPins *self, const char *server, const char *fingerprint,
                          GError **error)
@@ -140,6 +166,43 @@ einsora_server_pins_save(EinsoraServerPins *self, const char *server, const char
     g_autofree gchar *origin = einsora_server_origin(server);
     g_autofree gchar *pin = einsora_fingerprint_normalize(fingerprint);
     g_autofree gchar *dir = g_path_get_dirname(self->path);
+    g_autofree gchar *lock_path = g_strconcat(self->path, ".lock", NULL);
+    int lock_fd;
+    gboolean saved;
+
+    if (origin == NULL || pin == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            _("a pin needs a server URL and a fingerprint like SHA256:…"));
+        return FALSE;
+    }
+    if (g_mkdir_with_parents(dir, 0700) != 0) {
+        int saved_errno = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno), "%s: %s", dir,
+                    g_strerror(saved_errno));
+        return FALSE;
+    }
+    /* Two clients pinning at once: each adds to what the other wrote,
+     * under a lock, rather than write back an older copy. */
+    lock_fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
+        int saved_errno = errno;
+        if (lock_fd >= 0)
+            close(lock_fd);
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved_errno), "%s: %s", lock_path,
+                    g_strerror(saved_errno));
+        return FALSE;
+    }
+    saved = read_pins(self, error) && write_pins(self, origin, pin, error);
+    close(lock_fd);
+    if (saved)
+        g_hash_table_replace(self->pins, g_steal_pointer(&origin), g_steal_pointer(&pin));
+    return saved;
+}
+
+/* The file as @self's pins and @origin's @pin make it, written whole. */
+static gboolean
+write_pins(EinsoraServerPins *self, const char *origin, const char *pin, GError **error)
+{
     g_autoptr(JsonBuilder) builder = json_builder_new();
     g_autoptr(JsonGenerator) generator = json_generator_new();
     g_autoptr(JsonNode) root = NULL;
@@ -148,16 +211,11 @@ einsora_server_pins_save(EinsoraServerPins *self, const char *server, const char
     GHashTableIter iter;
     gpointer key;
 
-    if (origin == NULL || pin == NULL) {
-        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                            _("a pin needs a server URL and a fingerprint like SHA256:…"));
-        return FALSE;
-    }
     g_hash_table_iter_init(&iter, self->pins);
     while (g_hash_table_iter_next(&iter, &key, NULL))
         g_ptr_array_add(origins, key);
     if (!g_hash_table_contains(self->pins, origin))
-        g_ptr_array_add(origins, origin);
+        g_ptr_array_add(origins, (gpointer)origin);
     g_ptr_array_sort(origins, compare_strings);
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "servers");
@@ -177,15 +235,6 @@ einsora_server_pins_save(EinsoraServerPins *self, const char *server, const char
     json_generator_set_root(generator, root);
     json_generator_set_pretty(generator, TRUE);
     text = json_generator_to_data(generator, NULL);
-    if (g_mkdir_with_parents(dir, 0700) != 0) {
-        int saved = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "%s: %s", dir,
-                    g_strerror(saved));
-        return FALSE;
-    }
-    if (!g_file_set_contents_full(self->path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
-                                  error))
-        return FALSE;
-    g_hash_table_replace(self->pins, g_steal_pointer(&origin), g_steal_pointer(&pin));
-    return TRUE;
+    return g_file_set_contents_full(self->path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600,
+                                    error);
 }
