@@ -107,6 +107,7 @@ einsora_agent_join(const char *state_dir, const char *server, const char *token,
     g_autoptr(SoupSession) session = NULL;
     g_autoptr(SoupMessage) message = NULL;
     g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GBytes) payload = NULL;
     g_autoptr(GError) local_error = NULL;
     g_autoptr(JsonParser) parser = json_parser_new();
     JsonObject *answer;
@@ -150,8 +151,8 @@ einsora_agent_join(const char *state_dir, const char *server, const char *token,
     session = soup_session_new_with_options("timeout", JOIN_TIMEOUT_S, "tls-database", NULL, NULL);
     message = soup_message_new("POST", url);
     body = request_body(token, csr);
-    soup_message_set_request_body_from_bytes(message, "application/json",
-                                             g_bytes_new_take(g_strdup(body), strlen(body)));
+    payload = g_bytes_new_take(g_strdup(body), strlen(body));
+    soup_message_set_request_body_from_bytes(message, "application/json", payload);
     explicit_bzero(body, strlen(body));
     g_signal_connect(message, "accept-certificate", G_CALLBACK(on_accept_certificate), &pin);
     bytes = soup_session_send_and_read(session, message, NULL, &local_error);

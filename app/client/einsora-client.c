@@ -795,6 +795,14 @@ session_call(EinsoraClient *self, const char *method, const char *path, JsonBuil
     return answer;
 }
 
+/* POST /v1/logout: whatever it answers, the session is forgotten here. */
+static void
+end_session(EinsoraClient *self, const SignInSession *session)
+{
+    g_autoptr(JsonNode) answer =
+        session_call(self, "POST", "/v1/logout", NULL, session, NULL, NULL);
+}
+
 static JsonBuilder *
 credentials_body(const char *email, const char *password)
 {
@@ -866,7 +874,7 @@ einsora_client_sign_in(EinsoraClient *self, const char *email, const char *passw
         g_autoptr(JsonNode) changed = NULL;
 
         if (new_password == NULL) {
-            (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
+            end_session(self, &session);
             sign_in_session_clear(&session);
             g_propagate_error(
                 error, einsora_client_error_new(
@@ -883,7 +891,7 @@ einsora_client_sign_in(EinsoraClient *self, const char *email, const char *passw
         changed = session_call(self, "POST", "/v1/me/password", change, &session, NULL, error);
         /* A refused change leaves the session open: end it. */
         if (changed == NULL)
-            (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
+            end_session(self, &session);
         sign_in_session_clear(&session);
         /* The change ended every session: sign in again with the new one. */
         if (changed == NULL ||
@@ -899,7 +907,7 @@ einsora_client_sign_in(EinsoraClient *self, const char *email, const char *passw
         secret = g_strdup(
             json_object_get_string_member_with_default(json_node_get_object(made), "secret", NULL));
     /* The session was only the way to the token. */
-    (void)session_call(self, "POST", "/v1/logout", NULL, &session, NULL, NULL);
+    end_session(self, &session);
     sign_in_session_clear(&session);
     if (made != NULL && secret == NULL)
         g_propagate_error(error, einsora_client_error_new(
