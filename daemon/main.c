@@ -1238,7 +1238,11 @@ run_daemon(const EinsoraDaemonSettings *settings)
         einsora_api_server_set_tls_certificate(api, einsora_daemon_tls_get_certificate(tls));
         /* Agents' certificates are signed by the daemon's own CA, whoever
          * signed the API's (docs/adr/0055). */
-        einsora_api_server_set_agent_ca_dir(api, own_dir);
+        if (!einsora_api_server_set_agent_ca_dir(api, own_dir, &error)) {
+            g_printerr("einsora-daemon: the CA for agents' certificates: %s\n", error->message);
+            return EXIT_FAILURE;
+        }
+        einsora_api_server_set_agent_hub(api, EINSORA_SYNC_TRANSPORT(machine.hub));
     }
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);

@@ -14,9 +14,12 @@ declare -A allowed=(
   [daemon/store]="daemon/store daemon/domain"
   [daemon/auth]="daemon/auth daemon/store daemon/domain"
   [daemon/service]="daemon/service daemon/store daemon/catalog daemon/models daemon/domain"
-  # api never includes controller, backend, agent or access headers.
+  # api never includes controller, backend, agent or access headers; the
+  # wire protocol it carries for networked agents is another matter: POST
+  # /agent/v1/sync decodes a report and hands it to a transport, the hub's
+  # (docs/adr/0056).
   [daemon/http]="daemon/http"
-  [daemon/api]="daemon/api daemon/http daemon/service daemon/auth daemon/domain"
+  [daemon/api]="daemon/api daemon/http daemon/service daemon/auth daemon/domain agent/protocol"
   [daemon/backend]="daemon/backend daemon/backend/fake daemon/domain"
   # The access proxy: tickets through the service, the way in through the
   # backend's interface, secrets and hashes from auth.

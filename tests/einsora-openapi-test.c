@@ -175,17 +175,13 @@ test_body_routes_fuzzed(void)
 {
     guint n_routes = 0;
     const EinsoraApiRoute *routes = einsora_api_routes(&n_routes);
-    static const char *const fuzzed[] = {"POST /v1/login",
-                                         "POST /v1/workloads",
-                                         "POST /v1/tokens",
-                                         "POST /v1/model-store",
-                                         "POST /v1/admin/accounts",
+    static const char *const fuzzed[] = {"POST /v1/login", "POST /v1/workloads", "POST /v1/tokens",
+                                         "POST /v1/model-store", "POST /v1/admin/accounts",
                                          "PUT /v1/admin/tenants/{id}/quotas/{class}",
-                                         "POST /v1/me/password",
-                                         "PUT /v1/machines/{id}/sharing",
-                                         "POST /v1/machines/enrolments",
-                                         "POST /agent/v1/enroll",
-                                         NULL};
+                                         "POST /v1/me/password", "PUT /v1/machines/{id}/sharing",
+                                         "POST /v1/machines/enrolments", "POST /agent/v1/enroll",
+                                         /* A SyncReport: tests/fuzz/fuzz-sync.c */
+                                         "POST /agent/v1/sync", NULL};
 
     for (guint i = 0; i < n_routes; i++) {
         g_autofree gchar *name = g_strdup_printf("%s %s", routes[i].method, routes[i].pattern);

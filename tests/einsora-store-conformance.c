@@ -2600,6 +2600,22 @@ test_enrolment_take_once(Fixture *f, gconstpointer data)
     g_assert_cmpstr(machine->name, ==, "lab-2");
     g_assert_true(g_str_has_prefix(machine->cert_fingerprint, "SHA256:"));
     g_assert_cmpstr(machine->cert_expires_at, ==, enrolment->expires_at);
+    /* Its agent's certificate finds it, whoever asks; another doesn't. */
+    {
+        g_autoptr(EinsoraMachine) held =
+            einsora_store_find_machine_by_certificate(f->store, machine->cert_fingerprint, &error);
+        g_autoptr(EinsoraMachine) other = NULL;
+        g_autofree gchar *unknown = g_strdup(machine->cert_fingerprint);
+
+        g_assert_no_error(error);
+        g_assert_cmpstr(held->id, ==, machine_id);
+        g_assert_cmpstr(held->tenant_id, ==, acme->id);
+        unknown[strlen(unknown) - 1] = unknown[strlen(unknown) - 1] == '0' ? '1' : '0';
+        other = einsora_store_find_machine_by_certificate(f->store, unknown, &error);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_null(other);
+        g_clear_error(&error);
+    }
     /* Once: a second take of the same token finds nothing. */
     {
         g_autofree gchar *again = new_id(f);

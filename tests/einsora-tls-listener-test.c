@@ -619,7 +619,14 @@ test_given_files_reloaded(void)
     einsora_test_daemon_setenv(daemon, "EINSORA_TLS_KEY", key);
     einsora_test_daemon_start(daemon);
     g_assert_true(g_str_has_prefix(daemon->uri, "https://"));
-    g_assert_false(g_file_test(own, G_FILE_TEST_EXISTS));
+    /* No server certificate of its own: only the CA that signs agents'
+     * client certificates (docs/adr/0056). */
+    {
+        g_autofree gchar *own_cert = g_build_filename(own, "server.pem", NULL);
+        g_autofree gchar *own_ca = g_build_filename(own, "ca.pem", NULL);
+        g_assert_false(g_file_test(own_cert, G_FILE_TEST_EXISTS));
+        g_assert_true(g_file_test(own_ca, G_FILE_TEST_EXISTS));
+    }
     presented = presented_fingerprint(port_of(daemon));
     g_assert_cmpstr(presented, ==, first);
     info = run_info(daemon, info_args);

@@ -799,8 +799,7 @@ session_call(EinsoraClient *self, const char *method, const char *path, JsonBuil
 static void
 end_session(EinsoraClient *self, const SignInSession *session)
 {
-    JsonNode *answer =
-        session_call(self, "POST", "/v1/logout", NULL, session, NULL, NULL);
+    JsonNode *answer = session_call(self, "POST", "/v1/logout", NULL, session, NULL, NULL);
 
     if (answer != NULL)
         json_node_unref(answer);

@@ -11,6 +11,10 @@ G_BEGIN_DECLS
 
 /* The largest request body accepted; larger ones are answered 413. */
 #define EINSORA_API_MAX_BODY_BYTES (64 * 1024)
+/* An enrolled agent's report, the one larger body: every status of up to
+ * EINSORA_PROTOCOL_MAX_WORKLOADS workloads (docs/adr/0056). */
+#define EINSORA_API_AGENT_SYNC_PATH "/agent/v1/sync"
+#define EINSORA_API_MAX_AGENT_BODY_BYTES (4 * 1024 * 1024)
 
 /* A field that is a list of strings (GLib's G_TYPE_STRV isn't a constant). */
 #define EINSORA_API_TYPE_STRINGS G_TYPE_POINTER

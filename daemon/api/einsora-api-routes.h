@@ -66,6 +66,10 @@ void einsora_api_machines_get(EinsoraApiServer *server, EinsoraApiRequest *reque
 void einsora_api_machines_set_sharing(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_enrolments_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_agent_enroll(EinsoraApiServer *server, EinsoraApiRequest *request);
+void einsora_api_agent_sync(EinsoraApiServer *server, EinsoraApiRequest *request);
+/* Why @message's client certificate doesn't do for an agent's sync: none
+ * was sent, or what is wrong with it. */
+const char *einsora_api_agent_certificate_problem(SoupServerMessage *message);
 void einsora_api_catalog_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_usage_get(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_models_list(EinsoraApiServer *server, EinsoraApiRequest *request);

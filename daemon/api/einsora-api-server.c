@@ -37,6 +37,7 @@ struct _EinsoraApiServer {
     gboolean access_tls;
     gchar *tls_fingerprint; /* the certificate it presents, NULL without TLS */
     gchar *agent_ca_dir;    /* where the CA that signs agents' certificates is */
+    EinsoraSyncTransport *agent_hub;
     gboolean metrics_open_to_loopback;
     EinsoraLoginThrottle *login_throttle;
     /* Listening, connections and request hygiene (docs/adr/0025). */
@@ -71,6 +72,7 @@ einsora_api_server_finalize(GObject *object)
     g_clear_object(&self->login_throttle);
     g_free(self->tls_fingerprint);
     g_free(self->agent_ca_dir);
+    g_clear_object(&self->agent_hub);
     G_OBJECT_CLASS(einsora_api_server_parent_class)->finalize(object);
 }
 
@@ -219,10 +221,21 @@ early_handler(SoupServer *server, SoupServerMessage *message, const char *path, 
     guint status = 0;
     const char *reason = NULL;
 
-    if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
-        soup_message_headers_get_content_length(headers) > EINSORA_API_MAX_BODY_BYTES) {
+    gboolean agent = g_strcmp0(path, EINSORA_API_AGENT_SYNC_PATH) == 0;
+    goffset max_body = agent ? EINSORA_API_MAX_AGENT_BODY_BYTES : EINSORA_API_MAX_BODY_BYTES;
+    GTlsCertificateFlags errors = 0;
+
+    /* An agent's report may be larger, but only an enrolled agent's: a
+     * client without a certificate that checks is refused before its
+     * body is read. */
+    if (agent &&
+        (einsora_http_message_get_client_certificate(message, &errors) == NULL || errors != 0)) {
+        status = SOUP_STATUS_UNAUTHORIZED;
+        reason = einsora_api_agent_certificate_problem(message);
+    } else if (encoding == SOUP_ENCODING_CONTENT_LENGTH &&
+               soup_message_headers_get_content_length(headers) > max_body) {
         status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
-        reason = "the body is larger than 64 KiB";
+        reason = agent ? "the report is larger than 4 MiB" : "the body is larger than 64 KiB";
     } else if (encoding != SOUP_ENCODING_CONTENT_LENGTH && encoding != SOUP_ENCODING_NONE) {
         status = SOUP_STATUS_LENGTH_REQUIRED;
         reason = "a body needs a Content-Length of at most 64 KiB";
@@ -231,7 +244,9 @@ early_handler(SoupServer *server, SoupServerMessage *message, const char *path, 
         g_autoptr(EinsoraApiRequest) request = request_new(self, message);
         soup_message_body_set_accumulate(soup_server_message_get_request_body(message), FALSE);
         einsora_http_message_close_after(message);
-        einsora_api_request_respond_problem(request, status, "invalid_request", reason);
+        einsora_api_request_respond_problem(
+            request, status,
+            status == SOUP_STATUS_UNAUTHORIZED ? "unauthenticated" : "invalid_request", reason);
     }
 }
 
@@ -278,7 +293,10 @@ check_body(EinsoraApiRequest *request, guint *status, GError **error)
     SoupMessageBody *body = soup_server_message_get_request_body(message);
     const char *type;
 
-    if (body->length > EINSORA_API_MAX_BODY_BYTES) {
+    if (body->length >
+        (g_str_equal(einsora_api_request_get_path(request), EINSORA_API_AGENT_SYNC_PATH)
+             ? EINSORA_API_MAX_AGENT_BODY_BYTES
+             : EINSORA_API_MAX_BODY_BYTES)) {
         *status = SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE;
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "the body is larger than 64 KiB");
@@ -506,12 +524,37 @@ einsora_api_server_get_tls_fingerprint(EinsoraApiServer *self)
     return self->tls_fingerprint;
 }
 
-void
-einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir)
+gboolean
+einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir, GError **error)
 {
-    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    g_autoptr(GTlsDatabase) authority = NULL;
+
+    g_return_val_if_fail(EINSORA_IS_API_SERVER(self), FALSE);
+
+    /* Agents sync with client certificates this CA signed: every TLS
+     * connection is asked for one (docs/adr/0056). */
+    if (dir != NULL) {
+        authority = einsora_tls_identity_agent_authority(dir, error);
+        if (authority == NULL)
+            return FALSE;
+    }
+    einsora_http_edge_set_client_authority(self->edge, authority);
     g_free(self->agent_ca_dir);
     self->agent_ca_dir = g_strdup(dir);
+    return TRUE;
+}
+
+void
+einsora_api_server_set_agent_hub(EinsoraApiServer *self, EinsoraSyncTransport *hub)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    g_set_object(&self->agent_hub, hub);
+}
+
+EinsoraSyncTransport *
+einsora_api_server_get_agent_hub(EinsoraApiServer *self)
+{
+    return self->agent_hub;
 }
 
 const char *

@@ -10,6 +10,7 @@
 #include "einsora-auth.h"
 #include "einsora-login-throttle.h"
 #include "einsora-service.h"
+#include "einsora-sync-transport.h"
 
 G_BEGIN_DECLS
 
@@ -29,8 +30,13 @@ const char *einsora_api_server_get_tls_fingerprint(EinsoraApiServer *self);
 /* The directory of the CA that signs agents' client certificates
  * (docs/adr/0055): the daemon's own TLS identity, made when missing.
  * NULL until set: then no machine can enrol. */
-void einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir);
+gboolean einsora_api_server_set_agent_ca_dir(EinsoraApiServer *self, const char *dir,
+                                             GError **error);
 const char *einsora_api_server_get_agent_ca_dir(EinsoraApiServer *self);
+/* Where POST /agent/v1/sync hands an enrolled machine's report: the hub
+ * (docs/adr/0056). NULL until set: then the route is 503. */
+void einsora_api_server_set_agent_hub(EinsoraApiServer *self, EinsoraSyncTransport *hub);
+EinsoraSyncTransport *einsora_api_server_get_agent_hub(EinsoraApiServer *self);
 /* The URI it listens on, e.g. "http://127.0.0.1:8080/", "https://…" with TLS. */
 gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 

@@ -58,3 +58,22 @@ einsora_json_text_is_one_value(const char *data, gsize length)
     }
     return TRUE;
 }
+
+gboolean
+einsora_json_text_depth_within(const char *data, gsize length, gsize max_depth)
+{
+    gsize depth = 0;
+
+    for (gsize i = 0; i < length; i++) {
+        char c = data[i];
+        if (c == '"') {
+            i = skip_string(data, length, i) - 1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_depth)
+                return FALSE;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return TRUE;
+}

@@ -12,5 +12,9 @@ G_BEGIN_DECLS
 /* Whether @data holds at most one top-level value with nothing after it
  * but space. Only a first look: what passes still goes to the parser. */
 gboolean einsora_json_text_is_one_value(const char *data, gsize length);
+/* Whether no object or array in @data nests deeper than @max_depth:
+ * json-glib's parser recurses once a level, so a large body of '[' would
+ * run it out of stack. */
+gboolean einsora_json_text_depth_within(const char *data, gsize length, gsize max_depth);
 
 G_END_DECLS

@@ -33,6 +33,8 @@ struct _EinsoraHttpConnection {
     GSocket *socket;
     GSocketAddress *local;
     GSocketAddress *remote;
+    gchar *client_certificate; /* its fingerprint, when the TLS peer sent one */
+    GTlsCertificateFlags client_certificate_errors;
     Phase phase;
     GByteArray *in;  /* read, not yet given to libsoup */
     GByteArray *out; /* ours to write before anything else */
@@ -799,6 +801,7 @@ einsora_http_connection_unref(EinsoraHttpConnection *self)
     g_clear_object(&self->socket);
     g_clear_object(&self->local);
     g_clear_object(&self->remote);
+    g_free(self->client_certificate);
     g_byte_array_unref(self->in);
     g_byte_array_unref(self->out);
     g_byte_array_unref(self->response_head);
@@ -838,6 +841,24 @@ einsora_http_connection_set_peer(EinsoraHttpConnection *self, GSocketAddress *lo
 {
     g_set_object(&self->local, local);
     g_set_object(&self->remote, remote);
+}
+
+void
+einsora_http_connection_set_client_certificate(EinsoraHttpConnection *self, const char *fingerprint,
+                                               GTlsCertificateFlags errors)
+{
+    g_free(self->client_certificate);
+    self->client_certificate = g_strdup(fingerprint);
+    self->client_certificate_errors = errors;
+}
+
+const char *
+einsora_http_connection_get_client_certificate(EinsoraHttpConnection *self,
+                                               GTlsCertificateFlags *errors)
+{
+    if (errors != NULL)
+        *errors = self->client_certificate_errors;
+    return self->client_certificate;
 }
 
 GList *

@@ -37,6 +37,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraHttpConnection, einsora_http_connection_unr
  * inner end of a TLS front's pair). */
 void einsora_http_connection_set_peer(EinsoraHttpConnection *connection, GSocketAddress *local,
                                       GSocketAddress *remote);
+/* The certificate its TLS peer sent (its fingerprint; NULL: none) and
+ * what was wrong with it (0: it checked against the edge's authority). */
+void einsora_http_connection_set_client_certificate(EinsoraHttpConnection *connection,
+                                                    const char *fingerprint,
+                                                    GTlsCertificateFlags errors);
+const char *einsora_http_connection_get_client_certificate(EinsoraHttpConnection *connection,
+                                                           GTlsCertificateFlags *errors);
 void einsora_http_connection_start(EinsoraHttpConnection *connection);
 /* Its deadline (monotonic µs; 0: none now). */
 gint64 einsora_http_connection_get_deadline(EinsoraHttpConnection *connection);

@@ -51,6 +51,7 @@ struct _EinsoraHttpEdge {
     GSource *sweep;
     /* NULL: plain HTTP. */
     GTlsCertificate *certificate;
+    GTlsDatabase *client_authority;
     /* Every open connection (a reference each), to its weight. */
     GHashTable *connections;
     /* The TLS front of each TLS connection. */
@@ -151,6 +152,7 @@ einsora_http_edge_dispose(GObject *object)
     /* A connection still in libsoup's hands sees its end of stream. */
     g_clear_pointer(&self->fronts, g_hash_table_unref);
     g_clear_object(&self->certificate);
+    g_clear_object(&self->client_authority);
     /* Its links are the connections' own. */
     g_queue_init(&self->waiting);
     if (self->server != NULL)
@@ -301,6 +303,12 @@ make_room(EinsoraHttpEdge *self, EinsoraHttpConnection *newcomer)
 }
 
 static void
+on_client_certificate(const char *fingerprint, GTlsCertificateFlags errors, gpointer user_data)
+{
+    einsora_http_connection_set_client_certificate(user_data, fingerprint, errors);
+}
+
+static void
 on_front_done(EinsoraTlsFront *front, gpointer user_data)
 {
     EinsoraHttpEdge *self = user_data;
@@ -327,6 +335,10 @@ accept_tls(EinsoraHttpEdge *self, GSocket *socket)
     g_socket_set_option(socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
     connection = einsora_http_connection_new(&self->host, inner);
     einsora_http_connection_set_peer(connection, local, remote);
+    if (self->client_authority != NULL)
+        einsora_tls_front_request_client_certificate(
+            front, self->client_authority, on_client_certificate,
+            einsora_http_connection_ref(connection), (GDestroyNotify)einsora_http_connection_unref);
     g_hash_table_add(self->fronts, front);
     einsora_tls_front_start(front, on_front_done, self);
     return connection;
@@ -480,6 +492,14 @@ einsora_http_edge_set_tls_certificate(EinsoraHttpEdge *self, GTlsCertificate *ce
     g_set_object(&self->certificate, certificate);
 }
 
+void
+einsora_http_edge_set_client_authority(EinsoraHttpEdge *self, GTlsDatabase *authority)
+{
+    g_return_if_fail(EINSORA_IS_HTTP_EDGE(self));
+
+    g_set_object(&self->client_authority, authority);
+}
+
 gboolean
 einsora_http_edge_is_tls(EinsoraHttpEdge *self)
 {
@@ -512,6 +532,19 @@ einsora_http_message_get_socket(SoupServerMessage *message)
     if (connection == NULL || einsora_http_connection_get_message(connection) != message)
         return NULL;
     return einsora_http_connection_get_socket(connection);
+}
+
+const char *
+einsora_http_message_get_client_certificate(SoupServerMessage *message,
+                                            GTlsCertificateFlags *errors)
+{
+    EinsoraHttpConnection *connection = g_object_get_data(G_OBJECT(message), CONNECTION_KEY);
+
+    if (errors != NULL)
+        *errors = 0;
+    if (connection == NULL)
+        return NULL;
+    return einsora_http_connection_get_client_certificate(connection, errors);
 }
 
 void

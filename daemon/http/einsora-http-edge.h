@@ -64,6 +64,11 @@ guint einsora_http_edge_get_port(EinsoraHttpEdge *self);
  * private key), or plain HTTP with NULL; those open keep what they have.
  * So a certificate renewed on disk is put in with no restart. */
 void einsora_http_edge_set_tls_certificate(EinsoraHttpEdge *self, GTlsCertificate *certificate);
+/* TLS connections accepted from now on are asked for a client
+ * certificate, checked against @authority (NULL: not asked). A client
+ * that sends none, or one that doesn't check, is served all the same:
+ * the handler that needs one refuses (einsora_http_message_get_client_certificate()). */
+void einsora_http_edge_set_client_authority(EinsoraHttpEdge *self, GTlsDatabase *authority);
 gboolean einsora_http_edge_is_tls(EinsoraHttpEdge *self);
 /* "http://127.0.0.1:8080/", "https://[::1]:8443/" with TLS, or NULL before
  * listening. */
@@ -89,6 +94,12 @@ GSource *einsora_http_message_watch_hangup(SoupServerMessage *message,
 /* The socket under @message's connection (the edge's own; a relay after
  * an upgrade may wait on it), or NULL for a message no edge gave. */
 GSocket *einsora_http_message_get_socket(SoupServerMessage *message);
+/* The fingerprint of the client certificate @message's TLS connection
+ * presented, or NULL (none, plain HTTP, or no edge gave it); *@errors:
+ * what was wrong with it against the edge's authority (0: it checks:
+ * that authority issued it, and it is in its validity). */
+const char *einsora_http_message_get_client_certificate(SoupServerMessage *message,
+                                                        GTlsCertificateFlags *errors);
 /* The connection closes after @message's answer, whatever keep-alive says. */
 void einsora_http_message_close_after(SoupServerMessage *message);
 

@@ -2,6 +2,8 @@
 
 #include "einsora-tls-front.h"
 
+#include "einsora-tls-identity.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -69,6 +71,11 @@ struct _EinsoraTlsFront {
     gboolean queued;
     GSource *handshake_timeout;
     GSource *flush_timeout;
+    /* Client certificates, when asked for. */
+    GTlsDatabase *authority;
+    void (*peer_known)(const char *fingerprint, GTlsCertificateFlags errors, gpointer user_data);
+    gpointer peer_data;
+    GDestroyNotify peer_destroy;
 };
 
 static guint running_handshakes;
@@ -95,6 +102,9 @@ front_unref(EinsoraTlsFront *self)
     g_clear_object(&self->tcp);
     g_clear_object(&self->outer);
     g_clear_object(&self->cancellable);
+    g_clear_object(&self->authority);
+    if (self->peer_destroy != NULL)
+        self->peer_destroy(self->peer_data);
     g_free(self->peer);
     g_free(self->up);
     g_free(self->down);
@@ -412,6 +422,37 @@ on_handshake_timeout(gpointer user_data)
     return G_SOURCE_REMOVE;
 }
 
+/* Whatever the client sent goes through the handshake: the handler
+ * that needs a good one refuses with a reason instead of a TLS alert. */
+static gboolean
+accept_any_certificate(GTlsConnection *connection, GTlsCertificate *certificate,
+                       GTlsCertificateFlags errors, gpointer user_data)
+{
+    return TRUE;
+}
+
+static void
+tell_peer(EinsoraTlsFront *self)
+{
+    GTlsCertificate *certificate;
+    g_autofree gchar *fingerprint = NULL;
+    GTlsCertificateFlags errors = 0;
+
+    if (self->peer_known == NULL)
+        return;
+    certificate = g_tls_connection_get_peer_certificate(G_TLS_CONNECTION(self->tls));
+    if (certificate != NULL) {
+        fingerprint = einsora_tls_certificate_fingerprint(certificate);
+        errors = g_tls_connection_get_peer_certificate_errors(G_TLS_CONNECTION(self->tls));
+    }
+    self->peer_known(fingerprint, errors, self->peer_data);
+    self->peer_known = NULL;
+    if (self->peer_destroy != NULL)
+        self->peer_destroy(self->peer_data);
+    self->peer_destroy = NULL;
+    self->peer_data = NULL;
+}
+
 static void
 start_handshake(EinsoraTlsFront *self)
 {
@@ -422,6 +463,13 @@ start_handshake(EinsoraTlsFront *self)
     if (self->tls == NULL) {
         fail(self, "starting", error);
         return;
+    }
+    if (self->authority != NULL) {
+        /* Checked against the authority in the handshake's thread; any
+         * result lets it through, and the peer callback says which. */
+        g_tls_connection_set_database(G_TLS_CONNECTION(self->tls), self->authority);
+        g_object_set(self->tls, "authentication-mode", G_TLS_AUTHENTICATION_REQUESTED, NULL);
+        g_signal_connect(self->tls, "accept-certificate", G_CALLBACK(accept_any_certificate), NULL);
     }
     self->tls_in = G_POLLABLE_INPUT_STREAM(g_io_stream_get_input_stream(self->tls));
     self->tls_out = G_POLLABLE_OUTPUT_STREAM(g_io_stream_get_output_stream(self->tls));
@@ -477,6 +525,7 @@ on_handshake(GObject *source, GAsyncResult *result, gpointer user_data)
     if (!g_tls_connection_handshake_finish(G_TLS_CONNECTION(source), result, &error))
         fail(self, "handshake", error);
     else if (!self->finished) {
+        tell_peer(self);
         self->up = g_malloc(BUFFER_SIZE);
         self->down = g_malloc(BUFFER_SIZE);
         pump_up(self);
@@ -578,6 +627,21 @@ on_first_byte(GSocket *socket, GIOCondition condition, gpointer user_data)
         g_queue_push_tail_link(&waiting_handshakes, &self->queue_link);
     }
     return G_SOURCE_REMOVE;
+}
+
+void
+einsora_tls_front_request_client_certificate(EinsoraTlsFront *self, GTlsDatabase *authority,
+                                             void (*peer)(const char *fingerprint,
+                                                          GTlsCertificateFlags errors,
+                                                          gpointer user_data),
+                                             gpointer user_data, GDestroyNotify destroy)
+{
+    g_return_if_fail(self->authority == NULL && self->done == NULL);
+
+    self->authority = g_object_ref(authority);
+    self->peer_known = peer;
+    self->peer_data = user_data;
+    self->peer_destroy = destroy;
 }
 
 void

@@ -22,6 +22,19 @@ typedef struct _EinsoraTlsFront EinsoraTlsFront;
  * einsora_tls_front_close()). */
 EinsoraTlsFront *einsora_tls_front_new(GSocket *tcp, GTlsCertificate *certificate, GSocket **inner,
                                        GError **error);
+/* Asks the peer for a certificate, checked against @authority (its CAs);
+ * one it doesn't send, or one that doesn't check, still lets the
+ * handshake through: the handler that needs it refuses, and says why.
+ * @peer runs once, after the handshake and before any of the peer's
+ * bytes reach the connection, with the certificate's fingerprint (NULL:
+ * none was sent) and what was wrong with it (0: it checks). Call before
+ * einsora_tls_front_start(); @destroy frees @user_data once @peer ran or
+ * can't run any more. */
+void einsora_tls_front_request_client_certificate(EinsoraTlsFront *front, GTlsDatabase *authority,
+                                                  void (*peer)(const char *fingerprint,
+                                                               GTlsCertificateFlags errors,
+                                                               gpointer user_data),
+                                                  gpointer user_data, GDestroyNotify destroy);
 void einsora_tls_front_start(EinsoraTlsFront *front,
                              void (*done)(EinsoraTlsFront *front, gpointer user_data),
                              gpointer user_data);

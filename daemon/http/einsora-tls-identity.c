@@ -493,6 +493,20 @@ einsora_tls_agent_certificate_sign(const char *dir, const char *csr_pem, const c
     return g_steal_pointer(&pem);
 }
 
+GTlsDatabase *
+einsora_tls_identity_agent_authority(const char *dir, GError **error)
+{
+    g_autoptr(EVP_PKEY) ca_key = NULL;
+    g_autoptr(X509) ca = NULL;
+    g_autofree gchar *ca_path = g_build_filename(dir, EINSORA_TLS_CA_FILE, NULL);
+
+    g_return_val_if_fail(dir != NULL, NULL);
+
+    if (!ca_ensure(dir, &ca, &ca_key, error))
+        return NULL;
+    return g_tls_file_database_new(ca_path, error);
+}
+
 gchar *
 einsora_tls_identity_read_ca(const char *dir, GError **error)
 {

@@ -63,6 +63,9 @@ gchar *einsora_tls_agent_certificate_sign(const char *dir, const char *csr_pem,
                                           gchar **fingerprint, gint64 *not_after_unix,
                                           GError **error);
 
+/* @dir's CA (made if missing) as the authority agents' client
+ * certificates are checked against. */
+GTlsDatabase *einsora_tls_identity_agent_authority(const char *dir, GError **error);
 /* @dir's CA certificate (ca.pem), PEM, for an enrolled agent to keep. */
 gchar *einsora_tls_identity_read_ca(const char *dir, GError **error);
 

@@ -215,3 +215,43 @@ einsora_service_runs_nowhere_reason(EinsoraService *self, const EinsoraWorkload 
     names = g_strjoinv(", ", drivers);
     return einsora_reason_runs_nowhere_now(workload->image, names);
 }
+
+EinsoraMachine *
+einsora_service_find_agent_machine(EinsoraService *self, const char *fingerprint, GError **error)
+{
+    g_autoptr(GError) local_error = NULL;
+    EinsoraMachine *machine;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+    g_return_val_if_fail(fingerprint != NULL, NULL);
+
+    machine = einsora_store_find_machine_by_certificate(self->store, fingerprint, &local_error);
+    if (machine == NULL && g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_UNAUTHENTICATED,
+                            "this client certificate is no machine's here: revoked, or never "
+                            "enrolled (enrol again with einsora machines add)");
+        return NULL;
+    }
+    if (machine == NULL)
+        g_propagate_error(error, g_steal_pointer(&local_error));
+    return machine;
+}
+
+GHashTable *
+einsora_service_placed_workload_ids(EinsoraService *self, const char *machine_id, GError **error)
+{
+    g_autoptr(GPtrArray) placed = NULL;
+    GHashTable *ids;
+
+    g_return_val_if_fail(EINSORA_IS_SERVICE(self), NULL);
+
+    placed = einsora_store_list_machine_workloads(self->store, machine_id, error);
+    if (placed == NULL)
+        return NULL;
+    ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < placed->len; i++) {
+        const EinsoraWorkload *workload = g_ptr_array_index(placed, i);
+        g_hash_table_add(ids, g_strdup(workload->id));
+    }
+    return ids;
+}

@@ -172,6 +172,16 @@ EinsoraEnrolment *einsora_service_enrol_machine(EinsoraService *self, const char
                                                 const char *machine_id, const char *fingerprint,
                                                 const char *cert_expires_at, GError **error);
 
+/* A networked agent's sync (docs/adr/0056): the machine whose agent holds
+ * the client certificate with @fingerprint, whoever owns it.
+ * UNAUTHENTICATED when none does: never enrolled here, or revoked. */
+EinsoraMachine *einsora_service_find_agent_machine(EinsoraService *self, const char *fingerprint,
+                                                   GError **error);
+/* The IDs of the workloads placed on @machine_id and not deleted (a set):
+ * what its agent may report on. */
+GHashTable *einsora_service_placed_workload_ids(EinsoraService *self, const char *machine_id,
+                                                GError **error);
+
 /* Machines are read-only here: they register through their agent. */
 GPtrArray *einsora_service_list_machines(EinsoraService *self, const char *tenant_id,
                                          GError **error);

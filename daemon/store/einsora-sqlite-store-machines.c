@@ -158,6 +158,29 @@ einsora_sqlite_store_find_machine(EinsoraStore *store, const char *machine_id, G
     return NULL;
 }
 
+EinsoraMachine *
+einsora_sqlite_store_find_machine_by_certificate(EinsoraStore *store, const char *fingerprint,
+                                                 GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(EinsoraSqliteCachedStmt) stmt = einsora_sqlite_store_prepare_cached(
+        self, "SELECT " MACHINE_COLUMNS " FROM machines WHERE cert_fingerprint = ?1", error);
+    int rc;
+
+    if (stmt == NULL)
+        return NULL;
+    bind_text(stmt, 1, fingerprint);
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+        return machine_from_row(stmt, error);
+    if (rc == SQLITE_DONE)
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                            "no machine holds this certificate");
+    else
+        set_sqlite_error(self, error);
+    return NULL;
+}
+
 GPtrArray *
 einsora_sqlite_store_list_region_machines(EinsoraStore *store, const char *region, GError **error)
 {

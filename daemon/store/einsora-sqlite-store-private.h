@@ -125,6 +125,9 @@ EinsoraMachine *einsora_sqlite_store_get_machine(EinsoraStore *store, const char
                                                  const char *machine_id, GError **error);
 GPtrArray *einsora_sqlite_store_list_machines(EinsoraStore *store, const char *tenant_id,
                                               GError **error);
+EinsoraMachine *einsora_sqlite_store_find_machine_by_certificate(EinsoraStore *store,
+                                                                 const char *fingerprint,
+                                                                 GError **error);
 EinsoraMachine *einsora_sqlite_store_find_machine(EinsoraStore *store, const char *machine_id,
                                                   GError **error);
 GPtrArray *einsora_sqlite_store_list_region_machines(EinsoraStore *store, const char *region,

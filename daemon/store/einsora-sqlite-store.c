@@ -425,6 +425,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->list_region_workloads = einsora_sqlite_store_list_region_workloads;
     iface->acquire_lease = einsora_sqlite_store_acquire_lease;
     iface->find_machine = einsora_sqlite_store_find_machine;
+    iface->find_machine_by_certificate = einsora_sqlite_store_find_machine_by_certificate;
     iface->list_region_machines = einsora_sqlite_store_list_region_machines;
     iface->record_machine_seen = einsora_sqlite_store_record_machine_seen;
     iface->list_machine_workloads = einsora_sqlite_store_list_machine_workloads;

@@ -161,6 +161,15 @@ einsora_store_find_machine(EinsoraStore *self, const char *machine_id, GError **
     return EINSORA_STORE_GET_IFACE(self)->find_machine(self, machine_id, error);
 }
 
+EinsoraMachine *
+einsora_store_find_machine_by_certificate(EinsoraStore *self, const char *fingerprint,
+                                          GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), NULL);
+    g_return_val_if_fail(fingerprint != NULL, NULL);
+    return EINSORA_STORE_GET_IFACE(self)->find_machine_by_certificate(self, fingerprint, error);
+}
+
 GPtrArray *
 einsora_store_list_region_machines(EinsoraStore *self, const char *region, GError **error)
 {

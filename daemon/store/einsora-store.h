@@ -69,6 +69,11 @@ struct _EinsoraStoreInterface {
     /* Not tenant-scoped, for the hub and placement checks: one machine by
      * its ID, whoever owns it. NOT_FOUND when there is none. */
     EinsoraMachine *(*find_machine)(EinsoraStore *self, const char *machine_id, GError **error);
+    /* Not tenant-scoped, for a networked agent's sync: the machine whose
+     * agent holds the client certificate with @fingerprint. NOT_FOUND
+     * when none does (never enrolled, or revoked). */
+    EinsoraMachine *(*find_machine_by_certificate)(EinsoraStore *self, const char *fingerprint,
+                                                   GError **error);
     /* Not tenant-scoped, for the hub: every machine in @region. */
     GPtrArray *(*list_region_machines)(EinsoraStore *self, const char *region, GError **error);
     /* Its agent synced: when, and its inventory (JSON) when it sent one
@@ -305,6 +310,8 @@ GPtrArray *einsora_store_list_machines(EinsoraStore *self, const char *tenant_id
 
 EinsoraMachine *einsora_store_find_machine(EinsoraStore *self, const char *machine_id,
                                            GError **error);
+EinsoraMachine *einsora_store_find_machine_by_certificate(EinsoraStore *self,
+                                                          const char *fingerprint, GError **error);
 GPtrArray *einsora_store_list_region_machines(EinsoraStore *self, const char *region,
                                               GError **error);
 gboolean einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,

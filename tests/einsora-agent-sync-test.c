@@ -1,0 +1,344 @@
+/* POST /agent/v1/sync over mutual TLS (docs/adr/0056), against the real
+ * daemon with its own certificate: a machine enrolled by the real
+ * `einsora-daemon agent --join` syncs with the key and certificate that
+ * left in its state directory. Its report is answered with its desired
+ * state and the machine is online; a sync with nothing new is held, and
+ * a newer one answers it. Refused: no certificate (401 before the body
+ * is read, however large it says it is), a certificate another CA
+ * signed, a report that names another machine (403), a malformed one,
+ * one nested past any report (400), and a report on a workload not
+ * placed there is left out of what the hub hears. */
+#include <gio/gio.h>
+#include <libsoup/soup.h>
+#include <string.h>
+
+#include "einsora-test-daemon.h"
+#include "einsora-test-dir.h"
+#include "einsora-tls-identity.h"
+
+static EinsoraTestDaemon *daemon_;
+static gchar *fingerprint;
+static gchar *agent_dir;
+static gchar *machine_id;
+
+typedef struct {
+    guint status;
+    gchar *body;
+    JsonNode *json;
+    gint64 took_us;
+} Answer;
+
+static void
+answer_free(Answer *answer)
+{
+    g_free(answer->body);
+    if (answer->json != NULL)
+        json_node_unref(answer->json);
+    g_free(answer);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Answer, answer_free)
+
+static gboolean
+accept_pinned(SoupMessage *message, GTlsCertificate *certificate, GTlsCertificateFlags errors,
+              gpointer user_data)
+{
+    g_autofree gchar *presented = einsora_tls_certificate_fingerprint(certificate);
+    return g_strcmp0(presented, fingerprint) == 0;
+}
+
+/* One sync as an agent sends it, with @certificate (NULL: none). */
+static Answer *
+sync_with(GTlsCertificate *certificate, const char *body, const char *content_length)
+{
+    g_autoptr(SoupSession) session = soup_session_new();
+    g_autofree gchar *url = g_strdup_printf("%s/agent/v1/sync", daemon_->uri);
+    g_autoptr(SoupMessage) message = soup_message_new("POST", url);
+    g_autoptr(GBytes) payload = g_bytes_new(body, strlen(body));
+    g_autoptr(GBytes) bytes = NULL;
+    g_autoptr(GError) error = NULL;
+    Answer *answer = g_new0(Answer, 1);
+    gint64 started = g_get_monotonic_time();
+
+    soup_session_set_timeout(session, 60);
+    soup_message_set_request_body_from_bytes(message, "application/json", payload);
+    if (content_length != NULL)
+        soup_message_headers_replace(soup_message_get_request_headers(message), "Content-Length",
+                                     content_length);
+    g_signal_connect(message, "accept-certificate", G_CALLBACK(accept_pinned), NULL);
+    soup_message_set_tls_client_certificate(message, certificate);
+    bytes = soup_session_send_and_read(session, message, NULL, &error);
+    answer->took_us = g_get_monotonic_time() - started;
+    if (bytes == NULL) {
+        /* Only a refusal to read a body it said was huge ends this way. */
+        g_test_message("sync: %s", error->message);
+        return answer;
+    }
+    answer->status = soup_message_get_status(message);
+    answer->body = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    answer->json = json_from_string(answer->body, NULL);
+    g_test_message("sync -> %u in %" G_GINT64_FORMAT " ms: %.300s", answer->status,
+                   answer->took_us / 1000, answer->body);
+    return answer;
+}
+
+static GTlsCertificate *
+agent_certificate(void)
+{
+    g_autofree gchar *cert = g_build_filename(agent_dir, "agent", "certificate.pem", NULL);
+    g_autofree gchar *key = g_build_filename(agent_dir, "agent", "key.pem", NULL);
+    g_autoptr(GError) error = NULL;
+    GTlsCertificate *certificate = einsora_tls_identity_load(cert, key, &error);
+
+    g_assert_no_error(error);
+    return certificate;
+}
+
+static gchar *
+report_for(const char *machine, gint64 applied_generation, const char *statuses)
+{
+    return g_strdup_printf("{\"machine_id\":\"%s\",\"applied_generation\":%" G_GINT64_FORMAT
+                           ",\"statuses\":[%s]}",
+                           machine, applied_generation, statuses != NULL ? statuses : "");
+}
+
+static const char *
+error_message(Answer *answer)
+{
+    JsonObject *root;
+
+    g_assert_nonnull(answer->json);
+    root = json_node_get_object(answer->json);
+    return json_object_get_string_member(json_object_get_object_member(root, "error"), "message");
+}
+
+static gint64
+generation_of(Answer *answer)
+{
+    g_assert_nonnull(answer->json);
+    return json_object_get_int_member(json_node_get_object(answer->json), "generation");
+}
+
+typedef struct {
+    gboolean done;
+    guint status;
+    gint64 generation;
+} Held;
+
+static void
+on_held_answer(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Held *held = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) bytes =
+        soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
+    SoupMessage *message = soup_session_get_async_result_message(SOUP_SESSION(source), result);
+
+    g_assert_no_error(error);
+    held->status = soup_message_get_status(message);
+    {
+        g_autofree gchar *text = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+        g_autoptr(JsonNode) node = json_from_string(text, NULL);
+        g_assert_nonnull(node);
+        held->generation = json_object_get_int_member(json_node_get_object(node), "generation");
+    }
+    held->done = TRUE;
+}
+
+static void
+test_sync_answers_and_holds(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autofree gchar *first_report = report_for(machine_id, 0, NULL);
+    g_autoptr(Answer) first = sync_with(certificate, first_report, NULL);
+    g_autofree gchar *path = g_strdup_printf("/v1/machines/%s", machine_id);
+    g_autoptr(EinsoraTestResponse) seen = NULL;
+    g_autoptr(SoupSession) session = soup_session_new();
+    g_autofree gchar *url = g_strdup_printf("%s/agent/v1/sync", daemon_->uri);
+    g_autoptr(SoupMessage) message = soup_message_new("POST", url);
+    g_autofree gchar *same_report = NULL;
+    g_autoptr(GBytes) payload = NULL;
+    Held held = {0};
+    gint64 generation;
+    gint64 deadline;
+
+    /* A first report is answered at once with the machine's state. */
+    g_assert_cmpuint(first->status, ==, 200);
+    g_assert_cmpstr(json_object_get_string_member(json_node_get_object(first->json), "machine_id"),
+                    ==, machine_id);
+    generation = generation_of(first);
+    g_assert_cmpint(generation, >, 0);
+    /* And the machine is online, as its owner sees it. */
+    seen = einsora_test_request(daemon_, "GET", path, daemon_->owner_token, NULL, NULL, NULL);
+    g_assert_cmpuint(seen->status, ==, 200);
+    g_assert_cmpstr(einsora_test_response_string(seen, "status"), ==, "online");
+    g_assert_nonnull(einsora_test_response_string(seen, "last_seen_at"));
+
+    /* Nothing new: held, costing the daemon a paused message... */
+    same_report = report_for(machine_id, generation, NULL);
+    payload = g_bytes_new(same_report, strlen(same_report));
+    soup_message_set_request_body_from_bytes(message, "application/json", payload);
+    g_signal_connect(message, "accept-certificate", G_CALLBACK(accept_pinned), NULL);
+    soup_message_set_tls_client_certificate(message, certificate);
+    soup_session_set_timeout(session, 60);
+    soup_session_send_and_read_async(session, message, G_PRIORITY_DEFAULT, NULL, on_held_answer,
+                                     &held);
+    deadline = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, FALSE), g_usleep(10000);
+    g_assert_false(held.done);
+    /* ...until a newer sync of the machine answers it. */
+    {
+        g_autoptr(Answer) newer = sync_with(certificate, first_report, NULL);
+        g_assert_cmpuint(newer->status, ==, 200);
+        g_assert_cmpint(generation_of(newer), ==, generation);
+    }
+    deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (!held.done && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, FALSE), g_usleep(10000);
+    g_assert_true(held.done);
+    g_assert_cmpuint(held.status, ==, 200);
+    g_assert_cmpint(held.generation, ==, generation);
+}
+
+static void
+test_refusals(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autofree gchar *own = report_for(machine_id, 0, NULL);
+    g_autofree gchar *other_machine = report_for("0193a0a0-0000-7000-8000-000000000001", 0, NULL);
+    g_autofree gchar *other_ca_dir = einsora_test_dir_new();
+    g_autoptr(GError) error = NULL;
+
+    /* No certificate: 401 and why; a huge body isn't read first. */
+    {
+        g_autoptr(Answer) none = sync_with(NULL, own, NULL);
+        g_assert_cmpuint(none->status, ==, 401);
+        g_assert_nonnull(strstr(error_message(none), "none was sent"));
+    }
+    {
+        g_autoptr(Answer) huge = sync_with(NULL, own, "50000000");
+        g_assert_true(huge->status == 401 || huge->status == 0);
+    }
+    /* One another CA signed, for a key of ours. */
+    {
+        const char *const hosts[] = {"elsewhere", NULL};
+        g_autofree gchar *key_pem = NULL;
+        g_autofree gchar *csr_pem = NULL;
+        g_autofree gchar *cert_pem = NULL;
+        g_autofree gchar *both = NULL;
+        g_autoptr(GTlsCertificate) foreign = NULL;
+        g_autoptr(Answer) refused = NULL;
+
+        g_assert_true(einsora_tls_identity_ensure(other_ca_dir, hosts, &error));
+        g_assert_true(einsora_tls_agent_request_new(&key_pem, &csr_pem, &error));
+        cert_pem = einsora_tls_agent_certificate_sign(other_ca_dir, csr_pem, machine_id, 30, NULL,
+                                                      NULL, &error);
+        g_assert_no_error(error);
+        both = g_strconcat(cert_pem, key_pem, NULL);
+        foreign = g_tls_certificate_new_from_pem(both, -1, &error);
+        g_assert_no_error(error);
+        refused = sync_with(foreign, own, NULL);
+        g_assert_cmpuint(refused->status, ==, 401);
+        g_assert_nonnull(strstr(error_message(refused), "wasn't issued by this server"));
+    }
+    /* Ours, for a report that names another machine. */
+    {
+        g_autoptr(Answer) claimed = sync_with(certificate, other_machine, NULL);
+        g_assert_cmpuint(claimed->status, ==, 403);
+    }
+    /* Malformed, and nested past any report. */
+    {
+        g_autoptr(Answer) malformed = sync_with(certificate, "{\"machine_id\":", NULL);
+        g_autoptr(GString) deep = g_string_new("{\"machine_id\":");
+        g_autoptr(Answer) nested = NULL;
+        g_autoptr(Answer) wrong = NULL;
+        g_autofree gchar *missing = g_strdup_printf("{\"machine_id\":\"%s\"}", machine_id);
+
+        g_assert_cmpuint(malformed->status, ==, 400);
+        for (guint i = 0; i < 100000; i++)
+            g_string_append_c(deep, '[');
+        for (guint i = 0; i < 100000; i++)
+            g_string_append_c(deep, ']');
+        g_string_append_c(deep, '}');
+        nested = sync_with(certificate, deep->str, NULL);
+        g_assert_cmpuint(nested->status, ==, 400);
+        wrong = sync_with(certificate, missing, NULL);
+        g_assert_cmpuint(wrong->status, ==, 400);
+    }
+    /* The daemon stays up, and the machine's own report still works. */
+    {
+        g_autoptr(Answer) again = sync_with(certificate, own, NULL);
+        g_assert_cmpuint(again->status, ==, 200);
+    }
+}
+
+/* A status of a workload not placed on the machine (another machine's,
+ * or none at all) is left out: the log says so, and the sync is served. */
+static void
+test_foreign_statuses_left_out(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autofree gchar *report =
+        report_for(machine_id, 0,
+                   "{\"workload_id\":\"0193a0a0-0000-7000-8000-0000000000aa\",\"attempt\":1,"
+                   "\"mode\":\"run\",\"code\":\"running\",\"applied_generation\":1}");
+    g_autoptr(Answer) answer = sync_with(certificate, report, NULL);
+    g_autofree gchar *log = NULL;
+
+    g_assert_cmpuint(answer->status, ==, 200);
+    log = einsora_test_daemon_read_log(daemon_);
+    g_assert_nonnull(strstr(log, "reported 1 workload(s) not placed on it: left out"));
+}
+
+int
+main(int argc, char **argv)
+{
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
+        g_test_skip("GLib has no TLS backend here: install glib-networking");
+        return g_test_run();
+    }
+    daemon_ = einsora_test_daemon_new();
+    einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
+    einsora_test_daemon_start(daemon_);
+    {
+        g_autofree gchar *log = einsora_test_daemon_read_log(daemon_);
+        const char *at = g_strrstr(log, ", fingerprint SHA256:");
+        g_assert_nonnull(at);
+        fingerprint = g_strndup(at + strlen(", fingerprint "), strlen("SHA256:") + 64);
+    }
+    /* Enrolled as the owner's machine by the real join. */
+    {
+        g_autoptr(EinsoraTestResponse) made =
+            einsora_test_request(daemon_, "POST", "/v1/machines/enrolments", daemon_->owner_token,
+                                 NULL, "{\"name\":\"far-box\"}", NULL);
+        g_autoptr(GSubprocess) join = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree gchar *out = NULL;
+        g_autofree gchar *id_path = NULL;
+
+        g_assert_cmpuint(made->status, ==, 201);
+        agent_dir = einsora_test_dir_new();
+        join = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, einsora_test_daemon_path(),
+                                "--data-dir", agent_dir, "agent", "--join", daemon_->uri, "--token",
+                                einsora_test_response_string(made, "token"), "--fingerprint",
+                                fingerprint, NULL);
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_communicate_utf8(join, NULL, NULL, &out, NULL, &error));
+        g_assert_true(g_subprocess_get_if_exited(join));
+        g_assert_cmpint(g_subprocess_get_exit_status(join), ==, 0);
+        id_path = g_build_filename(agent_dir, "agent", "machine-id", NULL);
+        g_assert_true(g_file_get_contents(id_path, &machine_id, NULL, &error));
+        g_strstrip(machine_id);
+    }
+    g_test_add_func("/agent-sync/answers-and-holds", test_sync_answers_and_holds);
+    g_test_add_func("/agent-sync/refusals", test_refusals);
+    g_test_add_func("/agent-sync/foreign-statuses-left-out", test_foreign_statuses_left_out);
+    status = g_test_run();
+    einsora_test_daemon_stop(daemon_);
+    einsora_test_daemon_free(daemon_);
+    return status;
+}
