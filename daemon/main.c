@@ -19,6 +19,7 @@
 #include "einsora-catalog.h"
 #include "einsora-controller.h"
 #include "einsora-agent-join.h"
+#include "einsora-remote-hub.h"
 #include "einsora-daemon-tls.h"
 #include "einsora-meter.h"
 #include "einsora-docker-driver.h"
@@ -1034,9 +1035,78 @@ read_password(GError **error)
 
 /* `einsora-daemon account create`: an operator adds a tenant and its first
  * user, and gets an API token for it on standard output, once. */
-/* einsora-daemon agent --join: enrolment (docs/adr/0055). Syncing with
- * the server over mutual TLS is the next step of issue 20: until then
- * `agent` without --join says so rather than pretend. */
+/* einsora-daemon agent: this machine, enrolled already, as an agent of
+ * the server it joined (docs/adr/0056): its drivers and inventory as in
+ * Solo, the hub over the network with its client certificate. No store:
+ * it knows what the server tells it. Docker (weak isolation) is refused
+ * for every tenant here until the agent knows its owner. */
+static int
+run_networked_agent(const EinsoraDaemonSettings *settings)
+{
+    g_auto(LocalMachine) machine = {0};
+    g_autoptr(EinsoraRemoteHub) remote = NULL;
+    g_autoptr(GPtrArray) drivers = g_ptr_array_new_with_free_func(g_object_unref);
+    g_autoptr(GStrvBuilder) names = g_strv_builder_new();
+    g_auto(GStrv) driver_names = NULL;
+    g_autoptr(EinsoraInventory) inventory = NULL;
+    g_autoptr(EinsoraNativeDriver) native = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *machine_id = NULL;
+    g_autofree gchar *notebooks = NULL;
+    g_autofree gchar *models = NULL;
+    EinsoraNativeDriverConfig config;
+    EinsoraLinuxInventorySource source = {"/", g_getenv("EINSORA_NVML_LIBRARY")};
+
+    machine.lock = einsora_host_lock_acquire(settings->agent_state_dir, &error);
+    if (machine.lock == NULL) {
+        g_printerr("einsora-daemon agent: EINSORA_AGENT_STATE_DIR (--agent-state-dir): %s\n",
+                   error->message);
+        return EXIT_FAILURE;
+    }
+    remote = einsora_remote_hub_load(settings->agent_state_dir, &machine_id, &error);
+    if (remote == NULL) {
+        g_printerr("einsora-daemon agent: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    config = native_config(settings, &notebooks, &models);
+    if (!make_drivers(settings, &config, machine_id, drivers, names, &machine.run_lock, &native,
+                      &machine.docker_made, &error)) {
+        g_printerr("einsora-daemon agent: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    driver_names = g_strv_builder_end(names);
+    inventory = einsora_linux_inventory_read(&source, &error);
+    if (inventory == NULL) {
+        g_printerr("einsora-daemon agent: reading what this machine has: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    g_strfreev(inventory->drivers);
+    inventory->drivers = g_strdupv(driver_names);
+    if (wants_driver(settings, "sim") && !pretend_capacity(inventory, &error)) {
+        g_printerr("einsora-daemon agent: %s\n", error->message);
+        return EXIT_FAILURE;
+    }
+    machine.loop = g_main_loop_new(NULL, FALSE);
+    machine.agent =
+        einsora_agent_new(EINSORA_SYNC_TRANSPORT(remote), machine_id, NULL, inventory, drivers);
+    machine.inventory = g_steal_pointer(&inventory);
+    g_unix_signal_add(SIGINT, quit_on_signal, machine.loop);
+    g_unix_signal_add(SIGTERM, quit_on_signal, machine.loop);
+    einsora_agent_start(machine.agent);
+    start_probes(settings, &machine);
+    g_message("agent of %s as machine %s: syncing over mutual TLS",
+              einsora_remote_hub_get_server(remote), machine_id);
+    g_main_loop_run(machine.loop);
+    einsora_agent_stop(machine.agent);
+    if (machine.fatal != NULL) {
+        g_printerr("einsora-daemon agent: %s\n", machine.fatal->message);
+        return EXIT_FAILURE;
+    }
+    return EXIT_SUCCESS;
+}
+
+/* einsora-daemon agent --join: enrolment (docs/adr/0055); without it,
+ * the enrolled agent's run. */
 static int
 run_agent(const EinsoraDaemonSettings *settings, const char *server, const char *token,
           const char *fingerprint)
@@ -1044,12 +1114,8 @@ run_agent(const EinsoraDaemonSettings *settings, const char *server, const char 
     g_autoptr(GError) error = NULL;
     g_autofree gchar *machine_id = NULL;
 
-    if (server == NULL) {
-        g_printerr("einsora-daemon agent: give --join URL --token ENR --fingerprint SHA256 to "
-                   "enrol this machine; this version enrols but doesn't yet sync with the server "
-                   "over the network\n");
-        return 2;
-    }
+    if (server == NULL)
+        return run_networked_agent(settings);
     machine_id = einsora_agent_join(settings->agent_state_dir, server, token, fingerprint, &error);
     if (machine_id == NULL) {
         g_printerr("einsora-daemon agent --join: %s\n", error->message);
@@ -1395,13 +1461,14 @@ main(int argc, char **argv)
     };
 
     setlocale(LC_ALL, "");
-    context = g_option_context_new("[migrate | info | account create | agent --join URL]");
+    context = g_option_context_new("[migrate | info | account create | agent [--join URL]]");
     g_option_context_set_summary(
         context, "Runs Einsora: the /v1 API over the store, the catalog and the service.\n"
                  "\"migrate\" applies the database migrations and exits; \"info\" prints the "
                  "setup, with the TLS certificate's fingerprint; \"account create\" adds a "
                  "tenant and its first user and prints an API token for it; \"agent --join\" "
-                 "enrols this machine as an agent of a Lab server.");
+                 "enrols this machine as an agent of a Lab server, and \"agent\" then runs "
+                 "that agent, syncing with the server over mutual TLS.");
     g_option_context_add_main_entries(context, entries, NULL);
     /* `agent --join URL` and `account create --join` share a name: the
      * agent's options are a group of their own, taken when the command is

@@ -10,6 +10,7 @@
  * placed there is left out of what the hub hears. */
 #include <gio/gio.h>
 #include <libsoup/soup.h>
+#include <signal.h>
 #include <string.h>
 
 #include "einsora-test-daemon.h"
@@ -71,7 +72,8 @@ sync_with(GTlsCertificate *certificate, const char *body, const char *content_le
     answer->took_us = g_get_monotonic_time() - started;
     if (bytes == NULL) {
         /* Only a refusal to read a body it said was huge ends this way. */
-        g_test_message("sync: %s", error->message);
+        g_test_message("sync: %s after %" G_GINT64_FORMAT " ms", error->message,
+                       answer->took_us / 1000);
         return answer;
     }
     answer->status = soup_message_get_status(message);
@@ -291,6 +293,47 @@ test_foreign_statuses_left_out(void)
     g_assert_nonnull(strstr(log, "reported 1 workload(s) not placed on it: left out"));
 }
 
+/* The real agent: `einsora-daemon agent` with what the join left syncs
+ * over mutual TLS; the machine comes online with the inventory it sent
+ * (its sim driver), and goes on syncing until it is stopped. */
+static void
+test_real_agent(void)
+{
+    g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_MERGE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+    g_autoptr(GSubprocess) agent = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *path = g_strdup_printf("/v1/machines/%s", machine_id);
+    g_autofree gchar *out = NULL;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    gboolean has_sim = FALSE;
+
+    g_subprocess_launcher_setenv(launcher, "EINSORA_DRIVERS", "sim", TRUE);
+    g_subprocess_launcher_unsetenv(launcher, "EINSORA_DATA_DIR");
+    agent = g_subprocess_launcher_spawn(launcher, &error, einsora_test_daemon_path(), "--data-dir",
+                                        agent_dir, "agent", NULL);
+    g_assert_no_error(error);
+    while (!has_sim && g_get_monotonic_time() < deadline) {
+        g_autoptr(EinsoraTestResponse) seen =
+            einsora_test_request(daemon_, "GET", path, daemon_->owner_token, NULL, NULL, NULL);
+        JsonArray *drivers;
+
+        g_assert_cmpuint(seen->status, ==, 200);
+        drivers = json_object_get_array_member(json_node_get_object(seen->json), "drivers");
+        for (guint i = 0; drivers != NULL && i < json_array_get_length(drivers); i++)
+            has_sim = has_sim || g_strcmp0(json_array_get_string_element(drivers, i), "sim") == 0;
+        if (!has_sim)
+            g_usleep(200 * 1000);
+    }
+    g_assert_true(has_sim);
+    g_subprocess_send_signal(agent, SIGTERM);
+    g_assert_true(g_subprocess_communicate_utf8(agent, NULL, NULL, &out, NULL, &error));
+    g_test_message("agent: %s", out);
+    g_assert_cmpint(g_subprocess_get_exit_status(agent), ==, 0);
+    g_assert_nonnull(strstr(out, "syncing over mutual TLS"));
+    g_assert_null(strstr(out, "sync failed"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -303,6 +346,8 @@ main(int argc, char **argv)
     }
     daemon_ = einsora_test_daemon_new();
     einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
+    /* A body that never comes (the huge one refused) is cut off sooner. */
+    einsora_test_daemon_setenv(daemon_, "EINSORA_TEST_REQUEST_TIMEOUT_MS", "3000");
     einsora_test_daemon_start(daemon_);
     {
         g_autofree gchar *log = einsora_test_daemon_read_log(daemon_);
@@ -337,6 +382,7 @@ main(int argc, char **argv)
     g_test_add_func("/agent-sync/answers-and-holds", test_sync_answers_and_holds);
     g_test_add_func("/agent-sync/refusals", test_refusals);
     g_test_add_func("/agent-sync/foreign-statuses-left-out", test_foreign_statuses_left_out);
+    g_test_add_func("/agent-sync/real-agent", test_real_agent);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);
     einsora_test_daemon_free(daemon_);

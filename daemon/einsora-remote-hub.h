@@ -1,0 +1,24 @@
+/* The hub of an enrolled agent, over the network (docs/adr/0056): Sync as
+ * POST /agent/v1/sync to the server it joined, with the client
+ * certificate the join left, and only to the server whose certificate
+ * has the pinned fingerprint. One session, kept alive, so a long poll
+ * after the first costs no handshake. */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "einsora-sync-transport.h"
+
+G_BEGIN_DECLS
+
+#define EINSORA_TYPE_REMOTE_HUB (einsora_remote_hub_get_type())
+G_DECLARE_FINAL_TYPE(EinsoraRemoteHub, einsora_remote_hub, EINSORA, REMOTE_HUB, GObject)
+
+/* From <state dir>/agent/ as einsora_agent_join() left it: the server
+ * and its fingerprint, the key and certificate; *@machine_id gets the
+ * machine's ID. */
+EinsoraRemoteHub *einsora_remote_hub_load(const char *state_dir, gchar **machine_id,
+                                          GError **error);
+const char *einsora_remote_hub_get_server(EinsoraRemoteHub *self);
+
+G_END_DECLS
