@@ -21,6 +21,7 @@ static EinsoraTestDaemon *daemon_;
 static gchar *fingerprint;
 static gchar *agent_dir;
 static gchar *machine_id;
+static gchar *other_token; /* another tenant's */
 
 typedef struct {
     guint status;
@@ -142,7 +143,8 @@ on_held_answer(GObject *source, GAsyncResult *result, gpointer user_data)
         g_autofree gchar *text = g_strndup(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
         g_autoptr(JsonNode) node = json_from_string(text, NULL);
         g_assert_nonnull(node);
-        held->generation = json_object_get_int_member(json_node_get_object(node), "generation");
+        held->generation =
+            json_object_get_int_member_with_default(json_node_get_object(node), "generation", 0);
     }
     held->done = TRUE;
 }
@@ -334,6 +336,70 @@ test_real_agent(void)
     g_assert_null(strstr(out, "sync failed"));
 }
 
+/* Revoked by its owner (another tenant: 404): a sync it holds is refused
+ * at once, and so is every one after; a second revocation is 409. */
+static void
+test_revoked(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autofree gchar *first_report = report_for(machine_id, 0, NULL);
+    g_autoptr(Answer) first = sync_with(certificate, first_report, NULL);
+    g_autofree gchar *path = g_strdup_printf("/v1/machines/%s/revoke", machine_id);
+    g_autoptr(SoupSession) session = soup_session_new();
+    g_autofree gchar *url = g_strdup_printf("%s/agent/v1/sync", daemon_->uri);
+    g_autoptr(SoupMessage) message = soup_message_new("POST", url);
+    g_autofree gchar *same_report = NULL;
+    g_autoptr(GBytes) payload = NULL;
+    Held held = {0};
+    gint64 deadline;
+    gint64 revoked_at;
+
+    g_assert_cmpuint(first->status, ==, 200);
+    {
+        g_autoptr(EinsoraTestResponse) theirs =
+            einsora_test_request(daemon_, "POST", path, other_token, NULL, NULL, NULL);
+        g_assert_cmpuint(theirs->status, ==, 404);
+    }
+    same_report = report_for(machine_id, generation_of(first), NULL);
+    payload = g_bytes_new(same_report, strlen(same_report));
+    soup_message_set_request_body_from_bytes(message, "application/json", payload);
+    g_signal_connect(message, "accept-certificate", G_CALLBACK(accept_pinned), NULL);
+    soup_message_set_tls_client_certificate(message, certificate);
+    soup_session_send_and_read_async(session, message, G_PRIORITY_DEFAULT, NULL, on_held_answer,
+                                     &held);
+    deadline = g_get_monotonic_time() + G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, FALSE), g_usleep(10000);
+    g_assert_false(held.done);
+    {
+        g_autoptr(EinsoraTestResponse) revoked =
+            einsora_test_request(daemon_, "POST", path, daemon_->owner_token, NULL, NULL, NULL);
+        g_assert_cmpuint(revoked->status, ==, 200);
+        g_assert_cmpstr(einsora_test_response_string(revoked, "id"), ==, machine_id);
+    }
+    revoked_at = g_get_monotonic_time();
+    deadline = revoked_at + 5 * G_USEC_PER_SEC;
+    while (!held.done && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, FALSE), g_usleep(5000);
+    g_assert_true(held.done);
+    g_assert_cmpuint(held.status, ==, 401);
+    {
+        g_autoptr(Answer) after = sync_with(certificate, first_report, NULL);
+        g_assert_cmpuint(after->status, ==, 401);
+        g_assert_nonnull(strstr(error_message(after), "revoked"));
+    }
+    {
+        g_autoptr(EinsoraTestResponse) again =
+            einsora_test_request(daemon_, "POST", path, daemon_->owner_token, NULL, NULL, NULL);
+        g_assert_cmpuint(again->status, ==, 409);
+    }
+    /* In the tenant's audit trail, with no secret. */
+    {
+        g_autofree gchar *log = einsora_test_daemon_read_log(daemon_);
+        g_assert_nonnull(strstr(log, "machine.revoked"));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -348,6 +414,10 @@ main(int argc, char **argv)
     einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
     /* A body that never comes (the huge one refused) is cut off sooner. */
     einsora_test_daemon_setenv(daemon_, "EINSORA_TEST_REQUEST_TIMEOUT_MS", "3000");
+    /* Its first start makes the owner; then another tenant. */
+    einsora_test_daemon_start(daemon_);
+    einsora_test_daemon_stop(daemon_);
+    other_token = einsora_test_daemon_create_account(daemon_, "globex", "eve@globex.example", NULL);
     einsora_test_daemon_start(daemon_);
     {
         g_autofree gchar *log = einsora_test_daemon_read_log(daemon_);
@@ -383,6 +453,8 @@ main(int argc, char **argv)
     g_test_add_func("/agent-sync/refusals", test_refusals);
     g_test_add_func("/agent-sync/foreign-statuses-left-out", test_foreign_statuses_left_out);
     g_test_add_func("/agent-sync/real-agent", test_real_agent);
+    /* Last: the machine is revoked after it. */
+    g_test_add_func("/agent-sync/revoked", test_revoked);
     status = g_test_run();
     einsora_test_daemon_stop(daemon_);
     einsora_test_daemon_free(daemon_);

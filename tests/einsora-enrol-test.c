@@ -221,6 +221,24 @@ test_enrol(void)
         g_assert_cmpuint(hidden->status, ==, 404);
         g_assert_null(find_machine(list->json, machine_id));
     }
+    /* einsora machines revoke, by a prefix of the ID: its certificate is
+     * gone from the machine; a second time says there is none. */
+    {
+        g_autofree gchar *prefix = g_strndup(machine_id, 20);
+        g_autoptr(Run) revoked = run_argv(
+            (const char *const[]){g_getenv("EINSORA_CLI"), "machines", "revoke", prefix, NULL});
+        g_autoptr(Run) again = run_argv(
+            (const char *const[]){g_getenv("EINSORA_CLI"), "machines", "revoke", prefix, NULL});
+        g_autoptr(EinsoraTestResponse) list = einsora_test_request(
+            daemon_, "GET", "/v1/machines", daemon_->owner_token, NULL, NULL, NULL);
+
+        g_assert_cmpint(revoked->status, ==, 0);
+        g_assert_nonnull(strstr(revoked->out, "gpu-box is revoked"));
+        g_assert_true(JSON_NODE_HOLDS_NULL(
+            json_object_get_member(find_machine(list->json, machine_id), "certificate")));
+        g_assert_cmpint(again->status, !=, 0);
+        g_assert_nonnull(strstr(again->err, "no agent certificate"));
+    }
     einsora_test_dir_remove(other);
 }
 

@@ -2616,6 +2616,28 @@ test_enrolment_take_once(Fixture *f, gconstpointer data)
         g_assert_null(other);
         g_clear_error(&error);
     }
+    /* Revoked: only by its tenant, once; then its certificate finds nothing. */
+    {
+        g_autoptr(EinsoraTenant) globex = add_tenant(f, "globex", FALSE);
+        g_autoptr(EinsoraMachine) gone = NULL;
+
+        g_assert_false(
+            einsora_store_clear_machine_certificate(f->store, globex->id, machine_id, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_clear_error(&error);
+        g_assert_true(
+            einsora_store_clear_machine_certificate(f->store, acme->id, machine_id, &error));
+        g_assert_no_error(error);
+        gone =
+            einsora_store_find_machine_by_certificate(f->store, machine->cert_fingerprint, &error);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_assert_null(gone);
+        g_clear_error(&error);
+        g_assert_false(
+            einsora_store_clear_machine_certificate(f->store, acme->id, machine_id, &error));
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+        g_clear_error(&error);
+    }
     /* Once: a second take of the same token finds nothing. */
     {
         g_autofree gchar *again = new_id(f);

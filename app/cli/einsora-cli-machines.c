@@ -145,10 +145,76 @@ machines_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char *
     return einsora_cli_write_text(text, error);
 }
 
+/* The one machine of the caller's whose ID starts with @prefix. */
+static gchar *
+resolve_machine(EinsoraClient *client, const char *prefix, GError **error)
+{
+    g_autoptr(JsonNode) list = einsora_client_list_machines(client, NULL, error);
+    g_autofree gchar *id = NULL;
+    JsonArray *machines;
+    guint matches = 0;
+
+    if (list == NULL || (machines = einsora_cli_get_array(list, "machines", error)) == NULL)
+        return NULL;
+    for (guint i = 0; i < json_array_get_length(machines); i++) {
+        JsonObject *machine = json_array_get_object_element(machines, i);
+        const char *machine_id = machine != NULL ? einsora_cli_get_string(machine, "id") : NULL;
+        if (machine_id != NULL && g_str_has_prefix(machine_id, prefix)) {
+            g_free(id);
+            id = g_strdup(machine_id);
+            matches++;
+        }
+    }
+    if (matches != 1) {
+        g_set_error(error, EINSORA_CLI_ERROR,
+                    matches == 0 ? EINSORA_CLI_ERROR_FAILED : EINSORA_CLI_ERROR_USAGE,
+                    matches == 0 ? _("no machine of yours starts with “%s”")
+                                 : _("“%s” is the start of several machines' IDs: give more of it"),
+                    prefix);
+        return NULL;
+    }
+    return g_steal_pointer(&id);
+}
+
+/* einsora machines revoke ID: its agent's certificate works no more. */
+static gboolean
+machines_revoke(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
+                GError **error)
+{
+    EinsoraClient *client;
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(GBytes) raw = NULL;
+    g_autofree gchar *id = NULL;
+    g_autofree gchar *path = NULL;
+    g_autofree gchar *text = NULL;
+
+    if (!einsora_cli_parse(cli, command, NULL,
+                           _("Its agent's next sync, and any it holds now, is refused; its "
+                             "workloads then count as on a machine gone offline. To use it "
+                             "again, enrol it again (einsora machines add)."),
+                           FALSE, &argc, &argv, error) ||
+        !einsora_cli_expect_arguments(command, argc, argv, 1, error))
+        return FALSE;
+    client = einsora_cli_get_client(cli, error);
+    if (client == NULL || (id = resolve_machine(client, argv[1], error)) == NULL)
+        return FALSE;
+    path = g_strdup_printf("/v1/machines/%s/revoke", id);
+    root = einsora_client_request(client, "POST", path, NULL, NULL, &raw, error);
+    if (root == NULL)
+        return FALSE;
+    if (cli->options.json)
+        return einsora_cli_write_raw(raw, TRUE, error);
+    text = g_strdup_printf(_("%s is revoked: its agent can't sync any more\n"),
+                           einsora_cli_get_string(json_node_get_object(root), "name"));
+    return einsora_cli_write_text(text, error);
+}
+
 static const EinsoraCliCommand machines_commands[] = {
     {"list", NULL, N_("List your machines (the default)"), machines_list},
     {"add", NULL, N_("Print the one command that enrols another machine (--name, --region)"),
      machines_add},
+    {"revoke", N_("ID"), N_("Revoke a machine's agent certificate: it can't sync any more"),
+     machines_revoke},
     {NULL},
 };
 
@@ -171,7 +237,6 @@ einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, c
                   GError **error)
 {
     EinsoraClient *client;
-    g_autoptr(JsonNode) list = NULL;
     g_autoptr(JsonNode) root = NULL;
     g_autoptr(JsonBuilder) builder = json_builder_new();
     g_autoptr(JsonNode) body = NULL;
@@ -179,8 +244,6 @@ einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, c
     g_autofree gchar *path = NULL;
     g_autofree gchar *text = NULL;
     g_autoptr(GBytes) raw = NULL;
-    JsonArray *machines;
-    guint matches = 0;
 
     if (!einsora_cli_parse(cli, command, NULL,
                            _("private: your tenant's workloads only. community: the Lab's other "
@@ -190,26 +253,8 @@ einsora_cli_share(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, c
         !einsora_cli_expect_arguments(command, argc, argv, 2, error))
         return FALSE;
     client = einsora_cli_get_client(cli, error);
-    if (client == NULL || (list = einsora_client_list_machines(client, NULL, error)) == NULL ||
-        (machines = einsora_cli_get_array(list, "machines", error)) == NULL)
+    if (client == NULL || (id = resolve_machine(client, argv[1], error)) == NULL)
         return FALSE;
-    for (guint i = 0; i < json_array_get_length(machines); i++) {
-        JsonObject *machine = json_array_get_object_element(machines, i);
-        const char *machine_id = machine != NULL ? einsora_cli_get_string(machine, "id") : NULL;
-        if (machine_id != NULL && g_str_has_prefix(machine_id, argv[1])) {
-            g_free(id);
-            id = g_strdup(machine_id);
-            matches++;
-        }
-    }
-    if (matches != 1) {
-        g_set_error(error, EINSORA_CLI_ERROR,
-                    matches == 0 ? EINSORA_CLI_ERROR_FAILED : EINSORA_CLI_ERROR_USAGE,
-                    matches == 0 ? _("no machine of yours starts with “%s”")
-                                 : _("“%s” is the start of several machines' IDs: give more of it"),
-                    argv[1]);
-        return FALSE;
-    }
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "sharing");
     json_builder_add_string_value(builder, argv[2]);

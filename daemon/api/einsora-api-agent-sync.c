@@ -21,16 +21,80 @@
 /* The deepest nesting a report has is an inventory's GPU list: far less. */
 #define REPORT_MAX_DEPTH 16
 
+/* The syncs held now, by machine, on the server (a revocation refuses
+ * them at once). */
+#define HELD_KEY "einsora-held-syncs"
+
 typedef struct {
+    EinsoraApiServer *server;
     EinsoraApiRequest *request;
     SoupServerMessage *message;
     GCancellable *cancellable;
     GSource *hangup_watch;
+    gchar *machine_id;
+    gboolean revoked;
 } HeldSync;
+
+static GHashTable *
+held_syncs(EinsoraApiServer *server)
+{
+    GHashTable *held = g_object_get_data(G_OBJECT(server), HELD_KEY);
+
+    if (held == NULL) {
+        /* machine ID -> GPtrArray of HeldSync (not owned) */
+        held = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                     (GDestroyNotify)g_ptr_array_unref);
+        g_object_set_data_full(G_OBJECT(server), HELD_KEY, held,
+                               (GDestroyNotify)g_hash_table_unref);
+    }
+    return held;
+}
+
+static void
+hold(HeldSync *held)
+{
+    GHashTable *table = held_syncs(held->server);
+    GPtrArray *list = g_hash_table_lookup(table, held->machine_id);
+
+    if (list == NULL) {
+        list = g_ptr_array_new();
+        g_hash_table_insert(table, g_strdup(held->machine_id), list);
+    }
+    g_ptr_array_add(list, held);
+}
+
+static void
+let_go(HeldSync *held)
+{
+    GHashTable *table = held_syncs(held->server);
+    GPtrArray *list = g_hash_table_lookup(table, held->machine_id);
+
+    if (list == NULL)
+        return;
+    g_ptr_array_remove_fast(list, held);
+    if (list->len == 0)
+        g_hash_table_remove(table, held->machine_id);
+}
+
+void
+einsora_api_agent_sync_revoked(EinsoraApiServer *server, const char *machine_id)
+{
+    GPtrArray *list = g_hash_table_lookup(held_syncs(server), machine_id);
+    g_autoptr(GPtrArray) now = list != NULL ? g_ptr_array_copy(list, NULL, NULL) : NULL;
+
+    for (guint i = 0; now != NULL && i < now->len; i++) {
+        HeldSync *held = g_ptr_array_index(now, i);
+        held->revoked = TRUE;
+        g_cancellable_cancel(held->cancellable);
+    }
+}
 
 static void
 held_sync_free(HeldSync *held)
 {
+    let_go(held);
+    g_free(held->machine_id);
+    g_object_unref(held->server);
     if (held->hangup_watch != NULL) {
         g_source_destroy(held->hangup_watch);
         g_source_unref(held->hangup_watch);
@@ -77,7 +141,11 @@ on_synced(GObject *source, GAsyncResult *result, gpointer user_data)
     g_autoptr(EinsoraDesiredState) desired =
         einsora_sync_transport_sync_finish(EINSORA_SYNC_TRANSPORT(source), result, &error);
 
-    if (desired != NULL) {
+    if (held->revoked) {
+        einsora_api_request_respond_problem(held->request, SOUP_STATUS_UNAUTHORIZED,
+                                            "unauthenticated",
+                                            "this machine's certificate was revoked");
+    } else if (desired != NULL) {
         g_autoptr(JsonNode) node = einsora_desired_state_to_json(desired);
         einsora_api_request_respond_json(held->request, SOUP_STATUS_OK, node);
     } else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
@@ -197,6 +265,9 @@ einsora_api_agent_sync(EinsoraApiServer *server, EinsoraApiRequest *request)
                                 machine->id, dropped);
 
     held = g_new0(HeldSync, 1);
+    held->server = g_object_ref(server);
+    held->machine_id = g_strdup(machine->id);
+    hold(held);
     held->request = g_object_ref(request);
     held->message = g_object_ref(message);
     held->cancellable = g_cancellable_new();

@@ -201,3 +201,28 @@ einsora_api_machines_set_sharing(EinsoraApiServer *server, EinsoraApiRequest *re
     node = machine_to_json(server, machine, counts);
     einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
 }
+
+/* POST /v1/machines/{id}/revoke: its agent's certificate finds it no more;
+ * a sync it holds now is refused at once (docs/adr/0056). */
+void
+einsora_api_machines_revoke(EinsoraApiServer *server, EinsoraApiRequest *request)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraMachine) machine = einsora_auth_revoke_machine(
+        einsora_api_server_get_auth(server), einsora_api_request_get_actor(request),
+        einsora_api_request_get_param(request, 0), &error);
+    g_autoptr(GHashTable) counts = NULL;
+    g_autoptr(JsonNode) node = NULL;
+
+    if (machine != NULL) {
+        einsora_api_agent_sync_revoked(server, machine->id);
+        counts = workload_counts(server, request, &error);
+    }
+    if (counts == NULL) {
+        einsora_api_request_respond_error(request, error);
+        return;
+    }
+    g_clear_pointer(&machine->cert_fingerprint, g_free);
+    node = machine_to_json(server, machine, counts);
+    einsora_api_request_respond_json(request, SOUP_STATUS_OK, node);
+}

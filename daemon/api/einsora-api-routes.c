@@ -36,6 +36,7 @@ static const EinsoraApiRoute routes[] = {
     {"GET", "/v1/machines", AUTH, FALSE, FALSE, NULL, einsora_api_machines_list},
     {"GET", "/v1/machines/{id}", AUTH, FALSE, FALSE, NULL, einsora_api_machines_get},
     {"PUT", "/v1/machines/{id}/sharing", AUTH, FALSE, TRUE, NULL, einsora_api_machines_set_sharing},
+    {"POST", "/v1/machines/{id}/revoke", AUTH, FALSE, FALSE, NULL, einsora_api_machines_revoke},
     /* Its answer holds the token's secret: no Idempotency-Key replay. */
     {"POST", "/v1/machines/enrolments", AUTH, FALSE, TRUE, NULL, einsora_api_enrolments_create},
     /* The token is the credential (docs/adr/0055). */

@@ -67,6 +67,9 @@ void einsora_api_machines_set_sharing(EinsoraApiServer *server, EinsoraApiReques
 void einsora_api_enrolments_create(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_agent_enroll(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_agent_sync(EinsoraApiServer *server, EinsoraApiRequest *request);
+/* The machine's certificate was revoked: its held syncs are refused now. */
+void einsora_api_agent_sync_revoked(EinsoraApiServer *server, const char *machine_id);
+void einsora_api_machines_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);
 /* Why @message's client certificate doesn't do for an agent's sync: none
  * was sent, or what is wrong with it. */
 const char *einsora_api_agent_certificate_problem(SoupServerMessage *message);

@@ -342,29 +342,24 @@ set_sharing_tx(EinsoraStore *store, gpointer user_data, GError **error)
            einsora_store_insert_audit_event(store, change->event, error);
 }
 
-EinsoraMachine *
-einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
-                                 const char *machine_id, EinsoraSharing sharing, GError **error)
+/* The machine @actor may manage: their tenant's, as its owner, or any
+ * as a Lab admin. Another tenant's is NOT_FOUND; a member's is FORBIDDEN
+ * ("only ... may @what its machines"). */
+static EinsoraMachine *
+find_managed_machine(EinsoraAuth *self, const EinsoraActor *actor, const char *machine_id,
+                     const char *what, GError **error)
 {
     g_autoptr(EinsoraMachine) machine = NULL;
     g_autoptr(EinsoraUser) user = NULL;
-    g_autoptr(EinsoraAuditEvent) event = NULL;
-    g_autofree gchar *detail = NULL;
     g_autoptr(GError) local_error = NULL;
-    gboolean admin;
-    SharingChange change;
-
-    g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
-    g_return_val_if_fail(actor != NULL && machine_id != NULL, NULL);
 
     user = einsora_auth_get_active_user(self, actor->tenant_id, actor->user_id,
                                         "this account can no longer sign in", error);
     if (user == NULL)
         return NULL;
-    admin = user->admin;
     machine = einsora_store_find_machine(self->store, machine_id, &local_error);
     /* Another tenant's machine is not there, unless an admin asks. */
-    if (machine == NULL || (!admin && g_strcmp0(machine->tenant_id, actor->tenant_id) != 0)) {
+    if (machine == NULL || (!user->admin && g_strcmp0(machine->tenant_id, actor->tenant_id) != 0)) {
         if (machine == NULL &&
             !g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND))
             g_propagate_error(error, g_steal_pointer(&local_error));
@@ -372,11 +367,29 @@ einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
             g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND, "no such machine");
         return NULL;
     }
-    if (!admin && g_strcmp0(user->role, EINSORA_USER_ROLE_OWNER) != 0) {
-        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN,
-                            "only the tenant's owner or a Lab admin may share its machines");
+    if (!user->admin && g_strcmp0(user->role, EINSORA_USER_ROLE_OWNER) != 0) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_FORBIDDEN,
+                    "only the tenant's owner or a Lab admin may %s its machines", what);
         return NULL;
     }
+    return g_steal_pointer(&machine);
+}
+
+EinsoraMachine *
+einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
+                                 const char *machine_id, EinsoraSharing sharing, GError **error)
+{
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraAuditEvent) event = NULL;
+    g_autofree gchar *detail = NULL;
+    SharingChange change;
+
+    g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
+    g_return_val_if_fail(actor != NULL && machine_id != NULL, NULL);
+
+    machine = find_managed_machine(self, actor, machine_id, "share", error);
+    if (machine == NULL)
+        return NULL;
     if (sharing == EINSORA_SHARING_INVITE) {
         g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST,
                             "invite-only sharing comes with invite lists; until then a machine "
@@ -392,5 +405,51 @@ einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
         return NULL;
     log_audit(event);
     machine->sharing = sharing;
+    return g_steal_pointer(&machine);
+}
+
+typedef struct {
+    EinsoraMachine *machine;
+    EinsoraAuditEvent *event;
+} Revocation;
+
+static gboolean
+revoke_tx(EinsoraStore *store, gpointer user_data, GError **error)
+{
+    Revocation *revocation = user_data;
+
+    return einsora_store_clear_machine_certificate(store, revocation->machine->tenant_id,
+                                                   revocation->machine->id, error) &&
+           einsora_store_insert_audit_event(store, revocation->event, error);
+}
+
+EinsoraMachine *
+einsora_auth_revoke_machine(EinsoraAuth *self, const EinsoraActor *actor, const char *machine_id,
+                            GError **error)
+{
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraAuditEvent) event = NULL;
+    g_autofree gchar *detail = NULL;
+    Revocation revocation;
+
+    g_return_val_if_fail(EINSORA_IS_AUTH(self), NULL);
+    g_return_val_if_fail(actor != NULL && machine_id != NULL, NULL);
+
+    machine = find_managed_machine(self, actor, machine_id, "revoke", error);
+    if (machine == NULL)
+        return NULL;
+    if (machine->cert_fingerprint == NULL) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT,
+                            "this machine has no agent certificate to revoke: it is this "
+                            "daemon's own, or revoked already");
+        return NULL;
+    }
+    detail = g_strdup_printf("certificate %s", machine->cert_fingerprint);
+    event = audit_event_new(self, actor, machine->tenant_id, EINSORA_AUDIT_MACHINE_REVOKED,
+                            machine->name, detail);
+    revocation = (Revocation){.machine = machine, .event = event};
+    if (!einsora_store_in_transaction(self->store, revoke_tx, &revocation, error))
+        return NULL;
+    log_audit(event);
     return g_steal_pointer(&machine);
 }

@@ -146,6 +146,12 @@ gchar *einsora_auth_admin_reset_password_finish(EinsoraAuth *self, GAsyncResult 
 EinsoraMachine *einsora_auth_set_machine_sharing(EinsoraAuth *self, const EinsoraActor *actor,
                                                  const char *machine_id, EinsoraSharing sharing,
                                                  GError **error);
+/* Revocation (docs/adr/0056): the machine's agent certificate finds it
+ * no more, so its next sync is refused; the owner or a Lab admin, as for
+ * sharing. A machine with no agent certificate (this daemon's own, or
+ * one revoked already) is CONFLICT. The machine as it was. */
+EinsoraMachine *einsora_auth_revoke_machine(EinsoraAuth *self, const EinsoraActor *actor,
+                                            const char *machine_id, GError **error);
 /* A tenant's quota of @gpu_class, for a caller that checked who may ask. */
 gboolean einsora_auth_get_quota(EinsoraAuth *self, const char *tenant_id, const char *gpu_class,
                                 gint64 *gpus, GError **error);

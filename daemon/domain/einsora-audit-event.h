@@ -16,6 +16,7 @@ G_BEGIN_DECLS
 #define EINSORA_AUDIT_PASSWORD_CHANGED "password.changed"
 #define EINSORA_AUDIT_PASSWORD_RESET "password.reset"
 #define EINSORA_AUDIT_MACHINE_SHARING "machine.sharing"
+#define EINSORA_AUDIT_MACHINE_REVOKED "machine.revoked"
 
 typedef struct {
     gchar *id;

@@ -219,6 +219,31 @@ einsora_sqlite_store_set_machine_sharing(EinsoraStore *store, const char *tenant
 }
 
 gboolean
+einsora_sqlite_store_clear_machine_certificate(EinsoraStore *store, const char *tenant_id,
+                                               const char *machine_id, GError **error)
+{
+    EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "UPDATE machines SET cert_fingerprint = NULL "
+        "WHERE tenant_id = ?1 AND id = ?2 AND cert_fingerprint IS NOT NULL",
+        error);
+
+    if (stmt == NULL)
+        return FALSE;
+    bind_text(stmt, 1, tenant_id);
+    bind_text(stmt, 2, machine_id);
+    if (!einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error))
+        return FALSE;
+    if (sqlite3_changes(self->db) == 0) {
+        g_set_error_literal(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                            "no such machine with an agent certificate");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machine_id,
                                          const char *last_seen_at, const char *inventory,
                                          GError **error)

@@ -193,6 +193,8 @@ gboolean einsora_sqlite_store_revoke_user_sessions(EinsoraStore *store, const ch
 gboolean einsora_sqlite_store_set_machine_sharing(EinsoraStore *store, const char *tenant_id,
                                                   const char *machine_id, EinsoraSharing sharing,
                                                   GError **error);
+gboolean einsora_sqlite_store_clear_machine_certificate(EinsoraStore *store, const char *tenant_id,
+                                                        const char *machine_id, GError **error);
 gboolean einsora_sqlite_store_set_user_disabled(EinsoraStore *store, const char *tenant_id,
                                                 const char *user_id, const char *disabled_at,
                                                 GError **error);

@@ -442,6 +442,7 @@ einsora_sqlite_store_iface_init(EinsoraStoreInterface *iface)
     iface->list_users = einsora_sqlite_store_list_users;
     iface->revoke_user_sessions = einsora_sqlite_store_revoke_user_sessions;
     iface->set_machine_sharing = einsora_sqlite_store_set_machine_sharing;
+    iface->clear_machine_certificate = einsora_sqlite_store_clear_machine_certificate;
     iface->set_user_disabled = einsora_sqlite_store_set_user_disabled;
     iface->set_user_password = einsora_sqlite_store_set_user_password;
     iface->list_tenants = einsora_sqlite_store_list_tenants;

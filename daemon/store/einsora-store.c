@@ -405,6 +405,17 @@ einsora_store_set_machine_sharing(EinsoraStore *self, const char *tenant_id, con
 }
 
 gboolean
+einsora_store_clear_machine_certificate(EinsoraStore *self, const char *tenant_id,
+                                        const char *machine_id, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
+    g_return_val_if_fail(tenant_id != NULL && machine_id != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return EINSORA_STORE_GET_IFACE(self)->clear_machine_certificate(self, tenant_id, machine_id,
+                                                                    error);
+}
+
+gboolean
 einsora_store_revoke_user_sessions(EinsoraStore *self, const char *tenant_id, const char *user_id,
                                    const char *revoked_at, GError **error)
 {

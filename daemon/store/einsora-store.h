@@ -85,6 +85,11 @@ struct _EinsoraStoreInterface {
      * machine is the tenant's. */
     gboolean (*set_machine_sharing)(EinsoraStore *self, const char *tenant_id,
                                     const char *machine_id, EinsoraSharing sharing, GError **error);
+    /* Revocation: the machine's agent certificate no longer finds it (its
+     * fingerprint is cleared). NOT_FOUND unless the machine is the
+     * tenant's and has one. */
+    gboolean (*clear_machine_certificate)(EinsoraStore *self, const char *tenant_id,
+                                          const char *machine_id, GError **error);
     /* Not tenant-scoped, for the hub: what is placed on the machine and
      * not deleted, oldest first; its desired state is computed from it. */
     GPtrArray *(*list_machine_workloads)(EinsoraStore *self, const char *machine_id,
@@ -322,6 +327,8 @@ GPtrArray *einsora_store_list_machine_workloads(EinsoraStore *self, const char *
 gboolean einsora_store_set_machine_sharing(EinsoraStore *self, const char *tenant_id,
                                            const char *machine_id, EinsoraSharing sharing,
                                            GError **error);
+gboolean einsora_store_clear_machine_certificate(EinsoraStore *self, const char *tenant_id,
+                                                 const char *machine_id, GError **error);
 
 gboolean einsora_store_insert_workload(EinsoraStore *self, const EinsoraWorkload *workload,
                                        GError **error);
