@@ -78,6 +78,19 @@ typedef struct {
 
 /* The drivers EINSORA_DRIVERS may name; without it, the daemon uses the
  * real ones that work here (sim only ever when asked). */
+
+/* A test's setting in milliseconds, or 0 when unset or not a number. */
+static gint64
+test_milliseconds(const char *name)
+{
+    const char *text = g_getenv(name);
+    guint64 value = 0;
+
+    if (text == NULL || !g_ascii_string_to_unsigned(text, 10, 1, G_MAXINT32, &value, NULL))
+        return 0;
+    return (gint64)value;
+}
+
 static const char *const known_drivers[] = {"sim", EINSORA_NATIVE_DRIVER_NAME,
                                             EINSORA_DOCKER_DRIVER_NAME, NULL};
 #define PROBE_TIMEOUT_MS 30000
@@ -837,6 +850,15 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
         return FALSE;
 
     machine->hub = einsora_hub_new(store, catalog, region, einsora_now_real, NULL);
+    {
+        /* Tests only: the networked-agent test cuts a link for seconds,
+         * not the 45 s and 10 minutes the offline rules take. */
+        gint64 offline_ms = test_milliseconds("EINSORA_TEST_MACHINE_OFFLINE_AFTER_MS");
+        gint64 failed_ms = test_milliseconds("EINSORA_TEST_MACHINE_FAILED_AFTER_MS");
+
+        if (offline_ms > 0 && failed_ms >= offline_ms)
+            einsora_hub_set_offline_limits(machine->hub, offline_ms * 1000, failed_ms * 1000);
+    }
     machine->controller = einsora_controller_new(
         service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
     einsora_hub_set_metrics(machine->hub, metrics);

@@ -59,6 +59,8 @@ struct _EinsoraHub {
     gpointer now_data;
     gint64 created_us;
     gint64 long_poll_us;
+    gint64 offline_after_us; /* EINSORA_HUB_OFFLINE_AFTER_US unless a test shortens it */
+    gint64 away_too_long_us; /* EINSORA_HUB_AWAY_TOO_LONG_US, likewise */
     gchar *away_reason;
     GMainContext *context;
     GHashTable *machines;   /* machine ID -> MachineState */
@@ -195,6 +197,8 @@ einsora_hub_init(EinsoraHub *self)
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)machine_state_free);
     self->wakes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     self->long_poll_us = EINSORA_SYNC_LONG_POLL_US;
+    self->offline_after_us = EINSORA_HUB_OFFLINE_AFTER_US;
+    self->away_too_long_us = EINSORA_HUB_AWAY_TOO_LONG_US;
     g_weak_ref_init(&self->access_source, NULL);
     self->away_reason =
         einsora_reason_machine_away_too_long(EINSORA_HUB_AWAY_TOO_LONG_US / G_USEC_PER_SEC);
@@ -253,6 +257,17 @@ einsora_hub_set_metrics(EinsoraHub *self, EinsoraMetrics *metrics)
 }
 
 void
+einsora_hub_set_offline_limits(EinsoraHub *self, gint64 offline_after_us, gint64 away_too_long_us)
+{
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    g_return_if_fail(offline_after_us > 0 && away_too_long_us >= offline_after_us);
+    self->offline_after_us = offline_after_us;
+    self->away_too_long_us = away_too_long_us;
+    g_free(self->away_reason);
+    self->away_reason = einsora_reason_machine_away_too_long(away_too_long_us / G_USEC_PER_SEC);
+}
+
+void
 einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us)
 {
     g_return_if_fail(EINSORA_IS_HUB(self));
@@ -286,7 +301,7 @@ static gboolean
 synced_recently(const MachineState *state, gint64 now_us)
 {
     return state != NULL && state->last_sync_us != 0 &&
-           now_us - state->last_sync_us < EINSORA_HUB_OFFLINE_AFTER_US;
+           now_us - state->last_sync_us < state->hub->offline_after_us;
 }
 
 /* Logged once when it happens to be noticed: the hub has no timer per
@@ -300,7 +315,7 @@ notice_offline(MachineState *state, gint64 now_us)
     einsora_log_machine(G_LOG_LEVEL_MESSAGE, state->machine_id,
                         "machine %s (%s) is offline: no sync for %" G_GINT64_FORMAT " s",
                         state->machine_id, state->name,
-                        EINSORA_HUB_OFFLINE_AFTER_US / G_USEC_PER_SEC);
+                        state->hub->offline_after_us / G_USEC_PER_SEC);
 }
 
 /* The machine, if it is registered in this hub's region. Its owner and
@@ -761,7 +776,7 @@ einsora_hub_capacity(EinsoraBackend *backend, const char *region, GError **error
         g_ptr_array_add(capacity->machines, machine_capacity(self, machine, state, now_us));
     }
     /* Until its machines reconnect, what they hold isn't known. */
-    capacity->settling = !all_synced && now_us - self->created_us < EINSORA_HUB_SETTLING_US;
+    capacity->settling = !all_synced && now_us - self->created_us < self->offline_after_us;
     return g_steal_pointer(&capacity);
 }
 
@@ -938,7 +953,7 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
             state != NULL && state->last_sync_us != 0 ? state->last_sync_us : self->created_us;
         /* Away too long: nothing may stay accounted for a machine that's
          * gone. It stops them when it returns. */
-        if (now_us - since >= EINSORA_HUB_AWAY_TOO_LONG_US) {
+        if (now_us - since >= self->away_too_long_us) {
             observation->status = EINSORA_RUNTIME_FAILED;
             observation->reason = self->away_reason;
             observation->attempt = spec->attempt;

@@ -40,6 +40,11 @@ G_DECLARE_FINAL_TYPE(EinsoraHub, einsora_hub, EINSORA, HUB, GObject)
 EinsoraHub *einsora_hub_new(EinsoraStore *store, EinsoraCatalog *catalog, const char *region,
                             EinsoraNowFunc now, gpointer now_data);
 
+/* Tests only: shorter offline and away-too-long limits (settling lasts
+ * as long as the first). */
+void einsora_hub_set_offline_limits(EinsoraHub *self, gint64 offline_after_us,
+                                    gint64 away_too_long_us);
+
 /* How long a sync with nothing new is held before it is answered anyway:
  * EINSORA_SYNC_LONG_POLL_US unless a test shortens it. It is a real
  * main-loop timer, not the injected clock, and applies to syncs held
