@@ -1307,7 +1307,7 @@ test_stored_inventory_one_reader(Fixture *f, gconstpointer data)
 
         g_test_message("stored: %s", misfits[i]);
         g_assert_true(einsora_store_record_machine_seen(EINSORA_STORE(f->store), f->box_id, seen_at,
-                                                        misfits[i], &error));
+                                                        misfits[i], NULL, NULL, &error));
         g_assert_no_error(error);
         g_clear_pointer(&machine, einsora_machine_free);
         g_clear_pointer(&gpus, g_ptr_array_unref);

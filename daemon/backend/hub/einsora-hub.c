@@ -568,7 +568,8 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
             refused = TRUE;
         }
     }
-    if (!einsora_store_record_machine_seen(self->store, machine->id, seen_at, inventory, error))
+    if (!einsora_store_record_machine_seen(self->store, machine->id, seen_at, inventory, NULL, NULL,
+                                           error))
         return FALSE;
 
     g_free(state->name);
