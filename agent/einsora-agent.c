@@ -58,6 +58,8 @@ struct _EinsoraAgent {
     GPtrArray *drivers;          /* EinsoraAgentDriver */
     gint64 driver_timeout_us;
     gint64 check_interval_us;
+    EinsoraNowFunc now;
+    gpointer now_data;
 
     gboolean running;
     SyncCall *sync; /* NULL: none in flight */
@@ -305,6 +307,11 @@ build_report(EinsoraAgent *self, gchar **fingerprint)
     qsort(keys, n_keys, sizeof(gpointer), compare_ids);
     report->machine_id = g_strdup(self->machine_id);
     report->applied_generation = self->applied_generation;
+    /* Read as the report is made, which is just before it is sent: the
+     * hub takes its own time on receiving it from this. Neither is in
+     * the fingerprint, so they never make a report look new. */
+    report->agent_version = g_strdup(EINSORA_VERSION);
+    report->sent_at = einsora_timestamp_format(self->now(self->now_data));
     for (guint i = 0; i < n_keys; i++) {
         EinsoraWorkloadStatus *status = status_for(self, keys[i]);
 
@@ -925,6 +932,7 @@ einsora_agent_init(EinsoraAgent *self)
     self->context = g_main_context_ref_thread_default();
     self->driver_timeout_us = EINSORA_AGENT_DRIVER_TIMEOUT_US;
     self->check_interval_us = EINSORA_AGENT_CHECK_INTERVAL_US;
+    self->now = einsora_now_real;
     self->drivers = g_ptr_array_new_with_free_func(g_object_unref);
     self->desired_index = g_hash_table_new(g_str_hash, g_str_equal);
     self->calls = g_hash_table_new(g_str_hash, g_str_equal);
@@ -1046,6 +1054,15 @@ einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us)
     g_return_if_fail(interval_us > 0);
     self->check_interval_us = interval_us;
     restart_check(self);
+}
+
+void
+einsora_agent_set_clock(EinsoraAgent *self, EinsoraNowFunc now, gpointer now_data)
+{
+    g_return_if_fail(EINSORA_IS_AGENT(self));
+    g_return_if_fail(now != NULL);
+    self->now = now;
+    self->now_data = now_data;
 }
 
 /* The generation of the desired state it applied last; 0 before the first. */

@@ -14,6 +14,7 @@
 #include "einsora-agent-driver.h"
 #include "einsora-inventory.h"
 #include "einsora-sync-transport.h"
+#include "einsora-timestamp.h"
 
 G_BEGIN_DECLS
 
@@ -33,6 +34,9 @@ void einsora_agent_stop(EinsoraAgent *self);
 void einsora_agent_set_inventory(EinsoraAgent *self, const EinsoraInventory *inventory);
 void einsora_agent_set_driver_timeout(EinsoraAgent *self, gint64 timeout_us);
 void einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us);
+/* The clock its reports' sent_at is read from (the hub measures how far
+ * it is from its own): the real one unless a test drives it. */
+void einsora_agent_set_clock(EinsoraAgent *self, EinsoraNowFunc now, gpointer now_data);
 gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
 /* The way into a ready workload (its driver's socket and token), for the
  * access proxy in this process only; FALSE when it isn't ready here. The

@@ -7,7 +7,9 @@
  * is read, however large it says it is), a certificate another CA
  * signed, a report that names another machine (403), a malformed one,
  * one nested past any report (400), and a report on a workload not
- * placed there is left out of what the hub hears. */
+ * placed there is left out of what the hub hears. What the agent says
+ * of itself (docs/adr/0057), its version and its clock, shows in
+ * /v1/machines, with a clock off by more than 30 s reported. */
 #include <gio/gio.h>
 #include <libsoup/soup.h>
 #include <signal.h>
@@ -295,6 +297,172 @@ test_foreign_statuses_left_out(void)
     g_assert_nonnull(strstr(log, "reported 1 workload(s) not placed on it: left out"));
 }
 
+/* A report as report_for() makes it, with the agent's version and its
+ * clock @offset_s seconds off this machine's (negative: behind). */
+static gchar *
+report_with_clock(const char *version, gint64 offset_s)
+{
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) sent = g_date_time_add_seconds(now, (gdouble)offset_s);
+    g_autofree gchar *sent_at = g_date_time_format(sent, "%Y-%m-%dT%H:%M:%S.%fZ");
+
+    return g_strdup_printf("{\"machine_id\":\"%s\",\"applied_generation\":0,\"statuses\":[],"
+                           "\"agent_version\":\"%s\",\"sent_at\":\"%s\"}",
+                           machine_id, version, sent_at);
+}
+
+/* The machine as its owner sees it, in the list and on its own. */
+static JsonObject *
+machine_agent(EinsoraTestResponse **held)
+{
+    g_autofree gchar *path = g_strdup_printf("/v1/machines/%s", machine_id);
+    g_autoptr(EinsoraTestResponse) list = einsora_test_request(
+        daemon_, "GET", "/v1/machines", daemon_->owner_token, NULL, NULL, NULL);
+    EinsoraTestResponse *one =
+        einsora_test_request(daemon_, "GET", path, daemon_->owner_token, NULL, NULL, NULL);
+    JsonArray *machines;
+    JsonNode *agent;
+    gboolean listed = FALSE;
+
+    g_assert_cmpuint(one->status, ==, 200);
+    g_assert_cmpuint(list->status, ==, 200);
+    agent = json_object_get_member(json_node_get_object(one->json), "agent");
+    g_assert_nonnull(agent);
+    machines = json_object_get_array_member(json_node_get_object(list->json), "machines");
+    for (guint i = 0; i < json_array_get_length(machines); i++) {
+        JsonObject *machine = json_array_get_object_element(machines, i);
+        if (g_strcmp0(json_object_get_string_member(machine, "id"), machine_id) == 0) {
+            g_assert_true(json_node_equal(json_object_get_member(machine, "agent"), agent));
+            listed = TRUE;
+        }
+    }
+    g_assert_true(listed);
+    *held = one;
+    return JSON_NODE_HOLDS_NULL(agent) ? NULL : json_node_get_object(agent);
+}
+
+/* How many lines of @text hold both @a and @b. */
+static guint
+count_lines(const char *text, const char *a, const char *b)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint n = 0;
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strstr(lines[i], a) != NULL && strstr(lines[i], b) != NULL)
+            n++;
+    }
+    return n;
+}
+
+/* Every member of the machine and of its agent is one docs/openapi.json's
+ * Machine schema lists. */
+static void
+assert_documented(JsonObject *machine)
+{
+    g_autofree gchar *path =
+        g_build_filename(g_getenv("EINSORA_SOURCE_ROOT"), "docs", "openapi.json", NULL);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GList) members = json_object_get_members(machine);
+    g_autoptr(GList) agent_members = NULL;
+    JsonObject *schema;
+    JsonObject *agent;
+
+    g_assert_true(json_parser_load_from_file(parser, path, &error));
+    g_assert_no_error(error);
+    schema = json_object_get_object_member(
+        json_object_get_object_member(
+            json_object_get_object_member(json_node_get_object(json_parser_get_root(parser)),
+                                          "components"),
+            "schemas"),
+        "Machine");
+    schema = json_object_get_object_member(schema, "properties");
+    for (GList *l = members; l != NULL; l = l->next) {
+        if (!json_object_has_member(schema, l->data))
+            g_error("Machine.%s is not in docs/openapi.json", (const char *)l->data);
+    }
+    agent =
+        json_object_get_object_member(json_object_get_object_member(schema, "agent"), "properties");
+    agent_members = json_object_get_members(json_object_get_object_member(machine, "agent"));
+    for (GList *l = agent_members; l != NULL; l = l->next) {
+        if (!json_object_has_member(agent, l->data))
+            g_error("Machine.agent.%s is not in docs/openapi.json", (const char *)l->data);
+    }
+}
+
+/* The agent's version and clock: a clock five minutes behind is skewed,
+ * warned of once however many syncs say so; one in step is not. A
+ * version or a clock that isn't one is refused. */
+static void
+test_agent_health(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autofree gchar *behind = report_with_clock("0.0.9-old", -300);
+    g_autofree gchar *log = NULL;
+    const char *warning = "s behind this server's, more than the 30 s it may be off by";
+    JsonObject *agent;
+
+    {
+        g_autoptr(Answer) first = sync_with(certificate, behind, NULL);
+        g_autoptr(Answer) again = sync_with(certificate, behind, NULL);
+        g_autoptr(EinsoraTestResponse) seen = NULL;
+
+        g_assert_cmpuint(first->status, ==, 200);
+        g_assert_cmpuint(again->status, ==, 200);
+        agent = machine_agent(&seen);
+        g_assert_nonnull(agent);
+        g_assert_cmpstr(json_object_get_string_member(agent, "version"), ==, "0.0.9-old");
+        g_assert_true(json_object_get_boolean_member(agent, "clock_skewed"));
+        /* The server's time minus the agent's: five minutes, and the
+         * time in transit. */
+        g_assert_cmpint(json_object_get_int_member(agent, "clock_offset_ms"), >=, 299000);
+        g_assert_cmpint(json_object_get_int_member(agent, "clock_offset_ms"), <, 330000);
+        assert_documented(json_node_get_object(seen->json));
+    }
+    log = einsora_test_daemon_read_log(daemon_);
+    g_assert_cmpuint(count_lines(log, machine_id, warning), ==, 1);
+
+    /* In step again: not skewed, and the offset is the time in transit. */
+    {
+        g_autofree gchar *in_step = report_with_clock("0.1.0-test", 0);
+        g_autoptr(Answer) answer = sync_with(certificate, in_step, NULL);
+        g_autoptr(EinsoraTestResponse) seen = NULL;
+
+        g_assert_cmpuint(answer->status, ==, 200);
+        agent = machine_agent(&seen);
+        g_assert_cmpstr(json_object_get_string_member(agent, "version"), ==, "0.1.0-test");
+        g_assert_false(json_object_get_boolean_member(agent, "clock_skewed"));
+        g_assert_cmpint(json_object_get_int_member(agent, "clock_offset_ms"), >, -30000);
+        g_assert_cmpint(json_object_get_int_member(agent, "clock_offset_ms"), <, 30000);
+    }
+    g_free(log);
+    log = einsora_test_daemon_read_log(daemon_);
+    g_assert_cmpuint(count_lines(log, machine_id, warning), ==, 1);
+    g_assert_cmpuint(count_lines(log, machine_id, "its agent's clock is within 30 s"), ==, 1);
+
+    /* Neither a version nor a time can be just anything. */
+    {
+        g_autofree gchar *spaced = report_with_clock("0.1.0 beta", 0);
+        g_autofree gchar *long_version = g_strnfill(65, '7');
+        g_autofree gchar *too_long = report_with_clock(long_version, 0);
+        g_autofree gchar *bad_time =
+            g_strdup_printf("{\"machine_id\":\"%s\",\"applied_generation\":0,\"statuses\":[],"
+                            "\"sent_at\":\"2026-11-29T09:06:36+01:00\"}",
+                            machine_id);
+        g_autoptr(Answer) refused = sync_with(certificate, spaced, NULL);
+        g_autoptr(Answer) refused_long = sync_with(certificate, too_long, NULL);
+        g_autoptr(Answer) refused_time = sync_with(certificate, bad_time, NULL);
+
+        g_assert_cmpuint(refused->status, ==, 400);
+        g_assert_nonnull(strstr(error_message(refused), "agent_version"));
+        g_assert_cmpuint(refused_long->status, ==, 400);
+        g_assert_nonnull(strstr(error_message(refused_long), "agent_version"));
+        g_assert_cmpuint(refused_time->status, ==, 400);
+        g_assert_nonnull(strstr(error_message(refused_time), "sent_at"));
+    }
+}
+
 /* The real agent: `einsora-daemon agent` with what the join left syncs
  * over mutual TLS; the machine comes online with the inventory it sent
  * (its sim driver), and goes on syncing until it is stopped. */
@@ -334,6 +502,19 @@ test_real_agent(void)
     g_assert_cmpint(g_subprocess_get_exit_status(agent), ==, 0);
     g_assert_nonnull(strstr(out, "syncing over mutual TLS"));
     g_assert_null(strstr(out, "sync failed"));
+}
+
+/* The real agent's last report said which build it is (the daemon's
+ * own) and a clock in step with this server's. */
+static void
+test_real_agent_health(void)
+{
+    g_autoptr(EinsoraTestResponse) seen = NULL;
+    JsonObject *agent = machine_agent(&seen);
+
+    g_assert_nonnull(agent);
+    g_assert_cmpstr(json_object_get_string_member(agent, "version"), ==, EINSORA_VERSION);
+    g_assert_false(json_object_get_boolean_member(agent, "clock_skewed"));
 }
 
 /* Revoked by its owner (another tenant: 404): a sync it holds is refused
@@ -454,7 +635,9 @@ main(int argc, char **argv)
     g_test_add_func("/agent-sync/answers-and-holds", test_sync_answers_and_holds);
     g_test_add_func("/agent-sync/refusals", test_refusals);
     g_test_add_func("/agent-sync/foreign-statuses-left-out", test_foreign_statuses_left_out);
+    g_test_add_func("/agent-sync/agent-version-and-clock", test_agent_health);
     g_test_add_func("/agent-sync/real-agent", test_real_agent);
+    g_test_add_func("/agent-sync/real-agent-says-its-version", test_real_agent_health);
     /* Last: the machine is revoked after it. */
     g_test_add_func("/agent-sync/revoked", test_revoked);
     status = g_test_run();

@@ -924,6 +924,39 @@ test_inventory_change_reported(Fixture *f, gconstpointer data)
     g_assert_cmpint(fake_last_report(f->transport)->inventory->cpus, ==, 32);
 }
 
+static gint64
+test_clock(gpointer user_data)
+{
+    return *(gint64 *)user_data;
+}
+
+/* Every report says which build the agent is (the daemon's own version)
+ * and its clock when it went out, read afresh for each. */
+static void
+test_reports_version_and_clock(Fixture *f, gconstpointer data)
+{
+    gint64 now_us = G_GINT64_CONSTANT(1764406000123456);
+    g_autofree gchar *later = NULL;
+
+    agent_start(f);
+    /* The first report went out at once, on the real clock. */
+    WAIT_FOR(f->transport->pending != NULL);
+    g_assert_cmpstr(fake_last_report(f->transport)->agent_version, ==, EINSORA_VERSION);
+    g_assert_true(einsora_timestamp_parse(fake_last_report(f->transport)->sent_at, NULL, NULL));
+
+    einsora_agent_set_clock(f->agent, test_clock, &now_us);
+    fake_answer(f->transport, state_new(1, NULL));
+    WAIT_FOR(f->transport->pending != NULL && f->transport->reports->len == 2);
+    g_assert_cmpstr(fake_last_report(f->transport)->agent_version, ==, EINSORA_VERSION);
+    g_assert_cmpstr(fake_last_report(f->transport)->sent_at, ==, "2025-11-29T08:46:40.123456Z");
+
+    now_us += 90 * G_USEC_PER_SEC;
+    later = einsora_timestamp_format(now_us);
+    fake_answer(f->transport, state_new(1, NULL));
+    WAIT_FOR(f->transport->pending != NULL && f->transport->reports->len == 3);
+    g_assert_cmpstr(fake_last_report(f->transport)->sent_at, ==, later);
+}
+
 static void
 test_stop_cancels(Fixture *f, gconstpointer data)
 {
@@ -966,6 +999,7 @@ main(int argc, char **argv)
     ADD("/agent/access/in-process-only", test_access_in_process_only);
     ADD("/agent/sync/transport-error-backs-off", test_transport_error_backs_off);
     ADD("/agent/sync/inventory-change-reported", test_inventory_change_reported);
+    ADD("/agent/sync/reports-version-and-clock", test_reports_version_and_clock);
     ADD("/agent/driver/start-timeout-failed-to-start", test_start_timeout);
     ADD("/agent/stop/cancels-cleanly", test_stop_cancels);
 #undef ADD

@@ -877,6 +877,89 @@ test_machines(void)
         g_assert_true(g_str_has_prefix(table->out_text, "ID "));
 }
 
+#define FAR_BOX "0190b5d2-7c4e-7abc-8def-00000000f001"
+#define IN_STEP "0190b5d2-7c4e-7abc-8def-00000000f002"
+#define SILENT "0190b5d2-7c4e-7abc-8def-00000000f003"
+
+/* Three machines of @tenant_id, written into the stopped daemon's store
+ * as their agents' last syncs left them (docs/adr/0057): one whose clock
+ * was 95.4 s behind, one in step, one whose agent never said. Their
+ * region is no hub's, so nothing syncs them over. */
+static void
+insert_reporting_machines(const char *tenant_id)
+{
+    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
+    char *sql = sqlite3_mprintf(
+        "INSERT INTO machines (id, tenant_id, name, region, os, cpus, memory_mib, sharing, "
+        "last_seen_at, created_at, agent_version, clock_offset_ms) VALUES "
+        "(%Q, %Q, 'far-box', 'elsewhere', 'linux', 8, 16384, 'private', "
+        "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000001Z', '0.0.9', 95400), "
+        "(%Q, %Q, 'in-step', 'elsewhere', 'linux', 8, 16384, 'private', "
+        "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000002Z', '0.1.0', -120), "
+        "(%Q, %Q, 'silent', 'elsewhere', 'linux', 8, 16384, 'private', NULL, "
+        "'2026-01-01T00:00:00.000003Z', NULL, NULL);",
+        FAR_BOX, tenant_id, IN_STEP, tenant_id, SILENT, tenant_id);
+    sqlite3 *handle = NULL;
+
+    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
+    sqlite3_busy_timeout(handle, 15000);
+    g_assert_cmpint(sqlite3_exec(handle, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_free(sql);
+    sqlite3_close(handle);
+}
+
+/* The row of @table that holds @text. */
+static gchar *
+row_naming(const char *table, const char *text)
+{
+    g_auto(GStrv) lines = g_strsplit(table, "\n", -1);
+
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strstr(lines[i], text) != NULL)
+            return g_strdup(lines[i]);
+    }
+    g_error("no row with \"%s\" in:\n%s", text, table);
+    return NULL;
+}
+
+/* The table shows each machine's agent version, and how far its clock
+ * is off when it is past the server's bound; --json has the same. */
+static void
+test_machines_agent(void)
+{
+    const char *env[] = {"EINSORA_TOKEN", token_d, NULL};
+    g_autoptr(CliRun) table = run_cli_with(env, "machines");
+    g_autoptr(CliRun) json = run_cli_with(env, "--json", "machines");
+    g_autoptr(JsonNode) root = NULL;
+    g_autofree gchar *far = NULL;
+    g_autofree gchar *in_step = NULL;
+    g_autofree gchar *silent = NULL;
+    JsonArray *machines;
+
+    assert_ok(table);
+    g_assert_nonnull(strstr(table->out_text, "AGENT"));
+    far = row_naming(table->out_text, " far-box ");
+    in_step = row_naming(table->out_text, " in-step ");
+    silent = row_naming(table->out_text, " silent ");
+    g_assert_true(g_str_has_suffix(far, "0.0.9, clock off by 95s"));
+    g_assert_true(g_str_has_suffix(in_step, " 0.1.0"));
+    g_assert_null(strstr(in_step, "clock"));
+    g_assert_true(g_str_has_suffix(silent, " -"));
+
+    assert_ok(json);
+    root = parse(json->out_text);
+    machines = json_object_get_array_member(json_node_get_object(root), "machines");
+    g_assert_cmpuint(json_array_get_length(machines), ==, 3);
+    {
+        JsonObject *agent =
+            json_object_get_object_member(json_array_get_object_element(machines, 0), "agent");
+        g_assert_cmpstr(json_object_get_string_member(agent, "version"), ==, "0.0.9");
+        g_assert_cmpint(json_object_get_int_member(agent, "clock_offset_ms"), ==, 95400);
+        g_assert_true(json_object_get_boolean_member(agent, "clock_skewed"));
+    }
+    g_assert_true(json_object_get_null_member(json_array_get_object_element(machines, 2), "agent"));
+}
+
 /* The row of @table whose first column is @name. */
 static gchar *
 table_row(const char *table, const char *name)
@@ -1125,6 +1208,7 @@ main(int argc, char **argv)
 
         einsora_test_daemon_stop(server_daemon);
         einsora_test_insert_workloads(server_daemon->data_dir, tenant_d, D_WORKLOADS, "page");
+        insert_reporting_machines(tenant_d);
         insert_usage_history(einsora_test_response_string(me_e, "tenant_id"));
         einsora_test_daemon_start(server_daemon);
     }
@@ -1151,6 +1235,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/tokens/create-list-revoke", test_tokens);
     g_test_add_func("/cli/tenancy/other-tenant-is-not-found", test_cross_tenant);
     g_test_add_func("/cli/machines/list", test_machines);
+    g_test_add_func("/cli/machines/agent-version-and-clock", test_machines_agent);
     g_test_add_func("/cli/catalog/classes-with-quota", test_catalog);
     g_test_add_func("/cli/usage/tables-by-class-workload-day", test_usage);
     g_test_add_func("/cli/models/add-list-launch-remove", test_models);

@@ -691,6 +691,129 @@ test_sync_records_seen(Fixture *f, gconstpointer data)
     g_assert_nonnull(strstr(machine->inventory, "NVIDIA L40S"));
 }
 
+/* The hub's warnings about agents' clocks, kept instead of printed
+ * (g_test_init makes a warning fatal); every other line goes on to the
+ * default writer. */
+static GPtrArray *clock_warnings;
+
+static GLogWriterOutput
+keep_clock_warnings(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                    gpointer user_data)
+{
+    const char *domain = NULL;
+    const char *message = NULL;
+
+    for (gsize i = 0; i < n_fields; i++) {
+        if (g_str_equal(fields[i].key, "GLIB_DOMAIN"))
+            domain = fields[i].value;
+        else if (g_str_equal(fields[i].key, "MESSAGE"))
+            message = fields[i].value;
+    }
+    if ((level & G_LOG_LEVEL_WARNING) && g_strcmp0(domain, "einsora-hub") == 0 && message != NULL &&
+        strstr(message, "clock") != NULL) {
+        g_ptr_array_add(clock_warnings, g_strdup(message));
+        return G_LOG_WRITER_HANDLED;
+    }
+    return g_log_writer_default(level, fields, n_fields, user_data);
+}
+
+/* A report from an agent of @version whose clock reads @offset_us off
+ * the hub's (negative: behind it); NULL @version sends neither, as an
+ * agent from before docs/adr/0057. */
+static EinsoraMachine *
+sync_with_clock(Fixture *f, EinsoraHub *hub, const char *version, gint64 offset_us)
+{
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, 0, NULL);
+    g_autoptr(EinsoraDesiredState) state = NULL;
+    g_autoptr(GError) error = NULL;
+    EinsoraMachine *machine;
+
+    if (version != NULL) {
+        report->agent_version = g_strdup(version);
+        report->sent_at = einsora_timestamp_format(f->clock.now_us + offset_us);
+    }
+    state = sync_now(f, hub, report);
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, &error);
+    g_assert_no_error(error);
+    f->clock.now_us += SECONDS(5);
+    return machine;
+}
+
+/* What an agent says of itself is stored with the machine: its version,
+ * and its clock's offset (the hub's time on receiving minus the agent's
+ * on sending). Past ±30 s the hub warns once, when it crosses, not on
+ * every sync, nor again after a restart; an agent too old to say leaves
+ * neither. */
+static void
+test_sync_records_agent_health(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraMachine) machine = NULL;
+    g_autoptr(EinsoraDesiredState) state = NULL;
+
+    g_ptr_array_set_size(clock_warnings, 0);
+    state = connect_machine(f, f->box_id, linux_inventory());
+    machine = einsora_store_get_machine(EINSORA_STORE(f->store), TENANT_A, f->box_id, NULL);
+    g_assert_null(machine->agent_version);
+    g_assert_false(machine->has_clock_offset);
+    g_clear_pointer(&machine, einsora_machine_free);
+
+    /* 1.5 s behind, in transit or on its clock: within the bound. */
+    machine = sync_with_clock(f, f->hub, "0.1.0", -1500 * 1000);
+    g_assert_cmpstr(machine->agent_version, ==, "0.1.0");
+    g_assert_true(machine->has_clock_offset);
+    g_assert_cmpint(machine->clock_offset_ms, ==, 1500);
+    g_assert_false(einsora_machine_clock_skewed(machine));
+    g_assert_cmpuint(clock_warnings->len, ==, 0);
+    g_clear_pointer(&machine, einsora_machine_free);
+
+    /* Two minutes behind: skewed, and said once. */
+    machine = sync_with_clock(f, f->hub, "0.1.1", -SECONDS(120));
+    g_assert_cmpstr(machine->agent_version, ==, "0.1.1");
+    g_assert_cmpint(machine->clock_offset_ms, ==, 120000);
+    g_assert_true(einsora_machine_clock_skewed(machine));
+    g_assert_cmpuint(clock_warnings->len, ==, 1);
+    g_assert_nonnull(strstr(g_ptr_array_index(clock_warnings, 0), "120.0 s behind"));
+    g_assert_nonnull(strstr(g_ptr_array_index(clock_warnings, 0), f->box_id));
+    g_clear_pointer(&machine, einsora_machine_free);
+    machine = sync_with_clock(f, f->hub, "0.1.1", -SECONDS(119));
+    g_assert_true(einsora_machine_clock_skewed(machine));
+    g_clear_pointer(&machine, einsora_machine_free);
+    /* Ahead instead, still past the bound: no crossing, no warning. */
+    machine = sync_with_clock(f, f->hub, "0.1.1", SECONDS(45));
+    g_assert_cmpint(machine->clock_offset_ms, ==, -45000);
+    g_assert_true(einsora_machine_clock_skewed(machine));
+    g_assert_cmpuint(clock_warnings->len, ==, 1);
+    g_clear_pointer(&machine, einsora_machine_free);
+    /* A restarted hub knows from the store that it was said. */
+    {
+        g_autoptr(EinsoraHub) restarted = hub_new(f);
+        g_autoptr(EinsoraMachine) again = sync_with_clock(f, restarted, "0.1.1", SECONDS(45));
+        g_assert_true(einsora_machine_clock_skewed(again));
+        g_assert_cmpuint(clock_warnings->len, ==, 1);
+        drain();
+        g_assert_finalize_object(g_steal_pointer(&restarted));
+    }
+
+    /* Back within 30 s (the bound itself included), then past it again:
+     * a second warning, ahead this time. */
+    machine = sync_with_clock(f, f->hub, "0.1.1", SECONDS(30));
+    g_assert_cmpint(machine->clock_offset_ms, ==, -30000);
+    g_assert_false(einsora_machine_clock_skewed(machine));
+    g_clear_pointer(&machine, einsora_machine_free);
+    machine = sync_with_clock(f, f->hub, "0.1.1", SECONDS(31));
+    g_assert_true(einsora_machine_clock_skewed(machine));
+    g_assert_cmpuint(clock_warnings->len, ==, 2);
+    g_assert_nonnull(strstr(g_ptr_array_index(clock_warnings, 1), "31.0 s ahead of"));
+    g_clear_pointer(&machine, einsora_machine_free);
+
+    /* An older agent says neither: nothing of the last one is kept. */
+    machine = sync_with_clock(f, f->hub, NULL, 0);
+    g_assert_null(machine->agent_version);
+    g_assert_false(machine->has_clock_offset);
+    g_assert_false(einsora_machine_clock_skewed(machine));
+    g_assert_cmpuint(clock_warnings->len, ==, 2);
+}
+
 /* Every state maps to run, park or remove, with what running needs. */
 static void
 test_desired_modes(Fixture *f, gconstpointer data)
@@ -1307,7 +1430,7 @@ test_stored_inventory_one_reader(Fixture *f, gconstpointer data)
 
         g_test_message("stored: %s", misfits[i]);
         g_assert_true(einsora_store_record_machine_seen(EINSORA_STORE(f->store), f->box_id, seen_at,
-                                                        misfits[i], &error));
+                                                        misfits[i], NULL, NULL, &error));
         g_assert_no_error(error);
         g_clear_pointer(&machine, einsora_machine_free);
         g_clear_pointer(&gpus, g_ptr_array_unref);
@@ -1664,11 +1787,14 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    clock_warnings = g_ptr_array_new_with_free_func(g_free);
+    g_log_set_writer_func(keep_clock_warnings, NULL, NULL);
 
 #define ADD(path, func) g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
     ADD("/hub/sync/unknown-machine-refused", test_sync_unknown_machine);
     ADD("/hub/sync/other-region-refused", test_sync_other_region);
     ADD("/hub/sync/records-seen-and-inventory", test_sync_records_seen);
+    ADD("/hub/sync/records-agent-version-and-clock", test_sync_records_agent_health);
     ADD("/hub/desired/every-state", test_desired_modes);
     ADD("/hub/long-poll/held-when-unchanged", test_long_poll_held_when_unchanged);
     ADD("/hub/long-poll/wakes-on-run-park-remove", test_long_poll_wakes);

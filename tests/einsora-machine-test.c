@@ -149,6 +149,38 @@ test_seen_windows(void)
     g_assert_cmpint(EINSORA_MACHINE_PLACEABLE_WINDOW_US, <, EINSORA_MACHINE_ONLINE_WINDOW_US);
 }
 
+/* The bound is ±30 s, both ways and inclusive; a machine whose agent
+ * never said is not skewed; a copy keeps what its agent said. */
+static void
+test_clock_skew_bound(void)
+{
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+    g_autoptr(EinsoraMachine) copy = NULL;
+    const struct {
+        gint64 offset_ms;
+        gboolean skewed;
+    } cases[] = {
+        {0, FALSE},      {30000, FALSE}, {-30000, FALSE},    {30001, TRUE},          {-30001, TRUE},
+        {3600000, TRUE}, {-250, FALSE},  {G_MAXINT64, TRUE}, {G_MININT64 + 1, TRUE},
+    };
+
+    g_assert_false(einsora_machine_clock_skewed(machine));
+    machine->clock_offset_ms = 90000;
+    g_assert_false(einsora_machine_clock_skewed(machine));
+    machine->has_clock_offset = TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        machine->clock_offset_ms = cases[i].offset_ms;
+        g_assert_cmpint(einsora_machine_clock_skewed(machine), ==, cases[i].skewed);
+    }
+    machine->agent_version = g_strdup("0.1.0");
+    machine->clock_offset_ms = -45000;
+    copy = einsora_machine_copy(machine);
+    g_assert_cmpstr(copy->agent_version, ==, "0.1.0");
+    g_assert_true(copy->has_clock_offset);
+    g_assert_cmpint(copy->clock_offset_ms, ==, -45000);
+    g_assert_true(einsora_machine_clock_skewed(copy));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -158,5 +190,6 @@ main(int argc, char **argv)
     g_test_add_func("/driver/table/isolation-from-domain", test_driver_table);
     g_test_add_func("/machine/sharing/names", test_sharing_names);
     g_test_add_func("/machine/seen/two-windows", test_seen_windows);
+    g_test_add_func("/machine/clock/skew-bound", test_clock_skew_bound);
     return g_test_run();
 }

@@ -847,6 +847,9 @@ assert_machine(const EinsoraMachine *got, const Machine *want)
     g_assert_cmpstr(got->inventory, ==, want->inventory);
     g_assert_cmpstr(got->last_seen_at, ==, want->last_seen_at);
     g_assert_cmpstr(got->created_at, ==, want->created_at);
+    /* No agent had said its version or clock before 00011. */
+    g_assert_null(got->agent_version);
+    g_assert_false(got->has_clock_offset);
 }
 
 static void
@@ -1145,6 +1148,22 @@ assert_takes_new_rows(EinsoraStore *s, gint64 version)
     taken = einsora_store_take_access_ticket(s, ticket->hash, MIGRATED_AT, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(taken->workload_id, ==, ANALYSIS);
+
+    /* A migrated machine's agent says its version and clock (00011). */
+    {
+        const gint64 offset_ms = -250;
+        g_autoptr(EinsoraMachine) got = NULL;
+
+        g_assert_true(einsora_store_record_machine_seen(s, RACK, MIGRATED_AT, NULL, "0.1.0",
+                                                        &offset_ms, &error));
+        g_assert_no_error(error);
+        got = einsora_store_find_machine(s, RACK, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(got->agent_version, ==, "0.1.0");
+        g_assert_true(got->has_clock_offset);
+        g_assert_cmpint(got->clock_offset_ms, ==, offset_ms);
+        g_assert_cmpstr(got->inventory, ==, RACK_INVENTORY);
+    }
 
     /* An endpoint made after the migration names its model (00004). */
     {

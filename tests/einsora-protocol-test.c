@@ -22,7 +22,8 @@ static const char *const report_json =
     " \"inventory\": {\"os\": \"linux\", \"arch\": \"x86_64\", \"cpus\": 16,"
     "  \"memory_mib\": 65536,"
     "  \"gpus\": [{\"vendor\": \"nvidia\", \"model\": \"L40S\", \"memory_mib\": 46068}],"
-    "  \"drivers\": [\"linux-native\", \"docker\", \"sim\"]}}";
+    "  \"drivers\": [\"linux-native\", \"docker\", \"sim\"]},"
+    " \"agent_version\": \"0.2.0~rc1+git5\", \"sent_at\": \"2026-11-29T09:06:36.123456Z\"}";
 
 #define MODEL_DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -246,6 +247,8 @@ test_report_round_trip(void)
     gpu = report->inventory->gpus->pdata[0];
     g_assert_cmpstr(gpu->vendor, ==, "nvidia");
     g_assert_cmpint(gpu->memory_mib, ==, 46068);
+    g_assert_cmpstr(report->agent_version, ==, "0.2.0~rc1+git5");
+    g_assert_cmpstr(report->sent_at, ==, "2026-11-29T09:06:36.123456Z");
 
     /* to_json then from_json gives the same message, through text too. */
     written = einsora_sync_report_to_json(report);
@@ -284,6 +287,28 @@ test_report_without_inventory(void)
     g_assert_cmpuint(again->statuses->len, ==, 0);
     copy = einsora_sync_report_copy(again);
     g_assert_null(copy->inventory);
+}
+
+/* An agent from before docs/adr/0057 sends neither its version nor its
+ * clock: its report is read, and nothing is made up for it. */
+static void
+test_report_from_older_agent(void)
+{
+    g_autoptr(JsonNode) node = parse(report_json);
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    g_autoptr(JsonNode) written = NULL;
+    g_autoptr(GError) error = NULL;
+
+    json_object_remove_member(json_node_get_object(node), "agent_version");
+    json_object_remove_member(json_node_get_object(node), "sent_at");
+    report = einsora_sync_report_from_json(node, &error);
+    g_assert_no_error(error);
+    g_assert_null(report->agent_version);
+    g_assert_null(report->sent_at);
+    g_assert_cmpuint(report->statuses->len, ==, 2);
+    written = einsora_sync_report_to_json(report);
+    g_assert_false(json_object_has_member(json_node_get_object(written), "agent_version"));
+    g_assert_false(json_object_has_member(json_node_get_object(written), "sent_at"));
 }
 
 static void
@@ -506,6 +531,21 @@ test_report_refusals(void)
         {"inventory.drivers", "\"sim\"", "inventory: \"drivers\" must be a list"},
         {"inventory.drivers.1", "5", "inventory: \"drivers[1]\" must be a string"},
         {"inventory.drivers.0", "\"\"", "inventory: \"drivers[0]\" is empty"},
+        /* The agent's version: plain, short, printable; its clock: one
+         * timestamp form, the store's. */
+        {"agent_version", "\"\"", "\"agent_version\" is empty"},
+        {"agent_version", "1", "\"agent_version\" must be a string"},
+        {"agent_version", "null", "\"agent_version\" must be a string"},
+        {"agent_version", "\"0.1.0 beta\"", "\"agent_version\" may hold only printable ASCII"},
+        {"agent_version", "\"0.1.0\\u00e9\"", "\"agent_version\" may hold only printable ASCII"},
+        {"agent_version", "\"0.1\\u001b[31m\"", "\"agent_version\" contains a control character"},
+        {"agent_version", "\"0123456789012345678901234567890123456789012345678901234567890123x\"",
+         "\"agent_version\" is longer than 64 bytes"},
+        {"sent_at", "1764406000123", "\"sent_at\" must be a string"},
+        {"sent_at", "\"2026-11-29T09:06:36Z\"", "\"sent_at\" is not a timestamp"},
+        {"sent_at", "\"2026-11-29T09:06:36.123456+01:00\"", "\"sent_at\" is not a timestamp"},
+        {"sent_at", "\"2026-13-29T09:06:36.123456Z\"", "\"sent_at\" is not a timestamp"},
+        {"sent_at", "\"yesterday\"", "\"sent_at\" is not a timestamp"},
     };
 
     check_refusals(report_json, table, G_N_ELEMENTS(table), TRUE);
@@ -964,6 +1004,8 @@ main(int argc, char **argv)
     g_test_add_func("/protocol/sync-report/round-trip", test_report_round_trip);
     g_test_add_func("/protocol/sync-report/inventory-only-when-changed",
                     test_report_without_inventory);
+    g_test_add_func("/protocol/sync-report/older-agent-without-version-or-clock",
+                    test_report_from_older_agent);
     g_test_add_func("/protocol/desired-state/round-trip", test_desired_round_trip);
     g_test_add_func("/protocol/sync-report/refusals-name-the-member", test_report_refusals);
     g_test_add_func("/protocol/desired-state/refusals-name-the-member", test_desired_refusals);

@@ -27,9 +27,10 @@ static const TableColumns schema_columns[] = {
      (const char *const[]){"id", "tenant_id", "user_id", "session_sha256", "csrf_sha256",
                            "created_at", "expires_at", "revoked_at", NULL}},
     {"quotas", (const char *const[]){"tenant_id", "gpu_class", "gpus", "updated_at", NULL}},
-    {"machines", (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus",
-                                       "memory_mib", "sharing", "inventory", "last_seen_at",
-                                       "created_at", "cert_fingerprint", "cert_expires_at", NULL}},
+    {"machines",
+     (const char *const[]){"id", "tenant_id", "name", "region", "os", "cpus", "memory_mib",
+                           "sharing", "inventory", "last_seen_at", "created_at", "cert_fingerprint",
+                           "cert_expires_at", "agent_version", "clock_offset_ms", NULL}},
     {"machine_enrolments",
      (const char *const[]){"id", "tenant_id", "token_sha256", "name", "region", "created_by",
                            "created_at", "expires_at", "used_at", "machine_id", NULL}},
@@ -297,6 +298,10 @@ assert_machine_equal(const EinsoraMachine *a, const EinsoraMachine *b)
     g_assert_cmpint(a->sharing, ==, b->sharing);
     g_assert_cmpstr(a->last_seen_at, ==, b->last_seen_at);
     g_assert_cmpstr(a->created_at, ==, b->created_at);
+    g_assert_cmpstr(a->agent_version, ==, b->agent_version);
+    g_assert_cmpint(a->has_clock_offset, ==, b->has_clock_offset);
+    if (a->has_clock_offset)
+        g_assert_cmpint(a->clock_offset_ms, ==, b->clock_offset_ms);
 }
 
 static void
@@ -470,6 +475,9 @@ test_machine_round_trip(Fixture *f, gconstpointer data)
     replace_string(&studio->os, g_strdup("darwin"));
     studio->sharing = EINSORA_SHARING_COMMUNITY;
     studio->last_seen_at = tick(f);
+    studio->agent_version = g_strdup("0.1.0");
+    studio->has_clock_offset = TRUE;
+    studio->clock_offset_ms = -1234;
     g_assert_true(einsora_store_insert_machine(f->store, studio, &error));
     g_assert_no_error(error);
 
@@ -477,10 +485,84 @@ test_machine_round_trip(Fixture *f, gconstpointer data)
     g_assert_no_error(error);
     assert_machine_equal(got, desktop);
     g_assert_null(got->last_seen_at);
+    g_assert_null(got->agent_version);
+    g_assert_false(got->has_clock_offset);
     g_clear_pointer(&got, einsora_machine_free);
     got = einsora_store_get_machine(f->store, acme->id, studio->id, &error);
     g_assert_no_error(error);
     assert_machine_equal(got, studio);
+}
+
+/* What an agent says of itself on a sync (docs/adr/0057): its version and
+ * its clock's offset, either way of zero, read back by every reader;
+ * replaced by the next sync's, and cleared by one that says nothing; an
+ * inventory sent or kept changes neither. */
+static void
+test_machine_agent_health(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraMachine) ws = add_machine(f, acme->id, "ws");
+    g_autoptr(EinsoraMachine) other = add_machine(f, acme->id, "other");
+    const gint64 behind = 120000;
+    const gint64 ahead = -45250;
+
+    g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:00.000000Z",
+                                                    "{\"cpus\":16}", "0.1.0", &behind, &error));
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraMachine) got =
+            einsora_store_get_machine(f->store, acme->id, ws->id, &error);
+        g_autoptr(EinsoraMachine) found = einsora_store_find_machine(f->store, ws->id, &error);
+        g_autoptr(GPtrArray) owned = einsora_store_list_machines(f->store, acme->id, &error);
+        g_autoptr(GPtrArray) region = einsora_store_list_region_machines(f->store, "home", &error);
+        g_autoptr(EinsoraMachine) untouched =
+            einsora_store_get_machine(f->store, acme->id, other->id, &error);
+
+        g_assert_no_error(error);
+        g_assert_cmpstr(got->agent_version, ==, "0.1.0");
+        g_assert_true(got->has_clock_offset);
+        g_assert_cmpint(got->clock_offset_ms, ==, behind);
+        assert_machine_equal(found, got);
+        assert_machine_equal(g_ptr_array_index(owned, 0), got);
+        assert_machine_equal(g_ptr_array_index(region, 0), got);
+        g_assert_null(untouched->agent_version);
+        g_assert_false(untouched->has_clock_offset);
+    }
+    /* The next sync's replace them, the inventory kept. */
+    g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:05.000000Z",
+                                                    NULL, "0.2.0~rc1", &ahead, &error));
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraMachine) got =
+            einsora_store_get_machine(f->store, acme->id, ws->id, &error);
+        g_assert_cmpstr(got->agent_version, ==, "0.2.0~rc1");
+        g_assert_true(got->has_clock_offset);
+        g_assert_cmpint(got->clock_offset_ms, ==, ahead);
+        g_assert_cmpstr(got->inventory, ==, "{\"cpus\":16}");
+    }
+    /* A clock at exactly the server's is an offset of 0, not none. */
+    {
+        const gint64 zero = 0;
+        g_autoptr(EinsoraMachine) got = NULL;
+
+        g_assert_true(einsora_store_record_machine_seen(
+            f->store, ws->id, "2026-11-29T10:00:07.000000Z", NULL, "0.2.0", &zero, &error));
+        got = einsora_store_get_machine(f->store, acme->id, ws->id, &error);
+        g_assert_true(got->has_clock_offset);
+        g_assert_cmpint(got->clock_offset_ms, ==, 0);
+    }
+    /* An agent that says neither (an older one) leaves neither. */
+    g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:10.000000Z",
+                                                    NULL, NULL, NULL, &error));
+    g_assert_no_error(error);
+    {
+        g_autoptr(EinsoraMachine) got =
+            einsora_store_get_machine(f->store, acme->id, ws->id, &error);
+        g_assert_null(got->agent_version);
+        g_assert_false(got->has_clock_offset);
+        g_assert_cmpstr(got->last_seen_at, ==, "2026-11-29T10:00:10.000000Z");
+    }
 }
 
 static void
@@ -1487,18 +1569,20 @@ test_machine_hub_view(Fixture *f, gconstpointer data)
 
     /* A sync records when, and the inventory only when one came. */
     g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:00.000000Z",
-                                                    "{\"cpus\":16}", &error));
+                                                    "{\"cpus\":16}", NULL, NULL, &error));
     g_assert_true(einsora_store_record_machine_seen(f->store, ws->id, "2026-11-29T10:00:05.000000Z",
-                                                    NULL, &error));
+                                                    NULL, NULL, NULL, &error));
     g_assert_no_error(error);
     {
         g_autoptr(EinsoraMachine) seen =
             einsora_store_get_machine(f->store, acme->id, ws->id, &error);
         g_assert_cmpstr(seen->last_seen_at, ==, "2026-11-29T10:00:05.000000Z");
         g_assert_cmpstr(seen->inventory, ==, "{\"cpus\":16}");
+        g_assert_null(seen->agent_version);
+        g_assert_false(seen->has_clock_offset);
     }
-    g_assert_false(einsora_store_record_machine_seen(f->store, unknown,
-                                                     "2026-11-29T10:00:05.000000Z", NULL, &error));
+    g_assert_false(einsora_store_record_machine_seen(
+        f->store, unknown, "2026-11-29T10:00:05.000000Z", NULL, NULL, NULL, &error));
     g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
     g_clear_error(&error);
 
@@ -3702,6 +3786,7 @@ static const struct {
     {"lease/one-holder-at-a-time", test_lease},
     {"tenant/by-name", test_tenant_by_name},
     {"machine/hub-view", test_machine_hub_view},
+    {"machine/agent-version-and-clock", test_machine_agent_health},
     {"workload/list-include-deleted", test_workload_list_include_deleted},
     {"workload/count-with-model", test_workload_count_with_model},
     {"workload/count-by-kind-and-state", test_workload_count_by_kind_and_state},

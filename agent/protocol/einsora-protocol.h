@@ -25,6 +25,9 @@ G_BEGIN_DECLS
 #define EINSORA_PROTOCOL_MAX_DRIVERS EINSORA_INVENTORY_MAX_DRIVERS
 #define EINSORA_PROTOCOL_MAX_CPUS EINSORA_INVENTORY_MAX_CPUS
 #define EINSORA_PROTOCOL_MAX_MEMORY_MIB EINSORA_INVENTORY_MAX_MEMORY_MIB
+/* An agent's version is a build's name ("0.1.0", "0.2.0~rc1+git5"),
+ * shown as it is in lists: short and plain. */
+#define EINSORA_PROTOCOL_MAX_AGENT_VERSION 64
 /* As the model store's names: a model store never makes a longer one. */
 #define EINSORA_PROTOCOL_MAX_MODEL_NAME 128
 

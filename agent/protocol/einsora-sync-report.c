@@ -4,6 +4,7 @@
 
 #include "einsora-json-read.h"
 #include "einsora-protocol.h"
+#include "einsora-timestamp.h"
 
 G_DEFINE_BOXED_TYPE(EinsoraSyncReport, einsora_sync_report, einsora_sync_report_copy,
                     einsora_sync_report_free)
@@ -24,6 +25,8 @@ einsora_sync_report_copy(const EinsoraSyncReport *report)
 
     *copy = *report;
     copy->machine_id = g_strdup(report->machine_id);
+    copy->agent_version = g_strdup(report->agent_version);
+    copy->sent_at = g_strdup(report->sent_at);
     copy->statuses =
         g_ptr_array_new_full(report->statuses->len, (GDestroyNotify)einsora_workload_status_free);
     for (guint i = 0; i < report->statuses->len; i++)
@@ -38,6 +41,8 @@ einsora_sync_report_free(EinsoraSyncReport *report)
     if (report == NULL)
         return;
     g_free(report->machine_id);
+    g_free(report->agent_version);
+    g_free(report->sent_at);
     g_clear_pointer(&report->statuses, g_ptr_array_unref);
     g_clear_pointer(&report->inventory, einsora_inventory_free);
     g_free(report);
@@ -62,6 +67,8 @@ einsora_sync_report_to_json(const EinsoraSyncReport *report)
         json_builder_set_member_name(builder, "inventory");
         json_builder_add_value(builder, einsora_inventory_to_json(report->inventory));
     }
+    einsora_json_add_string(builder, "agent_version", report->agent_version);
+    einsora_json_add_string(builder, "sent_at", report->sent_at);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -91,11 +98,52 @@ read_statuses(JsonObject *object, GPtrArray *statuses, GError **error)
     return TRUE;
 }
 
+/* Refused rather than dropped, as every other malformed member: an agent
+ * that sends one is broken, and a refused sync says so where a dropped
+ * field would pass unseen. */
+static gboolean
+read_agent_version(JsonObject *object, gchar **out, GError **error)
+{
+    g_autofree gchar *version = NULL;
+
+    if (!einsora_json_read_string(object, "agent_version", FALSE, &version, error))
+        return FALSE;
+    if (version == NULL)
+        return TRUE;
+    if (strlen(version) > EINSORA_PROTOCOL_MAX_AGENT_VERSION)
+        return einsora_json_invalid(error, "\"agent_version\" is longer than %d bytes",
+                                    EINSORA_PROTOCOL_MAX_AGENT_VERSION);
+    /* Printed in lists and logs as it is: nothing that could pass for
+     * something else there. */
+    for (const char *p = version; *p != '\0'; p++) {
+        if ((guchar)*p <= ' ' || (guchar)*p > '~')
+            return einsora_json_invalid(error, "\"agent_version\" may hold only printable ASCII "
+                                               "without spaces");
+    }
+    *out = g_steal_pointer(&version);
+    return TRUE;
+}
+
+static gboolean
+read_sent_at(JsonObject *object, gchar **out, GError **error)
+{
+    g_autofree gchar *sent_at = NULL;
+
+    if (!einsora_json_read_string(object, "sent_at", FALSE, &sent_at, error))
+        return FALSE;
+    if (sent_at != NULL && !einsora_timestamp_parse(sent_at, NULL, NULL))
+        return einsora_json_invalid(error, "\"sent_at\" is not a timestamp like "
+                                           "2026-11-29T09:06:36.123456Z");
+    *out = g_steal_pointer(&sent_at);
+    return TRUE;
+}
+
 EinsoraSyncReport *
 einsora_sync_report_from_json(JsonNode *node, GError **error)
 {
     static const char *const members[] = {
-        "machine_id", "applied_generation", "statuses", "inventory", NULL,
+        "machine_id", "applied_generation", "statuses", "inventory", "agent_version", "sent_at",
+        NULL,
     };
     g_autoptr(EinsoraSyncReport) report = einsora_sync_report_new();
     JsonObject *object;
@@ -105,7 +153,9 @@ einsora_sync_report_from_json(JsonNode *node, GError **error)
         !einsora_json_read_uuid(object, "machine_id", &report->machine_id, error) ||
         !einsora_json_read_int(object, "applied_generation", G_MAXINT64,
                                &report->applied_generation, error) ||
-        !read_statuses(object, report->statuses, error))
+        !read_statuses(object, report->statuses, error) ||
+        !read_agent_version(object, &report->agent_version, error) ||
+        !read_sent_at(object, &report->sent_at, error))
         return NULL;
     inventory = json_object_get_member(object, "inventory");
     if (inventory != NULL) {

@@ -1,6 +1,6 @@
 /* What an agent sends on every Sync: the status of every workload it has,
- * the desired-state generation it last applied, and its inventory when
- * that changed. */
+ * the desired-state generation it last applied, its inventory when that
+ * changed, and its version and clock (docs/adr/0057). */
 #pragma once
 
 #include <glib-object.h>
@@ -16,6 +16,12 @@ typedef struct {
     gint64 applied_generation;
     GPtrArray *statuses;         /* EinsoraWorkloadStatus, owned */
     EinsoraInventory *inventory; /* NULL: unchanged since the last report */
+    /* Both optional, since agents before them never sent them: the
+     * agent's build (at most EINSORA_PROTOCOL_MAX_AGENT_VERSION bytes of
+     * printable ASCII, no spaces) and its clock when it sent the report
+     * (a fixed-width timestamp, einsora-timestamp.h). */
+    gchar *agent_version;
+    gchar *sent_at;
 } EinsoraSyncReport;
 
 #define EINSORA_TYPE_SYNC_REPORT (einsora_sync_report_get_type())

@@ -8,6 +8,40 @@
 
 #include "einsora-table.h"
 
+/* Its agent's version, and how far its clock is off when that is past
+ * what the server allows (docs/adr/0057); NULL (shown "-") when its
+ * agent never said. */
+static gchar *
+agent_cell(JsonObject *machine)
+{
+    JsonNode *node = json_object_get_member(machine, "agent");
+    JsonObject *agent;
+    JsonNode *offset;
+    const char *version;
+    g_autofree gchar *seconds = NULL;
+    gint64 ms;
+    guint64 magnitude;
+
+    if (node == NULL || !JSON_NODE_HOLDS_OBJECT(node))
+        return NULL;
+    agent = json_node_get_object(node);
+    version = einsora_cli_get_string(agent, "version");
+    if (version == NULL)
+        version = _("unknown version");
+    offset = json_object_get_member(agent, "clock_offset_ms");
+    if (!json_object_get_boolean_member_with_default(agent, "clock_skewed", FALSE) ||
+        offset == NULL || !JSON_NODE_HOLDS_VALUE(offset) ||
+        json_node_get_value_type(offset) != G_TYPE_INT64)
+        return g_strdup(version);
+    /* Whole seconds, either way: which way is in --json. Unsigned, so
+     * that no offset a server sends overflows. */
+    ms = json_node_get_int(offset);
+    magnitude = ms < 0 ? (guint64)0 - (guint64)ms : (guint64)ms;
+    seconds = g_strdup_printf("%" G_GUINT64_FORMAT, magnitude / 1000 + (magnitude % 1000 >= 500));
+    /* TRANSLATORS: the agent's version, then seconds its clock is off by */
+    return g_strdup_printf(_("%s, clock off by %ss"), version, seconds);
+}
+
 static gboolean
 machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
               GError **error)
@@ -38,9 +72,10 @@ machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
         return einsora_cli_write_text(_("No machines.\n"), error);
 
     id_length = einsora_cli_short_id_length(machines);
-    table = einsora_table_new(9, (const char *const[]){_("ID"), _("NAME"), _("REGION"), _("STATUS"),
-                                                       _("SYSTEM"), _("CPUS"), _("MEMORY"),
-                                                       _("WORKLOADS"), _("LAST SEEN")});
+    table =
+        einsora_table_new(10, (const char *const[]){_("ID"), _("NAME"), _("REGION"), _("STATUS"),
+                                                    _("SYSTEM"), _("CPUS"), _("MEMORY"),
+                                                    _("WORKLOADS"), _("LAST SEEN"), _("AGENT")});
     for (guint i = 0; i < json_array_get_length(machines); i++) {
         JsonObject *machine = json_array_get_object_element(machines, i);
         JsonNode *memory_node;
@@ -49,6 +84,7 @@ machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
         g_autofree gchar *memory = NULL;
         g_autofree gchar *workloads = NULL;
         g_autofree gchar *seen = NULL;
+        g_autofree gchar *agent = NULL;
 
         if (machine == NULL)
             continue;
@@ -62,6 +98,7 @@ machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
                                         G_FORMAT_SIZE_IEC_UNITS);
         workloads = einsora_cli_get_integer(machine, "workloads");
         seen = einsora_cli_format_time(einsora_cli_get_string(machine, "last_seen_at"));
+        agent = agent_cell(machine);
         einsora_table_append_row(table, (const char *const[]){
                                             id,
                                             einsora_cli_get_string(machine, "name"),
@@ -72,6 +109,7 @@ machines_list(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char 
                                             memory,
                                             workloads,
                                             seen != NULL ? seen : _("never"),
+                                            agent,
                                         });
     }
     text = einsora_table_render(table);

@@ -5,6 +5,33 @@
 
 #include "einsora-api-routes.h"
 
+/* What its agent said of itself on its last sync (docs/adr/0057); null
+ * when it said neither (an agent from before that, or none yet). The
+ * offset is the server's time minus the agent's, one way. */
+static void
+add_agent(JsonBuilder *builder, const EinsoraMachine *machine)
+{
+    json_builder_set_member_name(builder, "agent");
+    if (machine->agent_version == NULL && !machine->has_clock_offset) {
+        json_builder_add_null_value(builder);
+        return;
+    }
+    json_builder_begin_object(builder);
+    json_builder_set_member_name(builder, "version");
+    if (machine->agent_version != NULL)
+        json_builder_add_string_value(builder, machine->agent_version);
+    else
+        json_builder_add_null_value(builder);
+    json_builder_set_member_name(builder, "clock_offset_ms");
+    if (machine->has_clock_offset)
+        json_builder_add_int_value(builder, machine->clock_offset_ms);
+    else
+        json_builder_add_null_value(builder);
+    json_builder_set_member_name(builder, "clock_skewed");
+    json_builder_add_boolean_value(builder, einsora_machine_clock_skewed(machine));
+    json_builder_end_object(builder);
+}
+
 static JsonNode *
 machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTable *counts)
 {
@@ -103,6 +130,7 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
     } else {
         json_builder_add_null_value(builder);
     }
+    add_agent(builder, machine);
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }

@@ -27,6 +27,7 @@ einsora_machine_copy(const EinsoraMachine *machine)
     copy->created_at = g_strdup(machine->created_at);
     copy->cert_fingerprint = g_strdup(machine->cert_fingerprint);
     copy->cert_expires_at = g_strdup(machine->cert_expires_at);
+    copy->agent_version = g_strdup(machine->agent_version);
     return copy;
 }
 
@@ -45,6 +46,7 @@ einsora_machine_free(EinsoraMachine *machine)
     g_free(machine->created_at);
     g_free(machine->cert_fingerprint);
     g_free(machine->cert_expires_at);
+    g_free(machine->agent_version);
     g_free(machine);
 }
 
@@ -114,4 +116,17 @@ einsora_machine_seen_within(const EinsoraMachine *machine, gint64 now_us, gint64
         !einsora_timestamp_parse(machine->last_seen_at, &seen_us, NULL))
         return FALSE;
     return now_us - seen_us <= window_us;
+}
+
+gboolean
+einsora_clock_offset_is_skewed(gint64 clock_offset_ms)
+{
+    return clock_offset_ms > EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS ||
+           clock_offset_ms < -EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS;
+}
+
+gboolean
+einsora_machine_clock_skewed(const EinsoraMachine *machine)
+{
+    return machine->has_clock_offset && einsora_clock_offset_is_skewed(machine->clock_offset_ms);
 }

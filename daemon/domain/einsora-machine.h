@@ -32,6 +32,14 @@ typedef struct {
      * agent's client certificate; NULL for the machine in this process. */
     gchar *cert_fingerprint; /* "SHA256:" and hex */
     gchar *cert_expires_at;
+    /* What its agent's last sync said of itself (docs/adr/0057): its
+     * build's version (NULL: an agent too old to say), and how far its
+     * clock was from the server's: the server's time on receiving the
+     * sync minus the agent's time on sending it, a one-way estimate that
+     * counts the time in transit too. */
+    gchar *agent_version;
+    gboolean has_clock_offset;
+    gint64 clock_offset_ms;
 } EinsoraMachine;
 
 /* The seeds' two windows, two facts: a machine is shown online to its
@@ -41,6 +49,14 @@ typedef struct {
  * looks online for a while). /v1/machines shows both. */
 #define EINSORA_MACHINE_ONLINE_WINDOW_US (G_GINT64_CONSTANT(180) * G_USEC_PER_SEC)
 #define EINSORA_MACHINE_PLACEABLE_WINDOW_US (G_GINT64_CONSTANT(45) * G_USEC_PER_SEC)
+
+/* An agent whose clock is off by more than this either way is reported
+ * (clock_skewed in /v1/machines, a warning in the log). Certificates'
+ * validity, leases and the timeline's times tolerate this much; beyond
+ * it a fresh agent certificate can read as not yet valid, and a
+ * machine's times in the timeline mislead. A sync's time in transit is
+ * far below it, so the one-way estimate does not trip it. */
+#define EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS (G_GINT64_CONSTANT(30) * 1000)
 
 #define EINSORA_TYPE_MACHINE (einsora_machine_get_type())
 GType einsora_machine_get_type(void);
@@ -60,6 +76,12 @@ gboolean einsora_machine_permits(const EinsoraMachine *machine, const char *tena
 /* Whether its last_seen_at is within @window_us of @now_us. */
 gboolean einsora_machine_seen_within(const EinsoraMachine *machine, gint64 now_us,
                                      gint64 window_us);
+
+/* Whether a clock offset is beyond EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS
+ * either way; and whether its agent's, as last reported, is (FALSE when
+ * it never said). */
+gboolean einsora_clock_offset_is_skewed(gint64 clock_offset_ms);
+gboolean einsora_machine_clock_skewed(const EinsoraMachine *machine);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraMachine, einsora_machine_free)
 

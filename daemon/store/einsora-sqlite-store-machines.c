@@ -8,7 +8,7 @@
 /* The columns machine_from_row reads, in its order. */
 #define MACHINE_COLUMNS                                                                            \
     "id, tenant_id, name, region, os, cpus, memory_mib, sharing, last_seen_at, created_at, "       \
-    "inventory, cert_fingerprint, cert_expires_at"
+    "inventory, cert_fingerprint, cert_expires_at, agent_version, clock_offset_ms"
 
 static EinsoraMachine *
 machine_from_row(sqlite3_stmt *stmt, GError **error)
@@ -32,7 +32,20 @@ machine_from_row(sqlite3_stmt *stmt, GError **error)
     machine->inventory = column_strdup(stmt, 10);
     machine->cert_fingerprint = column_strdup(stmt, 11);
     machine->cert_expires_at = column_strdup(stmt, 12);
+    machine->agent_version = column_strdup(stmt, 13);
+    machine->has_clock_offset = sqlite3_column_type(stmt, 14) != SQLITE_NULL;
+    machine->clock_offset_ms = sqlite3_column_int64(stmt, 14);
     return g_steal_pointer(&machine);
+}
+
+/* NULL: its agent never said. */
+static void
+bind_clock_offset(sqlite3_stmt *stmt, int index, const gint64 *clock_offset_ms)
+{
+    if (clock_offset_ms != NULL)
+        sqlite3_bind_int64(stmt, index, *clock_offset_ms);
+    else
+        sqlite3_bind_null(stmt, index);
 }
 
 gboolean
@@ -44,7 +57,7 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
         self,
         "INSERT INTO machines (" MACHINE_COLUMNS ") "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-        "?13)",
+        "?13, ?14, ?15)",
         error);
 
     if (stmt == NULL)
@@ -62,6 +75,8 @@ einsora_sqlite_store_insert_machine(EinsoraStore *store, const EinsoraMachine *m
     bind_text(stmt, 10, machine->created_at);
     bind_text(stmt, 12, machine->cert_fingerprint);
     bind_text(stmt, 13, machine->cert_expires_at);
+    bind_text(stmt, 14, machine->agent_version);
+    bind_clock_offset(stmt, 15, machine->has_clock_offset ? &machine->clock_offset_ms : NULL);
     return einsora_sqlite_store_step_write(self, stmt, "a machine with this ID already exists",
                                            "no such tenant", error);
 }
@@ -246,21 +261,25 @@ einsora_sqlite_store_clear_machine_certificate(EinsoraStore *store, const char *
 gboolean
 einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machine_id,
                                          const char *last_seen_at, const char *inventory,
+                                         const char *agent_version, const gint64 *clock_offset_ms,
                                          GError **error)
 {
     EinsoraSqliteStore *self = EINSORA_SQLITE_STORE(store);
-    /* A report without an inventory keeps the last one. */
-    g_autoptr(sqlite3_stmt) stmt =
-        einsora_sqlite_store_prepare_write(self,
-                                           "UPDATE machines SET last_seen_at = ?2, "
-                                           "inventory = coalesce(?3, inventory) WHERE id = ?1",
-                                           error);
+    /* A report without an inventory keeps the last one; the agent's
+     * version and clock are this sync's, said or not. */
+    g_autoptr(sqlite3_stmt) stmt = einsora_sqlite_store_prepare_write(
+        self,
+        "UPDATE machines SET last_seen_at = ?2, inventory = coalesce(?3, inventory), "
+        "agent_version = ?4, clock_offset_ms = ?5 WHERE id = ?1",
+        error);
 
     if (stmt == NULL)
         return FALSE;
     bind_text(stmt, 1, machine_id);
     bind_text(stmt, 2, last_seen_at);
     bind_text(stmt, 3, inventory);
+    bind_text(stmt, 4, agent_version);
+    bind_clock_offset(stmt, 5, clock_offset_ms);
     if (!einsora_sqlite_store_step_write(self, stmt, NULL, NULL, error))
         return FALSE;
     if (sqlite3_changes(self->db) == 0) {

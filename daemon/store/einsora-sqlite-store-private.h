@@ -134,7 +134,8 @@ GPtrArray *einsora_sqlite_store_list_region_machines(EinsoraStore *store, const 
                                                      GError **error);
 gboolean einsora_sqlite_store_record_machine_seen(EinsoraStore *store, const char *machine_id,
                                                   const char *last_seen_at, const char *inventory,
-                                                  GError **error);
+                                                  const char *agent_version,
+                                                  const gint64 *clock_offset_ms, GError **error);
 
 /* einsora-sqlite-store-workloads.c: workloads and leases. */
 /* Whether the tenant has the workload; the timeline asks too. */

@@ -180,12 +180,14 @@ einsora_store_list_region_machines(EinsoraStore *self, const char *region, GErro
 
 gboolean
 einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,
-                                  const char *last_seen_at, const char *inventory, GError **error)
+                                  const char *last_seen_at, const char *inventory,
+                                  const char *agent_version, const gint64 *clock_offset_ms,
+                                  GError **error)
 {
     g_return_val_if_fail(EINSORA_IS_STORE(self), FALSE);
     g_return_val_if_fail(machine_id != NULL && last_seen_at != NULL, FALSE);
-    return EINSORA_STORE_GET_IFACE(self)->record_machine_seen(self, machine_id, last_seen_at,
-                                                              inventory, error);
+    return EINSORA_STORE_GET_IFACE(self)->record_machine_seen(
+        self, machine_id, last_seen_at, inventory, agent_version, clock_offset_ms, error);
 }
 
 GPtrArray *

@@ -77,9 +77,13 @@ struct _EinsoraStoreInterface {
     /* Not tenant-scoped, for the hub: every machine in @region. */
     GPtrArray *(*list_region_machines)(EinsoraStore *self, const char *region, GError **error);
     /* Its agent synced: when, and its inventory (JSON) when it sent one
-     * (NULL keeps the last). An unknown machine is NOT_FOUND. */
+     * (NULL keeps the last); and what its agent said of itself this
+     * time, its version and its clock's offset in ms (NULL: not said),
+     * which replace the last either way. An unknown machine is
+     * NOT_FOUND. */
     gboolean (*record_machine_seen)(EinsoraStore *self, const char *machine_id,
                                     const char *last_seen_at, const char *inventory,
+                                    const char *agent_version, const gint64 *clock_offset_ms,
                                     GError **error);
     /* Its owner's choice of who may run on it. NOT_FOUND unless the
      * machine is the tenant's. */
@@ -321,6 +325,7 @@ GPtrArray *einsora_store_list_region_machines(EinsoraStore *self, const char *re
                                               GError **error);
 gboolean einsora_store_record_machine_seen(EinsoraStore *self, const char *machine_id,
                                            const char *last_seen_at, const char *inventory,
+                                           const char *agent_version, const gint64 *clock_offset_ms,
                                            GError **error);
 GPtrArray *einsora_store_list_machine_workloads(EinsoraStore *self, const char *machine_id,
                                                 GError **error);

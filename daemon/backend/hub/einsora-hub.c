@@ -560,10 +560,48 @@ hold(EinsoraHub *self, MachineState *state, GTask *task, gint64 applied_generati
     einsora_metric_add(self->syncs_held, NULL, 1);
 }
 
+/* How far the agent's clock is behind this server's, in ms, from the
+ * time it says it sent the report and the time the hub got it: a one-way
+ * estimate, which counts the time in transit too. FALSE when the agent
+ * didn't say (one from before docs/adr/0057). */
+static gboolean
+clock_offset(const EinsoraSyncReport *report, gint64 received_us, gint64 *offset_ms)
+{
+    gint64 sent_us = 0;
+
+    if (report->sent_at == NULL || !einsora_timestamp_parse(report->sent_at, &sent_us, NULL))
+        return FALSE;
+    *offset_ms = (received_us - sent_us) / 1000;
+    return TRUE;
+}
+
+/* Logged when the agent's clock crosses the bound, either way, not on
+ * every sync: what was last stored says which side it was on. */
+static void
+notice_clock(const EinsoraMachine *machine, const gint64 *offset_ms)
+{
+    gboolean was = einsora_machine_clock_skewed(machine);
+    gboolean is = offset_ms != NULL && einsora_clock_offset_is_skewed(*offset_ms);
+
+    if (is && !was)
+        einsora_log_machine(
+            G_LOG_LEVEL_WARNING, machine->id,
+            "machine %s (%s): its agent's clock is %.1f s %s this server's, more than the "
+            "%" G_GINT64_FORMAT " s it may be off by: check its time synchronisation (NTP)",
+            machine->id, machine->name, ABS(*offset_ms) / 1000.0,
+            *offset_ms > 0 ? "behind" : "ahead of", EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS / 1000);
+    else if (was && !is && offset_ms != NULL)
+        einsora_log_machine(G_LOG_LEVEL_MESSAGE, machine->id,
+                            "machine %s (%s): its agent's clock is within %" G_GINT64_FORMAT
+                            " s of this server's again",
+                            machine->id, machine->name, EINSORA_MACHINE_CLOCK_SKEW_BOUND_MS / 1000);
+}
+
 /* Records the sync: when (in the store and in memory), its inventory if
- * it fits the machine, and the statuses it reports. A refused inventory
- * takes the machine out of placement until a good one arrives; the sync
- * still gets its desired state. */
+ * it fits the machine, the statuses it reports, and its agent's version
+ * and clock offset. A refused inventory takes the machine out of
+ * placement until a good one arrives; the sync still gets its desired
+ * state. */
 static gboolean
 record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machine,
               const EinsoraSyncReport *report, GError **error)
@@ -573,6 +611,8 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
     g_autofree gchar *inventory = NULL;
     g_autoptr(GError) invalid = NULL;
     gboolean refused = state->refused;
+    gint64 offset_ms = 0;
+    gboolean has_offset = clock_offset(report, now_us, &offset_ms);
 
     if (report->inventory != NULL) {
         if (einsora_inventory_validate(report->inventory, machine->os, &invalid)) {
@@ -583,8 +623,11 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
             refused = TRUE;
         }
     }
-    if (!einsora_store_record_machine_seen(self->store, machine->id, seen_at, inventory, error))
+    if (!einsora_store_record_machine_seen(self->store, machine->id, seen_at, inventory,
+                                           report->agent_version, has_offset ? &offset_ms : NULL,
+                                           error))
         return FALSE;
+    notice_clock(machine, has_offset ? &offset_ms : NULL);
 
     g_free(state->name);
     state->name = g_strdup(machine->name);
