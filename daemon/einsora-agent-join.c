@@ -41,7 +41,7 @@ write_private(const char *dir, const char *name, const char *contents, GError **
 }
 
 static gchar *
-server_json(const char *server, const char *fingerprint)
+server_json(const char *server, const char *fingerprint, const char *owner_tenant_id)
 {
     g_autoptr(JsonBuilder) builder = json_builder_new();
     g_autoptr(JsonNode) root = NULL;
@@ -51,6 +51,8 @@ server_json(const char *server, const char *fingerprint)
     json_builder_add_string_value(builder, server);
     json_builder_set_member_name(builder, "fingerprint");
     json_builder_add_string_value(builder, fingerprint);
+    json_builder_set_member_name(builder, "owner_tenant_id");
+    json_builder_add_string_value(builder, owner_tenant_id);
     json_builder_end_object(builder);
     root = json_builder_get_root(builder);
     return json_to_string(root, TRUE);
@@ -114,6 +116,7 @@ einsora_agent_join(const char *state_dir, const char *server, const char *token,
     const char *machine_id;
     const char *certificate;
     const char *ca;
+    const char *owner;
     Pin pin = {fingerprint, NULL};
 
     if (uri == NULL || g_strcmp0(g_uri_get_scheme(uri), "https") != 0 ||
@@ -186,12 +189,13 @@ einsora_agent_join(const char *state_dir, const char *server, const char *token,
     machine_id = json_object_get_string_member_with_default(answer, "machine_id", NULL);
     certificate = json_object_get_string_member_with_default(answer, "certificate", NULL);
     ca = json_object_get_string_member_with_default(answer, "ca_certificate", NULL);
-    if (machine_id == NULL || certificate == NULL || ca == NULL) {
+    owner = json_object_get_string_member_with_default(answer, "owner_tenant_id", NULL);
+    if (machine_id == NULL || certificate == NULL || ca == NULL || owner == NULL) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                     "%s's enrolment answer lacks the machine ID or a certificate", server);
         return NULL;
     }
-    about = server_json(server, fingerprint);
+    about = server_json(server, fingerprint, owner);
     /* The machine ID last: its file says the rest is there. */
     if (g_mkdir_with_parents(dir, 0700) != 0 || g_chmod(dir, 0700) != 0) {
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "can't make %s: %s", dir,

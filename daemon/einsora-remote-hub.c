@@ -18,6 +18,7 @@ struct _EinsoraRemoteHub {
     GObject parent_instance;
     gchar *server;
     gchar *fingerprint;
+    gchar *owner_tenant_id; /* NULL: joined before servers said it */
     gchar *url;
     GTlsCertificate *certificate;
     SoupSession *session;
@@ -36,6 +37,7 @@ einsora_remote_hub_finalize(GObject *object)
 
     g_free(self->server);
     g_free(self->fingerprint);
+    g_free(self->owner_tenant_id);
     g_free(self->url);
     g_clear_object(&self->certificate);
     g_clear_object(&self->session);
@@ -97,6 +99,8 @@ einsora_remote_hub_load(const char *state_dir, gchar **machine_id, GError **erro
     self->server = g_strdup(json_object_get_string_member_with_default(root, "server", NULL));
     self->fingerprint =
         g_strdup(json_object_get_string_member_with_default(root, "fingerprint", NULL));
+    self->owner_tenant_id =
+        g_strdup(json_object_get_string_member_with_default(root, "owner_tenant_id", NULL));
     uri = self->server != NULL ? g_uri_parse(self->server, G_URI_FLAGS_NONE, NULL) : NULL;
     if (uri == NULL || g_uri_get_host(uri) == NULL || self->fingerprint == NULL) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -119,6 +123,12 @@ const char *
 einsora_remote_hub_get_server(EinsoraRemoteHub *self)
 {
     return self->server;
+}
+
+const char *
+einsora_remote_hub_get_owner_tenant_id(EinsoraRemoteHub *self)
+{
+    return self->owner_tenant_id;
 }
 
 static gboolean

@@ -20,5 +20,9 @@ G_DECLARE_FINAL_TYPE(EinsoraRemoteHub, einsora_remote_hub, EINSORA, REMOTE_HUB, 
 EinsoraRemoteHub *einsora_remote_hub_load(const char *state_dir, gchar **machine_id,
                                           GError **error);
 const char *einsora_remote_hub_get_server(EinsoraRemoteHub *self);
+/* The machine's owner, as the server said at the join; NULL for a machine
+ * that joined before servers said it: then no tenant's workloads run on
+ * drivers only the owner may use. */
+const char *einsora_remote_hub_get_owner_tenant_id(EinsoraRemoteHub *self);
 
 G_END_DECLS

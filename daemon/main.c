@@ -1110,7 +1110,8 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
     }
     machine.loop = g_main_loop_new(NULL, FALSE);
     machine.agent =
-        einsora_agent_new(EINSORA_SYNC_TRANSPORT(remote), machine_id, NULL, inventory, drivers);
+        einsora_agent_new(EINSORA_SYNC_TRANSPORT(remote), machine_id,
+                          einsora_remote_hub_get_owner_tenant_id(remote), inventory, drivers);
     machine.inventory = g_steal_pointer(&inventory);
     g_unix_signal_add(SIGINT, quit_on_signal, machine.loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, machine.loop);

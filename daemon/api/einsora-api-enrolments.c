@@ -183,6 +183,9 @@ einsora_api_agent_enroll(EinsoraApiServer *server, EinsoraApiRequest *request)
     json_object_set_string_member(root, "certificate_fingerprint", fingerprint);
     json_object_set_string_member(root, "certificate_expires_at", expires_at);
     json_object_set_string_member(root, "ca_certificate", ca);
+    /* The agent runs its owner's workloads on drivers guests may not use
+     * (docs/adr/0050): it must know who that is. */
+    json_object_set_string_member(root, "owner_tenant_id", enrolment->tenant_id);
     node = json_node_new(JSON_NODE_OBJECT);
     json_node_take_object(node, root);
     einsora_api_request_respond_json(request, SOUP_STATUS_CREATED, node);

@@ -1,0 +1,479 @@
+// Networked agents across real network faults (issue 20): the real daemon
+// in a network namespace of its own, two real `einsora-daemon agent`
+// processes in two more, each across a veth pair, over mutual TLS; the
+// CLI in this namespace, pinned. Both machines enrol from `einsora
+// machines add`; a notebook runs on the first (its sim driver). Its link
+// is cut (`ip link set … down`): the workload's machine reads offline,
+// then the workload fails at the (shortened) limit while the agent goes
+// on; the link comes back and the agent stops it, as the offline rules
+// say. The server is killed with SIGKILL while the agent's sync is held
+// and started again: the agent comes back by itself. The second machine
+// is revoked while its sync is held: refused at once. No browser: this
+// runs beside the Lab test, on its harness.
+//
+// Needs root (ip netns); skipped without it. EINSORA_DAEMON, EINSORA_CLI:
+// the binaries. Output is TAP, one test.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Failure, check, fail, makeTempDir, note, state as harnessState, step, waitFor }
+  from './harness.mjs';
+
+const CPU_CLASS = 'cpu-1c-2g';
+const IMAGE = 'jupyter-linux';
+// Shortened offline rules (the daemon's test settings): offline after
+// 3 s without a sync, failed after 12 s.
+const OFFLINE_AFTER_MS = 3000;
+const FAILED_AFTER_MS = 12000;
+// Short names: an interface's is at most 15 bytes.
+const tag = String(process.pid % 100000);
+const SERVER_NS = `einsora-srv-${tag}`;
+const octet = process.pid % 250;
+// One /30 per link, in 10.245-247.0.0/16 (the Lab test uses 10.244): the
+// laptop's, and each agent's; nothing leaves the namespaces.
+const LINKS = {
+  laptop: { server: `10.245.${octet}.1`, peer: `10.245.${octet}.2`, serverIf: `esl${tag}`,
+    peerIf: `ell${tag}`, ns: null },
+  a: { server: `10.246.${octet}.1`, peer: `10.246.${octet}.2`, serverIf: `esa${tag}`,
+    peerIf: `eaa${tag}`, ns: `einsora-aga-${tag}` },
+  b: { server: `10.247.${octet}.1`, peer: `10.247.${octet}.2`, serverIf: `esb${tag}`,
+    peerIf: `eab${tag}`, ns: `einsora-agb-${tag}` },
+};
+
+const state = Object.assign(harnessState, {
+  namespaces: [], // made
+  links: [], // veth names in this namespace, made
+  dir: null,
+  dataDir: null,
+  logPath: null,
+  configHome: null,
+  daemon: null,
+  daemonExit: null,
+  apiPort: null,
+  fingerprint: null,
+  ownerToken: null,
+  agents: {}, // name -> { dir, logPath, child, exit }
+});
+
+function ip(...args) {
+  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function inNs(ns, ...args) {
+  return ns ? ['netns', 'exec', ns, ...args] : args;
+}
+
+// `ip ARGS` in @ns (null: this namespace).
+function ipIn(ns, ...args) {
+  if (ns) ip('netns', 'exec', ns, 'ip', ...args);
+  else ip(...args);
+}
+
+function makeNetwork() {
+  ip('netns', 'add', SERVER_NS);
+  state.namespaces.push(SERVER_NS);
+  ipIn(SERVER_NS, 'link', 'set', 'lo', 'up');
+  for (const link of Object.values(LINKS)) {
+    if (link.ns) {
+      ip('netns', 'add', link.ns);
+      state.namespaces.push(link.ns);
+      ipIn(link.ns, 'link', 'set', 'lo', 'up');
+    }
+    ip('link', 'add', link.peerIf, 'type', 'veth', 'peer', 'name', link.serverIf);
+    state.links.push(link.peerIf);
+    ip('link', 'set', link.serverIf, 'netns', SERVER_NS);
+    if (link.ns) ip('link', 'set', link.peerIf, 'netns', link.ns);
+    ipIn(link.ns, 'addr', 'add', `${link.peer}/30`, 'dev', link.peerIf);
+    ipIn(link.ns, 'link', 'set', link.peerIf, 'up');
+    ipIn(SERVER_NS, 'addr', 'add', `${link.server}/30`, 'dev', link.serverIf);
+    ipIn(SERVER_NS, 'link', 'set', link.serverIf, 'up');
+  }
+}
+
+function readLog(file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function logTail(file, lines = 30) {
+  return readLog(file).split('\n').slice(-lines).join('\n');
+}
+
+/* The server */
+
+async function startDaemon() {
+  const daemonPath = process.env.EINSORA_DAEMON;
+  check(daemonPath && fs.existsSync(daemonPath), 'EINSORA_DAEMON is not the einsora-daemon binary');
+  const env = { ...process.env };
+  delete env.EINSORA_DATA_DIR;
+  Object.assign(env, {
+    EINSORA_DRIVERS: '', // the server's own machine runs nothing: the agents do
+    EINSORA_AGENT_RUN_DIR: path.join(state.dir, 'run'),
+    EINSORA_CONTROLLER_INTERVAL: '200ms',
+    EINSORA_TEST_MACHINE_OFFLINE_AFTER_MS: String(OFFLINE_AFTER_MS),
+    EINSORA_TEST_MACHINE_FAILED_AFTER_MS: String(FAILED_AFTER_MS),
+    G_MESSAGES_DEBUG: 'all',
+  });
+  const start = fs.statSync(state.logPath, { throwIfNoEntry: false })?.size ?? 0;
+  const log = fs.openSync(state.logPath, 'a', 0o600);
+  // Every address of its namespace: its three links, and nothing else.
+  state.daemon = spawn('ip', inNs(SERVER_NS, '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--',
+    daemonPath, '--data-dir', state.dataDir, '--listen', `0.0.0.0:${state.apiPort ?? 0}`),
+  { env, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  let exited = null;
+  state.daemonExit = new Promise((resolve) => {
+    state.daemon.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  state.daemonExit.then((how) => { exited = how; });
+  const found = await waitFor('the daemon listening', () => {
+    if (exited)
+      fail(`einsora-daemon exited (${exited.code ?? exited.signal}) before it was ready:\n` +
+        logTail(state.logPath));
+    const text = readLog(state.logPath).slice(start);
+    const api = /api listening on https:\/\/[0-9.]+:(\d+)\//.exec(text);
+    const fingerprint = /, fingerprint (SHA256:[0-9a-f]{64})/.exec(text);
+    return api && fingerprint && /ready: region/.test(text)
+      ? { apiPort: Number(api[1]), fingerprint: fingerprint[1] } : null;
+  }, 50);
+  if (state.fingerprint) check(found.fingerprint === state.fingerprint, 'a new certificate');
+  Object.assign(state, found);
+  if (!state.ownerToken) {
+    state.ownerToken = fs.readFileSync(path.join(state.dataDir, 'token'), 'utf8').trim();
+    state.secrets.set('owner token', state.ownerToken);
+  }
+}
+
+async function killDaemon() {
+  const daemon = state.daemon;
+  state.daemon = null;
+  daemon.kill('SIGKILL');
+  const how = await state.daemonExit;
+  check(how.signal === 'SIGKILL', `einsora-daemon ended with ${how.code ?? how.signal}`);
+}
+
+async function stopDaemon() {
+  if (!state.daemon) return;
+  const daemon = state.daemon;
+  state.daemon = null;
+  if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGTERM');
+  const exited = await Promise.race([state.daemonExit, sleep(30_000, null, { ref: false })]);
+  if (!exited) {
+    daemon.kill('SIGKILL');
+    await state.daemonExit;
+    fail('einsora-daemon did not stop within 30 s of SIGTERM');
+  }
+  check(exited.code === 0, `einsora-daemon stopped with ${exited.code ?? exited.signal}:\n` +
+    logTail(state.logPath));
+}
+
+/* The laptop's CLI */
+
+async function cli(...args) {
+  const cliPath = process.env.EINSORA_CLI;
+  check(cliPath && fs.existsSync(cliPath), 'EINSORA_CLI is not the einsora binary');
+  const env = { ...process.env, EINSORA_SERVER: `https://${LINKS.laptop.server}:${state.apiPort}`,
+    XDG_CONFIG_HOME: state.configHome, LC_ALL: 'C.UTF-8', EINSORA_TOKEN: state.ownerToken };
+  delete env.EINSORA_DATA_DIR;
+  const child = spawn(cliPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk) => { out += chunk; });
+  child.stderr.on('data', (chunk) => { err += chunk; });
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  return { code, out, err };
+}
+
+async function cliJson(...args) {
+  const run = await cli('--json', ...args);
+  check(run.code === 0, `einsora ${args.join(' ')}: ${run.code}: ${run.err}`);
+  return JSON.parse(run.out);
+}
+
+async function machine(id) {
+  const list = await cliJson('machines');
+  return list.machines.find((item) => item.id === id) ?? null;
+}
+
+async function exportWorkload(id) {
+  return cliJson('export', id);
+}
+
+/* The agents */
+
+// `einsora-daemon --data-dir DIR agent ARGS` in @name's namespace.
+function spawnAgent(name, ...args) {
+  const agent = state.agents[name];
+  const env = { ...process.env, EINSORA_DRIVERS: 'sim', G_MESSAGES_DEBUG: 'all' };
+  delete env.EINSORA_DATA_DIR;
+  const log = fs.openSync(agent.logPath, 'a', 0o600);
+  const child = spawn('ip', inNs(LINKS[name].ns, '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--',
+    process.env.EINSORA_DAEMON, '--data-dir', agent.dir, 'agent', ...args),
+  { env, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  const exit = new Promise((resolve) => child.on('exit', (code, signal) =>
+    resolve({ code, signal })));
+  return { child, exit };
+}
+
+async function enrol(name) {
+  const agent = { dir: makeTempDir(`einsora-agent-${name}-`), logPath: null };
+  agent.logPath = path.join(agent.dir, 'agent.log');
+  state.agents[name] = agent;
+  const made = await cliJson('machines', 'add', '--name', `box-${name}`);
+  state.secrets.set(`enrolment token ${name}`, made.token);
+  check(made.command.includes(`--fingerprint ${state.fingerprint}`), made.command);
+  const join = spawnAgent(name, '--join', `https://${LINKS[name].server}:${state.apiPort}`,
+    '--token', made.token, '--fingerprint', state.fingerprint);
+  const how = await join.exit;
+  check(how.code === 0, `the join of ${name} ended with ${how.code ?? how.signal}:\n` +
+    logTail(agent.logPath));
+  agent.id = fs.readFileSync(path.join(agent.dir, 'agent', 'machine-id'), 'utf8').trim();
+  note(`machine ${name}: ${agent.id}`);
+}
+
+function startAgent(name) {
+  const agent = state.agents[name];
+  Object.assign(agent, spawnAgent(name));
+}
+
+async function stopAgent(name) {
+  const agent = state.agents[name];
+  if (!agent?.child || agent.child.exitCode !== null || agent.child.signalCode !== null) return;
+  agent.child.kill('SIGTERM');
+  const how = await Promise.race([agent.exit, sleep(20_000, null, { ref: false })]);
+  if (!how) {
+    agent.child.kill('SIGKILL');
+    fail(`agent ${name} did not stop within 20 s of SIGTERM`);
+  }
+}
+
+function agentAlive(name) {
+  const child = state.agents[name].child;
+  return child.exitCode === null && child.signalCode === null;
+}
+
+async function waitOnline(name) {
+  const id = state.agents[name].id;
+  return waitFor(() => `machine ${name} never came online:\n${logTail(state.agents[name].logPath)}`,
+    async () => {
+      const seen = await machine(id);
+      return seen?.status === 'online' && seen.drivers?.includes('sim') ? seen : null;
+    }, 200);
+}
+
+// Whether the workload's timeline has an event whose reason says @what.
+function hasReason(record, what) {
+  return JSON.stringify(record.events ?? record.timeline ?? []).includes(what);
+}
+
+async function waitForState(id, wanted) {
+  let last = null;
+  return waitFor(() => `workload ${id} is ${last}, not ${wanted}`, async () => {
+    const record = await exportWorkload(id);
+    if (record.workload.state !== last) {
+      last = record.workload.state;
+      note(`workload ${id}: ${last}`);
+    }
+    if (['failed', 'deleted'].includes(last) && last !== wanted)
+      fail(`workload ${id} is ${last}, waiting for ${wanted}: ${JSON.stringify(record).slice(-1500)}`);
+    return last === wanted ? record : null;
+  }, 200);
+}
+
+async function run() {
+  state.dir = makeTempDir('einsora-agents-test-');
+  state.dataDir = path.join(state.dir, 'data');
+  state.logPath = path.join(state.dir, 'daemon.log');
+  state.configHome = path.join(state.dir, 'config');
+  fs.mkdirSync(state.configHome, { mode: 0o700 });
+
+  await step('make the server, the laptop and two agent machines', () => makeNetwork());
+  await step('start the server', startDaemon);
+  await step('pin its certificate from the laptop', async () => {
+    const login = await cli('login', `https://${LINKS.laptop.server}:${state.apiPort}`,
+      '--fingerprint', state.fingerprint);
+    check(login.code === 0, `einsora login: ${login.code}: ${login.err}`);
+  });
+  await step('enrol both machines with `einsora machines add`', async () => {
+    await enrol('a');
+    await enrol('b');
+  });
+  let workload;
+  await step('agent a comes online and runs a notebook', async () => {
+    startAgent('a');
+    await waitOnline('a');
+    workload = await cliJson('launch', '--kind', 'notebook', '--class', CPU_CLASS,
+      '--image', IMAGE);
+    const record = await waitForState(workload.id, 'running');
+    check(record.workload.machine_id === state.agents.a.id,
+      `placed on ${record.workload.machine_id}, not on machine a`);
+  });
+  await step('cut a\'s link: offline, then failed at the limit; the agent goes on', async () => {
+    const cutAt = Date.now();
+    ipIn(LINKS.a.ns, 'link', 'set', LINKS.a.peerIf, 'down');
+    // The limits count from the last sync the server had (a held one
+    // counts when it arrived).
+    const lastSeen = Date.parse((await machine(state.agents.a.id)).last_seen_at);
+    await waitFor('no offline reason on the timeline', async () =>
+      hasReason(await exportWorkload(workload.id), 'its machine is offline'), 200);
+    const failed = await waitForState(workload.id, 'failed');
+    const failedAt = Date.parse(failed.events.at(-1).created_at);
+    note(`failed ${((Date.now() - cutAt) / 1000).toFixed(1)} s after the cut, ` +
+      `${((failedAt - lastSeen) / 1000).toFixed(1)} s after the last sync`);
+    check(failedAt - lastSeen >= FAILED_AFTER_MS,
+      `failed ${failedAt - lastSeen} ms after the last sync, before the ${FAILED_AFTER_MS} ms limit`);
+    check(hasReason(failed, 'offline for over'), `no away-too-long reason: ${JSON.stringify(failed)}`);
+    check(agentAlive('a'), 'agent a exited while its link was down');
+    // The notebook still runs there: the agent never stopped it.
+    check(!new RegExp(`workload ${workload.id}: stop with sim`).test(
+      readLog(state.agents.a.logPath)), 'agent a stopped the notebook while cut off');
+  });
+  await step('restore it: the agent syncs again and stops the failed notebook', async () => {
+    ipIn(LINKS.a.ns, 'link', 'set', LINKS.a.peerIf, 'up');
+    await waitOnline('a');
+    await waitFor(() => `agent a never stopped ${workload.id}:\n${logTail(state.agents.a.logPath)}`,
+      () => new RegExp(`workload ${workload.id}: stop with sim`)
+        .test(readLog(state.agents.a.logPath)), 200);
+    const record = await exportWorkload(workload.id);
+    check(record.workload.state === 'failed', `now ${record.workload.state}`);
+  });
+  await step('kill -9 the server while a\'s sync is held; it comes back by itself', async () => {
+    await sleep(1000); // a's next sync is held now
+    await killDaemon();
+    const before = (await fs.promises.readFile(state.logPath, 'utf8')).length;
+    const killedAt = Date.now();
+    await startDaemon();
+    // Its new hub's first sync from a (the store still says online).
+    await waitFor(() => `the restarted server saw no sync from a:\n${logTail(state.logPath)}`,
+      () => new RegExp(`machine ${state.agents.a.id} \\(box-a\\) is online`)
+        .test(readLog(state.logPath).slice(before)), 100);
+    note(`a synced with the new server ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+    check(agentAlive('a'), 'agent a exited with the server');
+  });
+  await step('revoke b while its sync is held: refused at once', async () => {
+    startAgent('b');
+    await waitOnline('b');
+    await sleep(1000); // b's sync is held now
+    const revoked = await cli('machines', 'revoke', state.agents.b.id);
+    check(revoked.code === 0, `einsora machines revoke: ${revoked.code}: ${revoked.err}`);
+    // The held sync is answered in the same turn as the revocation, not
+    // at the end of its 20 s: the agent has it by the time the CLI is done.
+    const revokedAt = Date.now();
+    await waitFor(() => `agent b wasn't refused:\n${logTail(state.agents.b.logPath)}`,
+      () => /certificate was revoked/.test(readLog(state.agents.b.logPath)), 50);
+    const took = Date.now() - revokedAt;
+    note(`agent b refused within ${took} ms of the revocation's answer`);
+    check(took < 3000, `agent b refused only ${took} ms after the revocation's answer`);
+  });
+  await step('nothing secret in the logs', () => {
+    const logs = [state.logPath, state.agents.a.logPath, state.agents.b.logPath]
+      .map(readLog).join('\n');
+    for (const [name, value] of state.secrets)
+      check(!logs.includes(value), `the ${name} is in a log`);
+  });
+}
+
+/* The test */
+
+let cleaning = null;
+function cleanUp() {
+  cleaning ??= cleanUpOnce();
+  return cleaning;
+}
+
+async function cleanUpOnce() {
+  const problems = [];
+  const attempt = async (what, body) => {
+    try {
+      await body();
+    } catch (error) {
+      problems.push(`${what}: ${error.message}`);
+    }
+  };
+  for (const name of Object.keys(state.agents))
+    await attempt(`stopping agent ${name}`, () => stopAgent(name));
+  await attempt('stopping the daemon', stopDaemon);
+  for (const ns of state.namespaces.reverse()) {
+    await attempt(`the processes left in ${ns}`, () => {
+      const pids = execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' })
+        .split('\n').filter(Boolean).map(Number);
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch (error) {
+          if (error.code !== 'ESRCH') throw error;
+        }
+      }
+    });
+    await attempt(`deleting ${ns}`, () => ip('netns', 'del', ns));
+  }
+  for (const link of state.links)
+    await attempt(`the link ${link}`, () => {
+      try {
+        ip('link', 'del', link);
+      } catch {
+        // went with its namespace
+      }
+    });
+  for (const dir of state.dirs.reverse())
+    await attempt(`removing ${dir}`, () =>
+      fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }));
+  return problems;
+}
+
+let reported = false;
+function report(failure, seconds) {
+  if (reported) return;
+  reported = true;
+  if (failure) {
+    note(failure);
+    for (const [what, file] of [['server', state.logPath],
+      ...Object.entries(state.agents).map(([name, agent]) => [`agent ${name}`, agent.logPath])])
+      if (file) note(`${what}'s log, last lines:\n${logTail(file, 20)}`);
+    process.stdout.write(`not ok 1 - networked agents through a cut link (${seconds} s)\n`);
+    process.exitCode = 1;
+  } else {
+    process.stdout.write('ok 1 - networked agents through a cut link, a server kill -9 and a ' +
+      `revocation (${seconds} s)\n`);
+  }
+}
+
+const started = Date.now();
+const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
+
+async function main() {
+  process.stdout.write('1..1\n');
+  if (process.getuid?.() !== 0) {
+    process.stdout.write('ok 1 # SKIP network namespaces need root\n');
+    return;
+  }
+  let failure = null;
+  try {
+    await run();
+  } catch (error) {
+    failure = error instanceof Failure ? error.message
+      : `${state.step}: ${error.stack ?? error}`;
+  }
+  // Reported before the logs go with the directories.
+  if (failure) report(failure, elapsed());
+  const problems = await cleanUp();
+  if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
+  else for (const problem of problems) note(`cleaning up: ${problem}`);
+  report(failure, elapsed());
+}
+
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.once(signal, async () => {
+    note(`${signal} during "${state.step}": cleaning up`);
+    await cleanUp();
+    report(`stopped by ${signal} during "${state.step}"`, elapsed());
+    process.exit(1);
+  });
+}
+
+await main();
