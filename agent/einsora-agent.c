@@ -4,6 +4,7 @@
 
 #include "einsora-driver.h"
 #include "einsora-log.h"
+#include "einsora-protocol.h"
 
 /* A failed sync is retried after 1 s, doubling up to 5 s: never a busy
  * loop, and well inside the 45 s after which a machine reads as offline. */
@@ -79,6 +80,11 @@ struct _EinsoraAgent {
      * a start) never makes the agent spin. */
     GHashTable *issued;
     GHashTable *needs; /* workload ID -> EinsoraDesiredWorkload, as last told */
+
+    /* A networked agent's disk (NULL in-process). */
+    EinsoraAgentLocalStore *local;
+    GHashTable *kept; /* workload ID -> the EinsoraWorkloadStatus last put in the outbox */
+    EinsoraDesiredState *saved; /* from the disk at start, until a sync answers or fails */
 };
 
 static void einsora_agent_access_iface_init(EinsoraAccessSourceInterface *iface);
@@ -369,6 +375,84 @@ index_desired(EinsoraAgent *self)
 
 static void apply(EinsoraAgent *self, gboolean from_hub);
 
+/* A change, for the outbox: what the hub's timeline is made of (the
+ * generation it was applied from is carried, not compared). */
+static gboolean
+status_changed(const EinsoraWorkloadStatus *before, const EinsoraWorkloadStatus *now)
+{
+    return before == NULL || before->code != now->code || before->attempt != now->attempt ||
+           before->mode != now->mode;
+}
+
+/* Puts what changed since the outbox last heard into it, on disk before
+ * the report goes, then has the report replay what the hub hasn't
+ * acknowledged, oldest first. A full outbox loses the change, not the
+ * status: the report still says where each workload is now. */
+static void
+keep_and_replay(EinsoraAgent *self, EinsoraSyncReport *report)
+{
+    g_autoptr(GPtrArray) pending = NULL;
+
+    for (guint i = 0; i < report->statuses->len; i++) {
+        const EinsoraWorkloadStatus *status = g_ptr_array_index(report->statuses, i);
+        g_autoptr(GError) error = NULL;
+
+        if (!status_changed(g_hash_table_lookup(self->kept, status->workload_id), status))
+            continue;
+        if (!einsora_agent_local_store_append(self->local, status, NULL, &error)) {
+            g_message("workload %s: its change to %s isn't kept for a replay: %s",
+                      status->workload_id, einsora_status_code_to_string(status->code),
+                      error->message);
+            continue;
+        }
+        g_hash_table_insert(self->kept, g_strdup(status->workload_id),
+                            einsora_workload_status_copy(status));
+    }
+    pending = einsora_agent_local_store_pending(self->local);
+    for (guint i = 0; i < pending->len && i < EINSORA_PROTOCOL_MAX_REPLAY; i++) {
+        const EinsoraOutboxRecord *record = g_ptr_array_index(pending, i);
+        einsora_sync_report_add_replay(report, (gint64)record->seq, record->status);
+    }
+}
+
+/* The hub answered: what it has leaves the outbox, and a new desired
+ * state is saved before it is applied. */
+static void
+keep_answer(EinsoraAgent *self, const EinsoraDesiredState *desired)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (desired->replayed_through > 0 &&
+        !einsora_agent_local_store_acknowledge(self->local, (guint64)desired->replayed_through,
+                                               &error)) {
+        g_message("the outbox can't let go of what the hub has: %s", error->message);
+        g_clear_error(&error);
+    }
+    if ((self->desired == NULL || desired->generation != self->desired->generation) &&
+        !einsora_agent_local_store_save_desired(self->local, desired, &error))
+        g_message("the desired state of generation %" G_GINT64_FORMAT " isn't saved: %s",
+                  desired->generation, error->message);
+}
+
+/* The first sync failed: the server can't be reached, so the desired
+ * state saved before is what this machine should be doing. Never once a
+ * hub has answered: its word is newer. */
+static void
+go_on_from_saved(EinsoraAgent *self)
+{
+    g_autoptr(EinsoraDesiredState) saved = g_steal_pointer(&self->saved);
+
+    if (saved == NULL || self->desired != NULL)
+        return;
+    g_message("going on with the desired state of generation %" G_GINT64_FORMAT
+              " (%u workload(s)) saved before, until the server answers",
+              saved->generation, saved->workloads->len);
+    self->desired = g_steal_pointer(&saved);
+    index_desired(self);
+    self->applied_generation = self->desired->generation;
+    apply(self, FALSE);
+}
+
 static void
 on_synced(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -393,6 +477,7 @@ on_synced(GObject *source, GAsyncResult *result, gpointer user_data)
         schedule_retry(self);
         g_message("sync failed: %s; retrying in %" G_GINT64_FORMAT " ms",
                   error != NULL ? error->message : "no desired state", self->retry_us / 1000);
+        go_on_from_saved(self);
         return;
     }
     self->retry_us = 0;
@@ -406,6 +491,9 @@ on_synced(GObject *source, GAsyncResult *result, gpointer user_data)
                   self->machine_id);
         return;
     }
+    g_clear_pointer(&self->saved, einsora_desired_state_free);
+    if (self->local != NULL)
+        keep_answer(self, desired);
     g_clear_pointer(&self->desired, einsora_desired_state_free);
     self->desired = g_steal_pointer(&desired);
     index_desired(self);
@@ -424,6 +512,8 @@ send_report(EinsoraAgent *self)
     clear_source(&self->retry);
     g_free(self->last_sent);
     report = build_report(self, &self->last_sent);
+    if (self->local != NULL)
+        keep_and_replay(self, report);
     call = g_new0(SyncCall, 1);
     call->agent = self;
     call->cancellable = g_cancellable_new();
@@ -901,6 +991,9 @@ einsora_agent_finalize(GObject *object)
     EinsoraAgent *self = EINSORA_AGENT(object);
 
     g_clear_pointer(&self->needs, g_hash_table_unref);
+    g_clear_pointer(&self->kept, g_hash_table_unref);
+    g_clear_pointer(&self->saved, einsora_desired_state_free);
+    g_clear_pointer(&self->local, einsora_agent_local_store_free);
     g_clear_pointer(&self->issued, g_hash_table_unref);
     g_clear_pointer(&self->started, g_hash_table_unref);
     g_clear_pointer(&self->own_statuses, g_hash_table_unref);
@@ -1066,6 +1159,30 @@ einsora_agent_set_clock(EinsoraAgent *self, EinsoraNowFunc now, gpointer now_dat
 }
 
 /* The generation of the desired state it applied last; 0 before the first. */
+void
+einsora_agent_use_local_store(EinsoraAgent *self, EinsoraAgentLocalStore *store)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) pending = NULL;
+
+    g_return_if_fail(EINSORA_IS_AGENT(self));
+    g_return_if_fail(store != NULL && self->local == NULL && !self->running);
+
+    self->local = store;
+    self->kept = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify)einsora_workload_status_free);
+    /* What is waiting in the outbox is the last change it knows of each. */
+    pending = einsora_agent_local_store_pending(store);
+    for (guint i = 0; i < pending->len; i++) {
+        const EinsoraOutboxRecord *record = g_ptr_array_index(pending, i);
+        g_hash_table_insert(self->kept, g_strdup(record->status->workload_id),
+                            einsora_workload_status_copy(record->status));
+    }
+    self->saved = einsora_agent_local_store_load_desired(store, &error);
+    if (error != NULL)
+        g_message("the saved desired state can't be read, so none is used: %s", error->message);
+}
+
 gint64
 einsora_agent_get_applied_generation(EinsoraAgent *self)
 {

@@ -12,6 +12,7 @@
 
 #include "einsora-access-source.h"
 #include "einsora-agent-driver.h"
+#include "einsora-agent-local-store.h"
 #include "einsora-inventory.h"
 #include "einsora-sync-transport.h"
 #include "einsora-timestamp.h"
@@ -38,6 +39,12 @@ void einsora_agent_set_check_interval(EinsoraAgent *self, gint64 interval_us);
  * it is from its own): the real one unless a test drives it. */
 void einsora_agent_set_clock(EinsoraAgent *self, EinsoraNowFunc now, gpointer now_data);
 gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
+/* A networked agent's own disk, taken before start: every status change
+ * is in its outbox before a report carries it, and is replayed in each
+ * report until the hub says it has it; each desired state applied is
+ * saved, and an agent that starts while the server can't be reached
+ * goes on from the saved one (docs/adr/0058). */
+void einsora_agent_use_local_store(EinsoraAgent *self, EinsoraAgentLocalStore *store);
 /* The way into a ready workload (its driver's socket and token), for the
  * access proxy in this process only; FALSE when it isn't ready here. The
  * agent is the hub's EinsoraAccessSource through this. */

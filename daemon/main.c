@@ -856,8 +856,14 @@ start_machine(const EinsoraDaemonSettings *settings, EinsoraStore *store, Einsor
         gint64 offline_ms = test_milliseconds("EINSORA_TEST_MACHINE_OFFLINE_AFTER_MS");
         gint64 failed_ms = test_milliseconds("EINSORA_TEST_MACHINE_FAILED_AFTER_MS");
 
+        /* And a long poll shorter than the offline limit, as 20 s is
+         * shorter than 45 s: a held sync is no sync until it ends. */
+        gint64 long_poll_ms = test_milliseconds("EINSORA_TEST_SYNC_LONG_POLL_MS");
+
         if (offline_ms > 0 && failed_ms >= offline_ms)
             einsora_hub_set_offline_limits(machine->hub, offline_ms * 1000, failed_ms * 1000);
+        if (long_poll_ms > 0)
+            einsora_hub_set_long_poll(machine->hub, long_poll_ms * 1000);
     }
     machine->controller = einsora_controller_new(
         service, store, catalog, EINSORA_BACKEND(machine->hub), region, einsora_now_real, NULL);
@@ -1112,6 +1118,19 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
     machine.agent =
         einsora_agent_new(EINSORA_SYNC_TRANSPORT(remote), machine_id,
                           einsora_remote_hub_get_owner_tenant_id(remote), inventory, drivers);
+    {
+        /* Its outbox and the desired state it last applied, beside its
+         * key: what lets it go on through a disconnect or a restart. */
+        g_autofree gchar *local_dir =
+            g_build_filename(settings->agent_state_dir, EINSORA_AGENT_JOIN_DIR, "local", NULL);
+        EinsoraAgentLocalStore *local = einsora_agent_local_store_open(local_dir, &error);
+
+        if (local == NULL) {
+            g_printerr("einsora-daemon agent: %s\n", error->message);
+            return EXIT_FAILURE;
+        }
+        einsora_agent_use_local_store(machine.agent, local);
+    }
     machine.inventory = g_steal_pointer(&inventory);
     g_unix_signal_add(SIGINT, quit_on_signal, machine.loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, machine.loop);

@@ -1,5 +1,6 @@
 #include "einsora-agent.h"
 #include "einsora-sim-driver.h"
+#include "einsora-test-dir.h"
 
 #define MACHINE_ID "0190b5d2-7c4e-7abc-8def-0000000000ff"
 #define OWNER_ID "0190b5d2-7c4e-7abc-8def-00000000000a"
@@ -511,6 +512,120 @@ run_workload_1(Fixture *f)
     WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
 }
 
+/* An agent with its own disk in @dir, not started. */
+static EinsoraAgent *
+networked_agent_new(Fixture *f, const char *dir)
+{
+    g_autoptr(EinsoraInventory) inventory = einsora_inventory_new();
+    g_autoptr(GError) error = NULL;
+    EinsoraAgentLocalStore *store = einsora_agent_local_store_open(dir, &error);
+    EinsoraAgent *agent;
+
+    g_assert_no_error(error);
+    inventory->os = g_strdup("linux");
+    inventory->arch = g_strdup("x86_64");
+    inventory->cpus = 16;
+    inventory->memory_mib = 65536;
+    agent = einsora_agent_new(EINSORA_SYNC_TRANSPORT(f->transport), MACHINE_ID, OWNER_ID, inventory,
+                              f->drivers);
+    einsora_agent_set_check_interval(agent, 50 * 1000);
+    einsora_agent_use_local_store(agent, store);
+    return agent;
+}
+
+static gboolean
+replays(const EinsoraSyncReport *report, const char *workload_id, EinsoraStatusCode code)
+{
+    for (guint i = 0; i < report->replay->len; i++) {
+        const EinsoraReplayedStatus *replayed = g_ptr_array_index(report->replay, i);
+        if (g_strcmp0(replayed->status->workload_id, workload_id) == 0 &&
+            replayed->status->code == code)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Every change goes to the outbox and rides in each report, numbered in
+ * order, until an answer acknowledges it; then it is gone. */
+static void
+test_outbox_replayed_until_acknowledged(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *dir = einsora_test_dir_new();
+    const EinsoraSyncReport *report;
+    gint64 last = 0;
+
+    f->agent = networked_agent_new(f, dir);
+    einsora_agent_start(f->agent);
+    fake_answer(f->transport,
+                state_new(1, workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1), NULL));
+    WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 1));
+    report = fake_last_report(f->transport);
+    g_assert_true(replays(report, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING));
+    for (guint i = 0; i < report->replay->len; i++) {
+        const EinsoraReplayedStatus *replayed = g_ptr_array_index(report->replay, i);
+        g_assert_cmpint(replayed->seq, >, last);
+        last = replayed->seq;
+    }
+    /* The hub has them all: the next report replays none. */
+    {
+        EinsoraDesiredState *answer =
+            state_new(1, workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1), NULL);
+        guint before = f->transport->reports->len;
+
+        answer->replayed_through = last;
+        fake_answer(f->transport, answer);
+        WAIT_FOR(f->transport->reports->len > before);
+        g_assert_cmpuint(fake_last_report(f->transport)->replay->len, ==, 0);
+    }
+    /* A change after that is numbered after them. */
+    {
+        EinsoraDesiredState *park =
+            state_new(2, workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_PARK, 1), NULL);
+        const EinsoraReplayedStatus *replayed;
+
+        fake_answer(f->transport, park);
+        WAIT_FOR(
+            reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_STOPPED, 1, EINSORA_WORKLOAD_MODE_PARK, 2));
+        report = fake_last_report(f->transport);
+        g_assert_cmpuint(report->replay->len, >, 0);
+        replayed = g_ptr_array_index(report->replay, 0);
+        g_assert_cmpint(replayed->seq, >, last);
+        g_assert_false(replays(report, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING));
+        g_assert_true(replays(report, WORKLOAD_1, EINSORA_STATUS_CODE_STOPPED));
+    }
+    einsora_test_dir_remove(dir);
+}
+
+/* Restarted while the hub can't be reached, it goes on from the desired
+ * state it saved: its next report says it applied it. A hub's answer
+ * first, and the saved one is never used. */
+static void
+test_outbox_goes_on_from_saved(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *dir = einsora_test_dir_new();
+
+    f->agent = networked_agent_new(f, dir);
+    einsora_agent_start(f->agent);
+    fake_answer(f->transport,
+                state_new(4, workload_new(WORKLOAD_1, EINSORA_WORKLOAD_MODE_RUN, 1), NULL));
+    WAIT_FOR(reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 4));
+    einsora_agent_stop(f->agent);
+    g_assert_finalize_object(g_steal_pointer(&f->agent));
+    WAIT_FOR(f->transport->pending == NULL);
+
+    /* The hub is down: the first sync fails, the retry says generation 4. */
+    f->transport->n_to_fail = 1;
+    g_ptr_array_set_size(f->transport->reports, 0);
+    f->agent = networked_agent_new(f, dir);
+    einsora_agent_start(f->agent);
+    g_assert_cmpint(fake_last_report(f->transport)->applied_generation, ==, 0);
+    WAIT_FOR(f->transport->reports->len >= 2);
+    g_assert_cmpint(fake_last_report(f->transport)->applied_generation, ==, 4);
+    g_assert_true(
+        reported(f, WORKLOAD_1, EINSORA_STATUS_CODE_RUNNING, 1, EINSORA_WORKLOAD_MODE_RUN, 4));
+    einsora_test_dir_remove(dir);
+}
+
 /* Tests */
 
 static void
@@ -1002,6 +1117,8 @@ main(int argc, char **argv)
     ADD("/agent/sync/reports-version-and-clock", test_reports_version_and_clock);
     ADD("/agent/driver/start-timeout-failed-to-start", test_start_timeout);
     ADD("/agent/stop/cancels-cleanly", test_stop_cancels);
+    ADD("/agent/outbox/replayed-until-acknowledged", test_outbox_replayed_until_acknowledged);
+    ADD("/agent/outbox/goes-on-from-saved-desired-state", test_outbox_goes_on_from_saved);
 #undef ADD
 
     return g_test_run();

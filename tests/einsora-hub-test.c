@@ -1540,6 +1540,98 @@ report_and_observe(Fixture *f, const char *id, gint64 applied, gint64 attempt,
     return observation;
 }
 
+/* What its outbox replays, the controller observes in order before the
+ * status now, each change once however often it is replayed, and the
+ * answer says how far the hub has them (the agent's outbox drops those). */
+static void
+test_observe_replay(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autofree gchar *elsewhere = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) first = NULL;
+    g_autoptr(EinsoraDesiredState) answer = NULL;
+    g_autoptr(EinsoraDesiredState) again = NULL;
+    g_autoptr(EinsoraSyncReport) report = NULL;
+    g_autoptr(EinsoraWorkloadStatus) change = einsora_workload_status_new();
+    EinsoraObservation observation;
+    gint64 g1;
+
+    place(f, id, f->box_id, "docker");
+    first = connect_machine(f, f->box_id, linux_inventory());
+    g1 = first->generation;
+    g_assert_cmpint(first->replayed_through, ==, 0);
+
+    /* Cut off, it started and ran, then ended; back, it says it ended,
+     * and replays how it got there. */
+    report = report_new(f->box_id, g1, NULL);
+    report_add_status(report, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_EXITED, g1);
+    change->workload_id = g_strdup(id);
+    change->attempt = 1;
+    change->mode = EINSORA_WORKLOAD_MODE_RUN;
+    change->applied_generation = g1;
+    change->code = EINSORA_STATUS_CODE_STARTING;
+    einsora_sync_report_add_replay(report, 3, change);
+    change->code = EINSORA_STATUS_CODE_RUNNING;
+    einsora_sync_report_add_replay(report, 4, change);
+    change->code = EINSORA_STATUS_CODE_EXITED;
+    einsora_sync_report_add_replay(report, 5, change);
+    /* Not placed here: left out. */
+    g_free(change->workload_id);
+    change->workload_id = g_strdup(elsewhere);
+    change->code = EINSORA_STATUS_CODE_RUNNING;
+    einsora_sync_report_add_replay(report, 6, change);
+    {
+        SyncResult result = {0};
+        g_autoptr(GCancellable) cancellable = g_cancellable_new();
+
+        sync_start(f, f->hub, report, cancellable, &result);
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_PROGRESSING);
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_READY);
+        /* The last change is the status now: said once, by it. */
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_EXITED);
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_EXITED);
+        observation = observe(f, f->hub, elsewhere);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_ABSENT);
+        /* Held (nothing new to apply); its answer acknowledges all six. */
+        if (!wait_for(&result, HOLD_CHECK_MS))
+            cancel_and_wait(cancellable, &result);
+        sync_result_clear(&result);
+    }
+    {
+        g_autoptr(EinsoraSyncReport) behind = report_new(f->box_id, 0, NULL);
+        answer = sync_now(f, f->hub, behind);
+        g_assert_cmpint(answer->replayed_through, ==, 6);
+    }
+    /* Replayed again (the answer was lost): taken already, nothing new. */
+    {
+        SyncResult result = {0};
+        g_autoptr(GCancellable) cancellable = g_cancellable_new();
+        g_autoptr(EinsoraSyncReport) replayed = report_new(f->box_id, g1, NULL);
+
+        report_add_status(replayed, id, 1, EINSORA_WORKLOAD_MODE_RUN, EINSORA_STATUS_CODE_EXITED,
+                          g1);
+        for (guint i = 0; i < report->replay->len; i++) {
+            const EinsoraReplayedStatus *old = g_ptr_array_index(report->replay, i);
+            einsora_sync_report_add_replay(replayed, old->seq, old->status);
+        }
+        sync_start(f, f->hub, replayed, cancellable, &result);
+        observation = observe(f, f->hub, id);
+        g_assert_cmpint(observation.status, ==, EINSORA_RUNTIME_EXITED);
+        if (!wait_for(&result, HOLD_CHECK_MS))
+            cancel_and_wait(cancellable, &result);
+        sync_result_clear(&result);
+    }
+    {
+        g_autoptr(EinsoraSyncReport) behind = report_new(f->box_id, 0, NULL);
+        again = sync_now(f, f->hub, behind);
+        g_assert_cmpint(again->replayed_through, ==, 6);
+    }
+}
+
 /* A status answers only the attempt and mode the store expects, once the
  * agent applied the desired state that last changed them. */
 static void
@@ -1813,6 +1905,7 @@ main(int argc, char **argv)
         test_stored_inventory_one_reader);
     ADD("/hub/observe/codes", test_observe_codes);
     ADD("/hub/observe/stale-attempts-and-generations", test_observe_stale);
+    ADD("/hub/observe/replayed-changes-in-order-once", test_observe_replay);
     ADD("/hub/restart/changes-no-desired-state", test_restart_changes_nothing);
     ADD("/hub/end-to-end/provisioning-to-running", test_end_to_end);
     ADD("/hub/access/handover", test_access_handover);

@@ -551,6 +551,154 @@ test_report_refusals(void)
     check_refusals(report_json, table, G_N_ELEMENTS(table), TRUE);
 }
 
+#define STATUS_OF(id, code)                                                                        \
+    "{\"workload_id\":\"" id "\",\"attempt\":1,\"mode\":\"run\",\"code\":\"" code                  \
+    "\",\"applied_generation\":3}"
+
+static EinsoraSyncReport *
+report_with_replay(const char *replay, GError **error)
+{
+    g_autofree gchar *text = g_strdup_printf(
+        "{\"machine_id\":\"" MACHINE_ID "\",\"applied_generation\":3,\"statuses\":[]%s%s}",
+        replay != NULL ? ",\"replay\":" : "", replay != NULL ? replay : "");
+    g_autoptr(JsonNode) node = parse(text);
+
+    return einsora_sync_report_from_json(node, error);
+}
+
+/* A networked agent's outbox rides in its reports: numbered changes, in
+ * order, bounded; the hub's answer says how far it has them. */
+static void
+test_report_replay(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraSyncReport) report = report_with_replay(
+        "[{\"seq\":4,\"status\":" STATUS_OF(
+            WORKLOAD_1, "starting") "},"
+                                    "{\"seq\":9,\"status\":" STATUS_OF(WORKLOAD_1, "running") "}]",
+        &error);
+    g_autoptr(EinsoraSyncReport) copy = NULL;
+    g_autoptr(JsonNode) written = NULL;
+    g_autoptr(JsonNode) copied = NULL;
+    g_autofree gchar *written_text = NULL;
+    g_autofree gchar *copied_text = NULL;
+    const EinsoraReplayedStatus *replayed;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(report->replay->len, ==, 2);
+    replayed = report->replay->pdata[0];
+    g_assert_cmpint(replayed->seq, ==, 4);
+    g_assert_cmpint(replayed->status->code, ==, EINSORA_STATUS_CODE_STARTING);
+    replayed = report->replay->pdata[1];
+    g_assert_cmpint(replayed->seq, ==, 9);
+    g_assert_cmpstr(replayed->status->workload_id, ==, WORKLOAD_1);
+    g_assert_cmpint(replayed->status->code, ==, EINSORA_STATUS_CODE_RUNNING);
+    /* Written and copied as read. */
+    written = einsora_sync_report_to_json(report);
+    written_text = json_to_string(written, FALSE);
+    g_assert_nonnull(strstr(written_text, "\"replay\":[{\"seq\":4,\"status\":{"));
+    copy = einsora_sync_report_copy(report);
+    copied = einsora_sync_report_to_json(copy);
+    copied_text = json_to_string(copied, FALSE);
+    g_assert_cmpstr(copied_text, ==, written_text);
+    /* Nothing kept: no member at all, as an in-process agent sends. */
+    {
+        g_autoptr(EinsoraSyncReport) plain = report_with_replay(NULL, &error);
+        g_autoptr(JsonNode) node = NULL;
+        g_autofree gchar *text = NULL;
+
+        g_assert_no_error(error);
+        g_assert_cmpuint(plain->replay->len, ==, 0);
+        node = einsora_sync_report_to_json(plain);
+        text = json_to_string(node, FALSE);
+        g_assert_null(strstr(text, "replay"));
+    }
+    /* Refused: out of order, unnumbered, malformed, too many. */
+    {
+        static const struct {
+            const char *replay;
+            const char *message;
+        } refusals[] = {
+            {"{}", "\"replay\" must be a list"},
+            {"[{\"seq\":4,\"status\":" STATUS_OF(
+                 WORKLOAD_1, "running") "},"
+                                        "{\"seq\":4,\"status\":" STATUS_OF(WORKLOAD_1,
+                                                                           "running") "}]",
+             "replay[1]: \"seq\" 4 doesn't follow 4"},
+            {"[{\"seq\":0,\"status\":" STATUS_OF(WORKLOAD_1, "running") "}]",
+             "replay[0]: \"seq\" 0 doesn't follow 0"},
+            {"[{\"seq\":-2,\"status\":" STATUS_OF(WORKLOAD_1, "running") "}]",
+             "replay[0]: \"seq\" must not be negative"},
+            {"[{\"status\":" STATUS_OF(WORKLOAD_1, "running") "}]",
+             "replay[0]: missing member \"seq\""},
+            {"[{\"seq\":1}]", "replay[0].status: a workload status must be a JSON object"},
+            {"[{\"seq\":1,\"status\":{}}]", "replay[0].status: missing member"},
+            {"[{\"seq\":1,\"at\":2,\"status\":" STATUS_OF(WORKLOAD_1, "running") "}]",
+             "replay[0]: unknown member \"at\""},
+            {"[5]", "replay[0]: a replayed status must be a JSON object"},
+        };
+
+        for (guint i = 0; i < G_N_ELEMENTS(refusals); i++) {
+            g_autoptr(EinsoraSyncReport) refused = report_with_replay(refusals[i].replay, &error);
+
+            g_assert_null(refused);
+            g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+            if (strstr(error->message, refusals[i].message) == NULL)
+                g_error("%s: \"%s\" says nothing of \"%s\"", refusals[i].replay, error->message,
+                        refusals[i].message);
+            g_clear_error(&error);
+        }
+    }
+    {
+        g_autoptr(GString) many = g_string_new("[");
+        g_autoptr(EinsoraSyncReport) refused = NULL;
+
+        for (guint i = 1; i <= EINSORA_PROTOCOL_MAX_REPLAY + 1; i++)
+            g_string_append_printf(many,
+                                   "%s{\"seq\":%u,\"status\":" STATUS_OF(WORKLOAD_1, "running") "}",
+                                   i > 1 ? "," : "", i);
+        g_string_append_c(many, ']');
+        refused = report_with_replay(many->str, &error);
+        g_assert_null(refused);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_clear_error(&error);
+    }
+    /* The answer's acknowledgement: kept through a round trip, left out
+     * at 0, never negative. */
+    {
+        g_autoptr(JsonNode) node =
+            parse("{\"machine_id\":\"" MACHINE_ID "\",\"generation\":5,\"workloads\":[],"
+                  "\"replayed_through\":9}");
+        g_autoptr(EinsoraDesiredState) state = einsora_desired_state_from_json(node, &error);
+        g_autoptr(EinsoraDesiredState) state_copy = NULL;
+        g_autoptr(JsonNode) again = NULL;
+        g_autofree gchar *text = NULL;
+
+        g_assert_no_error(error);
+        g_assert_cmpint(state->replayed_through, ==, 9);
+        state_copy = einsora_desired_state_copy(state);
+        g_assert_cmpint(state_copy->replayed_through, ==, 9);
+        again = einsora_desired_state_to_json(state);
+        text = json_to_string(again, FALSE);
+        g_assert_nonnull(strstr(text, "\"replayed_through\":9"));
+        state->replayed_through = 0;
+        g_clear_pointer(&again, json_node_unref);
+        g_clear_pointer(&text, g_free);
+        again = einsora_desired_state_to_json(state);
+        text = json_to_string(again, FALSE);
+        g_assert_null(strstr(text, "replayed_through"));
+    }
+    {
+        g_autoptr(JsonNode) node =
+            parse("{\"machine_id\":\"" MACHINE_ID "\",\"generation\":5,\"workloads\":[],"
+                  "\"replayed_through\":-1}");
+        g_autoptr(EinsoraDesiredState) state = einsora_desired_state_from_json(node, &error);
+
+        g_assert_null(state);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    }
+}
+
 static void
 test_desired_refusals(void)
 {
@@ -1008,6 +1156,7 @@ main(int argc, char **argv)
                     test_report_from_older_agent);
     g_test_add_func("/protocol/desired-state/round-trip", test_desired_round_trip);
     g_test_add_func("/protocol/sync-report/refusals-name-the-member", test_report_refusals);
+    g_test_add_func("/protocol/sync-report/replay-and-its-acknowledgement", test_report_replay);
     g_test_add_func("/protocol/desired-state/refusals-name-the-member", test_desired_refusals);
     g_test_add_func("/protocol/strings/bounded-and-valid", test_string_bounds);
     g_test_add_func("/protocol/sync-report/list-bounds", test_list_bounds);

@@ -63,6 +63,8 @@ einsora_desired_state_to_json(const EinsoraDesiredState *state)
     json_builder_begin_object(builder);
     einsora_json_add_string(builder, "machine_id", state->machine_id);
     einsora_json_add_int(builder, "generation", state->generation);
+    if (state->replayed_through > 0)
+        einsora_json_add_int(builder, "replayed_through", state->replayed_through);
     json_builder_set_member_name(builder, "workloads");
     json_builder_begin_array(builder);
     for (guint i = 0; i < state->workloads->len; i++)
@@ -102,14 +104,18 @@ read_workloads(JsonObject *object, GPtrArray *workloads, GError **error)
 EinsoraDesiredState *
 einsora_desired_state_from_json(JsonNode *node, GError **error)
 {
-    static const char *const members[] = {"machine_id", "generation", "workloads", NULL};
+    static const char *const members[] = {"machine_id", "generation", "workloads",
+                                          "replayed_through", NULL};
     g_autoptr(EinsoraDesiredState) state = einsora_desired_state_new();
     JsonObject *object;
 
     if (!einsora_json_read_object(node, "a desired state", members, &object, error) ||
         !einsora_json_read_uuid(object, "machine_id", &state->machine_id, error) ||
         !einsora_json_read_int(object, "generation", G_MAXINT64, &state->generation, error) ||
-        !read_workloads(object, state->workloads, error))
+        !read_workloads(object, state->workloads, error) ||
+        (json_object_has_member(object, "replayed_through") &&
+         !einsora_json_read_int(object, "replayed_through", G_MAXINT64, &state->replayed_through,
+                                error)))
         return NULL;
     return g_steal_pointer(&state);
 }

@@ -15,6 +15,9 @@ typedef struct {
     gchar *machine_id;
     gint64 generation;
     GPtrArray *workloads; /* EinsoraDesiredWorkload, owned */
+    /* The hub has every replayed status change up to this one: the
+     * agent's outbox may drop them. 0: none (left out of the JSON). */
+    gint64 replayed_through;
 } EinsoraDesiredState;
 
 #define EINSORA_TYPE_DESIRED_STATE (einsora_desired_state_get_type())

@@ -28,6 +28,9 @@ G_BEGIN_DECLS
 /* An agent's version is a build's name ("0.1.0", "0.2.0~rc1+git5"),
  * shown as it is in lists: short and plain. */
 #define EINSORA_PROTOCOL_MAX_AGENT_VERSION 64
+/* Status changes replayed in one report: an outbox holds up to 10,000,
+ * sent a thousand at a time so a report stays far under its body limit. */
+#define EINSORA_PROTOCOL_MAX_REPLAY 1000
 /* As the model store's names: a model store never makes a longer one. */
 #define EINSORA_PROTOCOL_MAX_MODEL_NAME 128
 

@@ -9,10 +9,30 @@
 G_DEFINE_BOXED_TYPE(EinsoraSyncReport, einsora_sync_report, einsora_sync_report_copy,
                     einsora_sync_report_free)
 
+static void
+replayed_status_free(EinsoraReplayedStatus *replayed)
+{
+    einsora_workload_status_free(replayed->status);
+    g_free(replayed);
+}
+
+void
+einsora_sync_report_add_replay(EinsoraSyncReport *report, gint64 seq,
+                               const EinsoraWorkloadStatus *status)
+{
+    EinsoraReplayedStatus *replayed = g_new0(EinsoraReplayedStatus, 1);
+
+    replayed->seq = seq;
+    replayed->status = einsora_workload_status_copy(status);
+    g_ptr_array_add(report->replay, replayed);
+}
+
 EinsoraSyncReport *
 einsora_sync_report_new(void)
 {
     EinsoraSyncReport *report = g_new0(EinsoraSyncReport, 1);
+
+    report->replay = g_ptr_array_new_with_free_func((GDestroyNotify)replayed_status_free);
 
     report->statuses = g_ptr_array_new_with_free_func((GDestroyNotify)einsora_workload_status_free);
     return report;
@@ -32,6 +52,11 @@ einsora_sync_report_copy(const EinsoraSyncReport *report)
     for (guint i = 0; i < report->statuses->len; i++)
         g_ptr_array_add(copy->statuses, einsora_workload_status_copy(report->statuses->pdata[i]));
     copy->inventory = report->inventory != NULL ? einsora_inventory_copy(report->inventory) : NULL;
+    copy->replay = g_ptr_array_new_with_free_func((GDestroyNotify)replayed_status_free);
+    for (guint i = 0; i < report->replay->len; i++) {
+        const EinsoraReplayedStatus *replayed = report->replay->pdata[i];
+        einsora_sync_report_add_replay(copy, replayed->seq, replayed->status);
+    }
     return copy;
 }
 
@@ -44,6 +69,7 @@ einsora_sync_report_free(EinsoraSyncReport *report)
     g_free(report->agent_version);
     g_free(report->sent_at);
     g_clear_pointer(&report->statuses, g_ptr_array_unref);
+    g_clear_pointer(&report->replay, g_ptr_array_unref);
     g_clear_pointer(&report->inventory, einsora_inventory_free);
     g_free(report);
 }
@@ -69,6 +95,21 @@ einsora_sync_report_to_json(const EinsoraSyncReport *report)
     }
     einsora_json_add_string(builder, "agent_version", report->agent_version);
     einsora_json_add_string(builder, "sent_at", report->sent_at);
+    /* Left out when empty, as from the in-process agent. */
+    if (report->replay->len > 0) {
+        json_builder_set_member_name(builder, "replay");
+        json_builder_begin_array(builder);
+        for (guint i = 0; i < report->replay->len; i++) {
+            const EinsoraReplayedStatus *replayed = report->replay->pdata[i];
+
+            json_builder_begin_object(builder);
+            einsora_json_add_int(builder, "seq", replayed->seq);
+            json_builder_set_member_name(builder, "status");
+            json_builder_add_value(builder, einsora_workload_status_to_json(replayed->status));
+            json_builder_end_object(builder);
+        }
+        json_builder_end_array(builder);
+    }
     json_builder_end_object(builder);
     return json_builder_get_root(builder);
 }
@@ -138,12 +179,52 @@ read_sent_at(JsonObject *object, gchar **out, GError **error)
     return TRUE;
 }
 
+/* Optional; numbered from 1, each above the one before. */
+static gboolean
+read_replay(JsonObject *object, EinsoraSyncReport *report, GError **error)
+{
+    static const char *const members[] = {"seq", "status", NULL};
+    JsonArray *array;
+    gint64 last = 0;
+
+    if (!json_object_has_member(object, "replay"))
+        return TRUE;
+    if (!einsora_json_read_array(object, "replay", EINSORA_PROTOCOL_MAX_REPLAY, &array, error))
+        return FALSE;
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+        g_autoptr(EinsoraWorkloadStatus) status = NULL;
+        JsonObject *record;
+        gint64 seq;
+
+        if (!einsora_json_read_object(json_array_get_element(array, i), "a replayed status",
+                                      members, &record, error) ||
+            !einsora_json_read_int(record, "seq", G_MAXINT64, &seq, error)) {
+            g_prefix_error(error, "replay[%u]: ", i);
+            return FALSE;
+        }
+        if (seq <= last)
+            return einsora_json_invalid(
+                error, "replay[%u]: \"seq\" %" G_GINT64_FORMAT " doesn't follow %" G_GINT64_FORMAT,
+                i, seq, last);
+        status = einsora_workload_status_from_json(json_object_get_member(record, "status"), error);
+        if (status == NULL) {
+            g_prefix_error(error, "replay[%u].status: ", i);
+            return FALSE;
+        }
+        einsora_sync_report_add_replay(report, seq, status);
+        last = seq;
+    }
+    return TRUE;
+}
+
 EinsoraSyncReport *
 einsora_sync_report_from_json(JsonNode *node, GError **error)
 {
     static const char *const members[] = {
-        "machine_id", "applied_generation", "statuses", "inventory", "agent_version", "sent_at",
-        NULL,
+        "machine_id",    "applied_generation",
+        "statuses",      "inventory",
+        "agent_version", "sent_at",
+        "replay",        NULL,
     };
     g_autoptr(EinsoraSyncReport) report = einsora_sync_report_new();
     JsonObject *object;
@@ -155,7 +236,7 @@ einsora_sync_report_from_json(JsonNode *node, GError **error)
                                &report->applied_generation, error) ||
         !read_statuses(object, report->statuses, error) ||
         !read_agent_version(object, &report->agent_version, error) ||
-        !read_sent_at(object, &report->sent_at, error))
+        !read_sent_at(object, &report->sent_at, error) || !read_replay(object, report, error))
         return NULL;
     inventory = json_object_get_member(object, "inventory");
     if (inventory != NULL) {

@@ -11,6 +11,14 @@
 
 G_BEGIN_DECLS
 
+/* A status change a networked agent kept in its outbox until the hub
+ * acknowledges it (a desired state's replayed_through), replayed in the
+ * order it happened: @seq only grows. */
+typedef struct {
+    gint64 seq;
+    EinsoraWorkloadStatus *status; /* owned */
+} EinsoraReplayedStatus;
+
 typedef struct {
     gchar *machine_id;
     gint64 applied_generation;
@@ -22,6 +30,10 @@ typedef struct {
      * (a fixed-width timestamp, einsora-timestamp.h). */
     gchar *agent_version;
     gchar *sent_at;
+    /* EinsoraReplayedStatus, owned, oldest first, at most
+     * EINSORA_PROTOCOL_MAX_REPLAY; empty from the in-process agent,
+     * which has no outbox (docs/adr/0058). */
+    GPtrArray *replay;
 } EinsoraSyncReport;
 
 #define EINSORA_TYPE_SYNC_REPORT (einsora_sync_report_get_type())
@@ -30,6 +42,9 @@ GType einsora_sync_report_get_type(void);
 EinsoraSyncReport *einsora_sync_report_new(void);
 EinsoraSyncReport *einsora_sync_report_copy(const EinsoraSyncReport *report);
 void einsora_sync_report_free(EinsoraSyncReport *report);
+/* Adds a copy of @status as the change numbered @seq. */
+void einsora_sync_report_add_replay(EinsoraSyncReport *report, gint64 seq,
+                                    const EinsoraWorkloadStatus *status);
 
 JsonNode *einsora_sync_report_to_json(const EinsoraSyncReport *report);
 EinsoraSyncReport *einsora_sync_report_from_json(JsonNode *node, GError **error);

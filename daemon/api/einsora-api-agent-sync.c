@@ -205,6 +205,14 @@ keep_own_statuses(EinsoraSyncReport *report, GHashTable *placed)
             dropped++;
         }
     }
+    /* Replayed changes too: order kept, as the hub takes them in it. */
+    for (guint i = report->replay->len; i > 0; i--) {
+        const EinsoraReplayedStatus *replayed = g_ptr_array_index(report->replay, i - 1);
+        if (!g_hash_table_contains(placed, replayed->status->workload_id)) {
+            g_ptr_array_remove_index(report->replay, i - 1);
+            dropped++;
+        }
+    }
     return dropped;
 }
 

@@ -32,12 +32,19 @@ typedef struct {
 typedef struct {
     EinsoraHub *hub; /* borrowed: states live as long as the hub */
     gchar *machine_id;
-    gchar *name;                  /* for the operator's log */
-    gint64 last_sync_us;          /* 0: not since the hub started */
-    gboolean online;              /* as last logged */
-    gboolean refused;             /* its last inventory didn't fit the machine */
-    gint64 applied_generation;    /* as its agent last reported */
-    GHashTable *statuses;         /* workload ID -> EinsoraWorkloadStatus */
+    gchar *name;               /* for the operator's log */
+    gint64 last_sync_us;       /* 0: not since the hub started */
+    gboolean online;           /* as last logged */
+    gboolean refused;          /* its last inventory didn't fit the machine */
+    gint64 applied_generation; /* as its agent last reported */
+    GHashTable *statuses;      /* workload ID -> EinsoraWorkloadStatus */
+    /* Status changes its agent replayed from its outbox (a disconnect),
+     * not yet observed: workload ID -> GQueue of EinsoraWorkloadStatus,
+     * oldest first; a controller pass observes one of each before the
+     * status now. At most EINSORA_PROTOCOL_MAX_REPLAY in all. */
+    GHashTable *replays;
+    guint replays_held;
+    gint64 replayed_through;      /* the last change taken: a replay is taken once */
     EinsoraDesiredState *desired; /* as last computed; NULL until then */
     gint64 generation;            /* of @desired */
     GHashTable *marks;            /* workload ID -> WorkloadMark */
@@ -68,6 +75,7 @@ struct _EinsoraHub {
     GSource *forget_source; /* drops the machines' recent desired states */
     guint64 computed;       /* desired states read from the store, for tests */
     GSource *wake_source;
+    GSource *replay_wake;     /* another controller pass, for replays left */
     gchar *access_machine_id; /* the machine whose agent runs in this process */
     GWeakRef access_source;
     /* /metrics (docs/adr/0043-metrics.md); NULL families count nothing. */
@@ -127,6 +135,7 @@ machine_state_free(MachineState *state)
     g_free(state->machine_id);
     g_free(state->name);
     g_hash_table_unref(state->statuses);
+    g_hash_table_unref(state->replays);
     g_clear_pointer(&state->desired, einsora_desired_state_free);
     g_hash_table_unref(state->marks);
     g_clear_pointer(&state->recent_index, g_hash_table_unref);
@@ -139,6 +148,12 @@ statuses_new(void)
 {
     return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                  (GDestroyNotify)einsora_workload_status_free);
+}
+
+static void
+replay_queue_free(gpointer queue)
+{
+    g_queue_free_full(queue, (GDestroyNotify)einsora_workload_status_free);
 }
 
 static GHashTable *
@@ -159,6 +174,10 @@ einsora_hub_finalize(GObject *object)
     if (self->forget_source != NULL) {
         g_source_destroy(self->forget_source);
         g_source_unref(self->forget_source);
+    }
+    if (self->replay_wake != NULL) {
+        g_source_destroy(self->replay_wake);
+        g_source_unref(self->replay_wake);
     }
     g_hash_table_unref(self->wakes);
     g_hash_table_unref(self->machines);
@@ -291,6 +310,7 @@ machine_state(EinsoraHub *self, const char *machine_id)
         state->hub = self;
         state->machine_id = g_strdup(machine_id);
         state->statuses = statuses_new();
+        state->replays = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, replay_queue_free);
         state->marks = marks_new();
         g_hash_table_insert(self->machines, state->machine_id, state);
     }
@@ -479,6 +499,7 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
     if (state->desired == NULL || !einsora_desired_state_same_content(state->desired, desired))
         advance(self, state, desired);
     desired->generation = state->generation;
+    desired->replayed_through = state->replayed_through;
     return g_steal_pointer(&desired);
 }
 
@@ -659,6 +680,106 @@ record_report(EinsoraHub *self, MachineState *state, const EinsoraMachine *machi
     return TRUE;
 }
 
+static gboolean
+same_status(const EinsoraWorkloadStatus *a, const EinsoraWorkloadStatus *b)
+{
+    return a != NULL && b != NULL && a->code == b->code && a->attempt == b->attempt &&
+           a->mode == b->mode;
+}
+
+/* The changes @report replays that this hub hasn't taken, for workloads
+ * placed on the machine: queued, each once (by its number), so the
+ * controller observes them in order before the status now. What repeats
+ * the change before it, or the status now, says nothing new. Whether any
+ * was queued. */
+static gboolean
+take_replay(EinsoraHub *self, MachineState *state, const EinsoraSyncReport *report)
+{
+    gboolean queued = FALSE;
+
+    for (guint i = 0; i < report->replay->len; i++) {
+        const EinsoraReplayedStatus *replayed = g_ptr_array_index(report->replay, i);
+        const EinsoraWorkloadStatus *status = replayed->status;
+        GQueue *queue;
+
+        if (replayed->seq <= state->replayed_through)
+            continue; /* taken before: a replay of a replay */
+        state->replayed_through = replayed->seq;
+        if (!g_hash_table_contains(state->marks, status->workload_id))
+            continue;
+        queue = g_hash_table_lookup(state->replays, status->workload_id);
+        if (queue != NULL
+                ? same_status(g_queue_peek_tail(queue), status)
+                : same_status(g_hash_table_lookup(state->statuses, status->workload_id), status))
+            continue;
+        if (state->replays_held >= EINSORA_PROTOCOL_MAX_REPLAY) {
+            einsora_log_machine(G_LOG_LEVEL_MESSAGE, state->machine_id,
+                                "machine %s: more replayed changes than %d held: the rest are "
+                                "left out",
+                                state->machine_id, EINSORA_PROTOCOL_MAX_REPLAY);
+            break;
+        }
+        if (queue == NULL) {
+            queue = g_queue_new();
+            g_hash_table_insert(state->replays, g_strdup(status->workload_id), queue);
+        }
+        g_queue_push_tail(queue, einsora_workload_status_copy(status));
+        state->replays_held++;
+        queued = TRUE;
+    }
+    /* What ends where the machine is now was said by its status now. */
+    if (queued) {
+        GHashTableIter iter;
+        gpointer key, value;
+
+        g_hash_table_iter_init(&iter, state->replays);
+        while (g_hash_table_iter_next(&iter, &key, &value)) {
+            GQueue *queue = value;
+            while (
+                !g_queue_is_empty(queue) &&
+                same_status(g_queue_peek_tail(queue), g_hash_table_lookup(state->statuses, key))) {
+                einsora_workload_status_free(g_queue_pop_tail(queue));
+                state->replays_held--;
+            }
+            if (g_queue_is_empty(queue))
+                g_hash_table_iter_remove(&iter);
+        }
+    }
+    return queued && g_hash_table_size(state->replays) > 0;
+}
+
+static gboolean
+on_replay_wake(gpointer user_data)
+{
+    EinsoraHub *self = user_data;
+
+    g_clear_pointer(&self->replay_wake, g_source_unref);
+    g_signal_emit(self, signals[SIGNAL_RUNTIME_CHANGED], 0);
+    return G_SOURCE_REMOVE;
+}
+
+/* The oldest replayed change of the workload not yet observed (owned),
+ * or NULL; another pass is asked for while more are left. */
+static EinsoraWorkloadStatus *
+next_replayed(EinsoraHub *self, MachineState *state, const char *workload_id)
+{
+    GQueue *queue = g_hash_table_lookup(state->replays, workload_id);
+    EinsoraWorkloadStatus *status;
+
+    if (queue == NULL)
+        return NULL;
+    status = g_queue_pop_head(queue);
+    state->replays_held--;
+    if (g_queue_is_empty(queue))
+        g_hash_table_remove(state->replays, workload_id);
+    else if (self->replay_wake == NULL) {
+        self->replay_wake = g_idle_source_new();
+        g_source_set_callback(self->replay_wake, on_replay_wake, self, NULL);
+        g_source_attach(self->replay_wake, self->context);
+    }
+    return status;
+}
+
 /* Whether @report tells the controller something its last pass didn't
  * know: the machine is back (or new), what it has changed, or a
  * workload's status did. */
@@ -721,6 +842,10 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
+    /* After the desired state: it says which workloads are placed here. */
+    if (take_replay(self, state, report))
+        g_signal_emit(self, signals[SIGNAL_RUNTIME_CHANGED], 0);
+    desired->replayed_through = state->replayed_through;
     /* A newer sync from the machine supersedes one still waiting. */
     superseded = take_held(state);
     if (superseded != NULL) {
@@ -980,6 +1105,7 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
     g_autoptr(GError) local_error = NULL;
     const EinsoraDesiredWorkload *workload;
     const EinsoraWorkloadStatus *status;
+    g_autoptr(EinsoraWorkloadStatus) replayed = NULL;
     const WorkloadMark *mark;
 
     *observation = (EinsoraObservation){EINSORA_RUNTIME_UNKNOWN, 0, NULL, 0, 0, 0, 0};
@@ -1009,7 +1135,9 @@ einsora_hub_observe(EinsoraBackend *backend, const EinsoraWorkloadSpec *spec,
         return FALSE;
     }
     observation->status = EINSORA_RUNTIME_PROGRESSING;
-    status = g_hash_table_lookup(state->statuses, spec->workload_id);
+    /* What happened while it was cut off comes first, in order. */
+    replayed = next_replayed(self, state, spec->workload_id);
+    status = replayed != NULL ? replayed : g_hash_table_lookup(state->statuses, spec->workload_id);
     mark = g_hash_table_lookup(state->marks, spec->workload_id);
     if (workload == NULL || status == NULL || mark == NULL || status->attempt != spec->attempt ||
         status->mode != workload->mode || status->applied_generation < mark->generation)
