@@ -219,6 +219,13 @@ einsora_machine_row_update(EinsoraMachineRow *self, JsonObject *machine, GDateTi
     gtk_actionable_set_action_target(GTK_ACTIONABLE(self->revoke_button), "s",
                                      self->machine_id != NULL ? self->machine_id : "");
     gtk_widget_set_visible(self->revoke_button, certificate != NULL && self->machine_id != NULL);
+    {
+        /* Each row's button says whose it is to a screen reader. */
+        g_autofree gchar *label = g_strdup_printf(
+            _("Revoke %s"), adw_preferences_row_get_title(ADW_PREFERENCES_ROW(self)));
+        gtk_accessible_update_property(GTK_ACCESSIBLE(self->revoke_button),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
+    }
 }
 
 const char *
