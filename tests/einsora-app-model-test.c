@@ -86,6 +86,61 @@ test_age(void)
 }
 
 static void
+test_ago(void)
+{
+    static const struct {
+        GTimeSpan ago;
+        const char *text;
+    } cases[] = {
+        {-5 * G_TIME_SPAN_SECOND, "just now"}, /* the daemon's clock a little ahead */
+        {G_TIME_SPAN_SECOND / 2, "just now"},    {12 * G_TIME_SPAN_SECOND, "12 s ago"},
+        {59 * G_TIME_SPAN_SECOND, "59 s ago"},   {60 * G_TIME_SPAN_SECOND, "1 min ago"},
+        {59 * G_TIME_SPAN_MINUTE, "59 min ago"}, {2 * G_TIME_SPAN_HOUR, "2 h ago"},
+        {G_TIME_SPAN_DAY, "1 day ago"},          {4 * G_TIME_SPAN_DAY, "4 days ago"},
+    };
+    g_autoptr(GDateTime) now = einsora_format_parse_time("2026-11-29T12:00:00.000000Z");
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GDateTime) then = g_date_time_add(now, -cases[i].ago);
+        g_autofree gchar *text = einsora_format_ago(then, now);
+
+        g_assert_cmpstr(text, ==, cases[i].text);
+    }
+}
+
+/* Whole seconds either way, rounded, as `einsora machines` prints them;
+ * the extremes don't overflow. */
+static void
+test_clock_offset(void)
+{
+    static const struct {
+        gint64 ms;
+        const char *text;
+    } cases[] = {
+        {0, "clock off by 0 s"},
+        {42400, "clock off by 42 s"},
+        {42500, "clock off by 43 s"},
+        {-90000, "clock off by 90 s"},
+        {G_MININT64, "clock off by 9223372036854776 s"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *text = einsora_format_clock_offset(cases[i].ms);
+        g_assert_cmpstr(text, ==, cases[i].text);
+    }
+}
+
+static void
+test_date(void)
+{
+    g_autoptr(GDateTime) time = einsora_format_parse_time("2026-11-28T12:00:00Z");
+    g_autofree gchar *text = einsora_format_date(time);
+
+    /* (noon UTC: the same day in any zone within 12 h) */
+    g_assert_cmpstr(text, ==, "28 Nov 2026");
+}
+
+static void
 test_parse_time(void)
 {
     g_autoptr(GDateTime) time = einsora_format_parse_time("2026-11-29T08:30:15.123456Z");
@@ -379,6 +434,9 @@ main(int argc, char **argv)
     g_test_add_func("/app/format/state-labels", test_state_labels);
     g_test_add_func("/app/format/state-filter-names", test_state_filter_names);
     g_test_add_func("/app/format/age", test_age);
+    g_test_add_func("/app/format/ago", test_ago);
+    g_test_add_func("/app/format/clock-offset", test_clock_offset);
+    g_test_add_func("/app/format/date", test_date);
     g_test_add_func("/app/format/parse-time", test_parse_time);
     g_test_add_func("/app/format/event-time", test_event_time);
     g_test_add_func("/app/format/transition", test_transition);

@@ -8,7 +8,9 @@
 #include <gio/gio.h>
 
 #include "einsora-client.h"
+#include "einsora-pinned-database.h"
 #include "einsora-test-daemon.h"
+#include "einsora-test-dir.h"
 #include "einsora-test-workload-rows.h"
 
 #define B_EMAIL "bob@globex.example"
@@ -618,6 +620,147 @@ test_lists_follow_cursors(void)
     g_assert_true(g_bytes_equal(sync_raw, async_raw));
 }
 
+/* The machine with @id in GET /v1/machines's answer, or NULL. */
+static JsonObject *
+machine_in(JsonNode *list, const char *id)
+{
+    JsonArray *machines = json_object_get_array_member(json_node_get_object(list), "machines");
+
+    for (guint i = 0; i < json_array_get_length(machines); i++) {
+        JsonObject *machine = json_array_get_object_element(machines, i);
+        if (g_strcmp0(json_object_get_string_member(machine, "id"), id) == 0)
+            return machine;
+    }
+    return NULL;
+}
+
+/* Enrolment and revocation (docs/adr/0055, 0056), blocking and not: a
+ * plain-HTTP daemon gives no token; one over TLS gives one whose command
+ * the real `einsora-daemon agent --join` runs; revoking that machine
+ * takes its certificate, and revoking it again, or the daemon's own
+ * machine, is a conflict. */
+static void
+test_enrol_and_revoke(void)
+{
+    g_autoptr(EinsoraClient) plain = client_for(server_daemon->owner_token);
+    g_autoptr(EinsoraTestDaemon) tls = NULL;
+    g_autoptr(EinsoraClient) client = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) enrolled = NULL;
+    g_autoptr(JsonNode) named = NULL;
+    g_autoptr(JsonNode) revoked = NULL;
+    g_autoptr(JsonNode) list = NULL;
+    g_autofree gchar *fingerprint = NULL;
+    g_autofree gchar *other = NULL;
+    g_autofree gchar *machine_id = NULL;
+    g_autofree gchar *own_id = NULL;
+    Pending pending;
+    JsonObject *answer;
+
+    if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
+        g_test_skip("GLib has no TLS backend here: install glib-networking");
+        return;
+    }
+    /* Plain HTTP: refused, blocking and not. */
+    g_assert_null(einsora_client_enrol_machine(plain, NULL, NULL, NULL, &error));
+    g_assert_error(error, EINSORA_CLIENT_ERROR, EINSORA_CLIENT_ERROR_CONFLICT);
+    g_assert_nonnull(strstr(error->message, "TLS"));
+    g_clear_error(&error);
+    pending_init(&pending);
+    einsora_client_enrol_machine_async(plain, "box", NULL, NULL, pending_done, &pending);
+    g_assert_null(pending_finish(&pending, plain, NULL, &error));
+    pending_clear(&pending);
+    g_assert_error(error, EINSORA_CLIENT_ERROR, EINSORA_CLIENT_ERROR_CONFLICT);
+    g_clear_error(&error);
+
+    tls = einsora_test_daemon_new();
+    einsora_test_daemon_setenv(tls, "EINSORA_TLS", "on");
+    einsora_test_daemon_start(tls);
+    {
+        g_autofree gchar *cert = g_build_filename(tls->data_dir, "tls", "server.pem", NULL);
+        g_autoptr(GTlsCertificate) certificate = g_tls_certificate_new_from_file(cert, &error);
+
+        g_assert_no_error(error);
+        fingerprint = einsora_certificate_fingerprint(certificate);
+    }
+    client = einsora_client_new(tls->uri, tls->owner_token);
+    einsora_client_set_pinned_certificate(client, fingerprint);
+
+    /* Blocking, no name: the server's defaults. */
+    enrolled = einsora_client_enrol_machine(client, NULL, NULL, NULL, &error);
+    g_assert_no_error(error);
+    answer = json_node_get_object(enrolled);
+    g_assert_true(g_str_has_prefix(json_object_get_string_member(answer, "token"), "enr_"));
+    g_assert_cmpstr(json_object_get_string_member(answer, "fingerprint"), ==, fingerprint);
+    g_assert_true(
+        json_object_get_null_member(json_object_get_object_member(answer, "enrolment"), "name"));
+
+    /* Not blocking, with a name and a region: its command enrols. */
+    pending_init(&pending);
+    einsora_client_enrol_machine_async(client, "client-box", "local", NULL, pending_done, &pending);
+    named = pending_finish(&pending, client, NULL, &error);
+    pending_clear(&pending);
+    g_assert_no_error(error);
+    answer = json_node_get_object(named);
+    g_assert_cmpstr(
+        json_object_get_string_member(json_object_get_object_member(answer, "enrolment"), "name"),
+        ==, "client-box");
+    {
+        g_autofree gchar *expected =
+            g_strdup_printf("einsora-daemon agent --join %s --token %s --fingerprint %s", tls->uri,
+                            json_object_get_string_member(answer, "token"), fingerprint);
+        g_assert_cmpstr(json_object_get_string_member(answer, "command"), ==, expected);
+    }
+    other = einsora_test_dir_new();
+    {
+        g_autoptr(GSubprocess) join = g_subprocess_new(
+            G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, einsora_test_daemon_path(), "--data-dir",
+            other, "agent", "--join", tls->uri, "--token",
+            json_object_get_string_member(answer, "token"), "--fingerprint", fingerprint, NULL);
+        g_autofree gchar *id_path = g_build_filename(other, "agent", "machine-id", NULL);
+
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_wait_check(join, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_file_get_contents(id_path, &machine_id, NULL, NULL));
+        g_strstrip(machine_id);
+    }
+    list = einsora_client_list_machines(client, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(machine_in(list, machine_id));
+    g_assert_true(JSON_NODE_HOLDS_OBJECT(
+        json_object_get_member(machine_in(list, machine_id), "certificate")));
+    for (guint i = 0; i < json_array_get_length(
+                              json_object_get_array_member(json_node_get_object(list), "machines"));
+         i++) {
+        JsonObject *machine = json_array_get_object_element(
+            json_object_get_array_member(json_node_get_object(list), "machines"), i);
+        if (g_strcmp0(json_object_get_string_member(machine, "id"), machine_id) != 0)
+            own_id = g_strdup(json_object_get_string_member(machine, "id"));
+    }
+    g_assert_nonnull(own_id);
+
+    /* Revoked, not blocking: the machine stays, its certificate gone. */
+    pending_init(&pending);
+    einsora_client_revoke_machine_async(client, machine_id, NULL, pending_done, &pending);
+    revoked = pending_finish(&pending, client, NULL, &error);
+    pending_clear(&pending);
+    g_assert_no_error(error);
+    g_assert_cmpstr(json_object_get_string_member(json_node_get_object(revoked), "id"), ==,
+                    machine_id);
+    g_assert_true(
+        JSON_NODE_HOLDS_NULL(json_object_get_member(json_node_get_object(revoked), "certificate")));
+    /* Again, blocking; and the daemon's own machine: nothing to revoke. */
+    g_assert_null(einsora_client_revoke_machine(client, machine_id, NULL, &error));
+    g_assert_error(error, EINSORA_CLIENT_ERROR, EINSORA_CLIENT_ERROR_CONFLICT);
+    g_clear_error(&error);
+    g_assert_null(einsora_client_revoke_machine(client, own_id, NULL, &error));
+    g_assert_error(error, EINSORA_CLIENT_ERROR, EINSORA_CLIENT_ERROR_CONFLICT);
+    g_clear_error(&error);
+    einsora_test_daemon_stop(tls);
+    einsora_test_dir_remove(other);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -651,6 +794,7 @@ main(int argc, char **argv)
     g_test_add_func("/client/async/same-json-as-sync", test_same_json_as_sync);
     g_test_add_func("/client/async/workload-actions", test_workload_actions);
     g_test_add_func("/client/lists/follow-cursors", test_lists_follow_cursors);
+    g_test_add_func("/client/machines/enrol-and-revoke", test_enrol_and_revoke);
     status = g_test_run();
 
     {

@@ -1021,6 +1021,51 @@ einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error)
     return request_object(self, "GET", "/v1/machines", NULL, NULL, raw, error);
 }
 
+/* {"name": …, "region": …}, each only when given. */
+static JsonNode *
+enrolment_body(const char *name, const char *region)
+{
+    g_autoptr(JsonBuilder) builder = json_builder_new();
+
+    json_builder_begin_object(builder);
+    if (name != NULL) {
+        json_builder_set_member_name(builder, "name");
+        json_builder_add_string_value(builder, name);
+    }
+    if (region != NULL) {
+        json_builder_set_member_name(builder, "region");
+        json_builder_add_string_value(builder, region);
+    }
+    json_builder_end_object(builder);
+    return json_builder_get_root(builder);
+}
+
+static gchar *
+machine_path(const char *id, const char *suffix)
+{
+    g_autofree gchar *escaped = g_uri_escape_string(id, NULL, FALSE);
+    return g_strconcat("/v1/machines/", escaped, suffix, NULL);
+}
+
+JsonNode *
+einsora_client_enrol_machine(EinsoraClient *self, const char *name, const char *region,
+                             GBytes **raw, GError **error)
+{
+    g_autoptr(JsonNode) body = enrolment_body(name, region);
+
+    return request_object(self, "POST", "/v1/machines/enrolments", body, NULL, raw, error);
+}
+
+JsonNode *
+einsora_client_revoke_machine(EinsoraClient *self, const char *id, GBytes **raw, GError **error)
+{
+    g_autofree gchar *path = NULL;
+
+    g_return_val_if_fail(id != NULL, NULL);
+    path = machine_path(id, "/revoke");
+    return request_object(self, "POST", path, NULL, NULL, raw, error);
+}
+
 JsonNode *
 einsora_client_get_catalog(EinsoraClient *self, GBytes **raw, GError **error)
 {
@@ -1174,6 +1219,28 @@ einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cancellabl
                                    GAsyncReadyCallback callback, gpointer user_data)
 {
     request_object_async(self, "GET", "/v1/machines", NULL, NULL, cancellable, callback, user_data);
+}
+
+void
+einsora_client_enrol_machine_async(EinsoraClient *self, const char *name, const char *region,
+                                   GCancellable *cancellable, GAsyncReadyCallback callback,
+                                   gpointer user_data)
+{
+    g_autoptr(JsonNode) body = enrolment_body(name, region);
+
+    request_object_async(self, "POST", "/v1/machines/enrolments", body, NULL, cancellable, callback,
+                         user_data);
+}
+
+void
+einsora_client_revoke_machine_async(EinsoraClient *self, const char *id, GCancellable *cancellable,
+                                    GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_autofree gchar *path = NULL;
+
+    g_return_if_fail(id != NULL);
+    path = machine_path(id, "/revoke");
+    request_object_async(self, "POST", path, NULL, NULL, cancellable, callback, user_data);
 }
 
 void

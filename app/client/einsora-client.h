@@ -109,6 +109,16 @@ JsonNode *einsora_client_export_workload(EinsoraClient *self, const char *id, GB
                                          GError **error);
 
 JsonNode *einsora_client_list_machines(EinsoraClient *self, GBytes **raw, GError **error);
+/* A one-time enrolment token for another machine of the caller's
+ * (POST /v1/machines/enrolments): the answer holds the token and the one
+ * command to run there, shown once. @name, @region: (nullable): the
+ * server's defaults. Only a daemon over TLS gives one (else CONFLICT). */
+JsonNode *einsora_client_enrol_machine(EinsoraClient *self, const char *name, const char *region,
+                                       GBytes **raw, GError **error);
+/* Its agent's certificate works no more (POST /v1/machines/{id}/revoke):
+ * the machine as it is now. A machine without one is CONFLICT. */
+JsonNode *einsora_client_revoke_machine(EinsoraClient *self, const char *id, GBytes **raw,
+                                        GError **error);
 
 /* What a workload may ask for (regions, kinds, classes, images) and the
  * caller's tenant's GPU quota per class. */
@@ -164,6 +174,12 @@ void einsora_client_list_events_async(EinsoraClient *self, const char *id,
                                       gpointer user_data);
 void einsora_client_list_machines_async(EinsoraClient *self, GCancellable *cancellable,
                                         GAsyncReadyCallback callback, gpointer user_data);
+void einsora_client_enrol_machine_async(EinsoraClient *self, const char *name, const char *region,
+                                        GCancellable *cancellable, GAsyncReadyCallback callback,
+                                        gpointer user_data);
+void einsora_client_revoke_machine_async(EinsoraClient *self, const char *id,
+                                         GCancellable *cancellable, GAsyncReadyCallback callback,
+                                         gpointer user_data);
 void einsora_client_get_catalog_async(EinsoraClient *self, GCancellable *cancellable,
                                       GAsyncReadyCallback callback, gpointer user_data);
 void einsora_client_get_usage_async(EinsoraClient *self, const char *query,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "einsora-access-relay.h"
+#include "einsora-add-machine-dialog.h"
 #include "einsora-chat-window.h"
 #include "einsora-connection.h"
 #include "einsora-event-feed.h"
@@ -87,15 +88,21 @@ on_machines(GObject *source, GAsyncResult *result, gpointer user_data)
 
     if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         return;
+    /* Said on the Machines page, which reads again every few seconds
+     * while shown: not a toast each time. */
     if (answer == NULL) {
         if (window != NULL)
-            einsora_window_toast(window, error->message);
+            einsora_window_set_machines_error(window, error->message);
         return;
     }
     object = JSON_NODE_HOLDS_OBJECT(answer) ? json_node_get_object(answer) : NULL;
     machines = object != NULL ? json_object_get_member(object, "machines") : NULL;
-    if (machines == NULL || !JSON_NODE_HOLDS_ARRAY(machines))
+    if (machines == NULL || !JSON_NODE_HOLDS_ARRAY(machines)) {
+        if (window != NULL)
+            einsora_window_set_machines_error(
+                window, _("The daemon's list of machines isn't one this app can read."));
         return;
+    }
     einsora_workload_list_set_machines(self->workloads, json_node_get_array(machines));
     if (window != NULL)
         einsora_window_set_machines(window, json_node_get_array(machines));
@@ -716,6 +723,61 @@ on_load_usage(GSimpleAction *action, GVariant *parameter, gpointer user_data)
     }
 }
 
+static void
+on_load_machines(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    if (self->client != NULL)
+        einsora_client_list_machines_async(self->client, self->cancellable, on_machines,
+                                           g_object_ref(self));
+}
+
+static void
+on_add_machine(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    EinsoraAddMachineDialog *dialog;
+
+    if (self->client == NULL)
+        return;
+    dialog = einsora_add_machine_dialog_new(GTK_WINDOW(main_window(self)), self->client);
+    gtk_window_present(GTK_WINDOW(dialog));
+}
+
+static void
+on_machine_revoked(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    g_autoptr(EinsoraApplication) self = user_data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) answer =
+        einsora_client_request_finish(EINSORA_CLIENT(source), result, NULL, &error);
+    g_autofree gchar *text = NULL;
+
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return;
+    if (answer == NULL || !JSON_NODE_HOLDS_OBJECT(answer)) {
+        toast(self, error != NULL ? error->message : _("The daemon's answer isn't a machine"));
+        return;
+    }
+    text = g_strdup_printf(_("%s is revoked: its agent can't sync any more"),
+                           einsora_json_member_string(json_node_get_object(answer), "name"));
+    toast(self, text);
+    on_load_machines(NULL, NULL, self);
+}
+
+/* Asked already, on the Machines page. */
+static void
+on_revoke_machine(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+
+    if (self->client != NULL)
+        einsora_client_revoke_machine_async(self->client, g_variant_get_string(parameter, NULL),
+                                            self->cancellable, on_machine_revoked,
+                                            g_object_ref(self));
+}
+
 static GtkWindow *
 notebook_window(EinsoraApplication *self, const char *workload_id)
 {
@@ -1126,6 +1188,9 @@ static const GActionEntry app_actions[] = {
     {"export-workload", on_export_workload, "(ss)", NULL, NULL, {0}},
     {"follow-logs", on_follow_logs, "(ss)", NULL, NULL, {0}},
     {"load-usage", on_load_usage, NULL, NULL, NULL, {0}},
+    {"load-machines", on_load_machines, NULL, NULL, NULL, {0}},
+    {"add-machine", on_add_machine, NULL, NULL, NULL, {0}},
+    {"revoke-machine", on_revoke_machine, "s", NULL, NULL, {0}},
     {"quit", on_quit, NULL, NULL, NULL, {0}},
     {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
     {"trust-certificate", on_trust_certificate, NULL, NULL, NULL, {0}},

@@ -109,6 +109,48 @@ einsora_format_age(GDateTime *then, GDateTime *now)
 }
 
 gchar *
+einsora_format_ago(GDateTime *then, GDateTime *now)
+{
+    GTimeSpan span = g_date_time_difference(now, then);
+    gint64 seconds = span / G_TIME_SPAN_SECOND;
+    gint64 minutes = span / G_TIME_SPAN_MINUTE;
+    gint64 hours = span / G_TIME_SPAN_HOUR;
+    gint64 days = span / G_TIME_SPAN_DAY;
+
+    if (seconds < 1)
+        return g_strdup(_("just now"));
+    /* TRANSLATORS: how long ago an agent last synced, in seconds */
+    if (minutes < 1)
+        return g_strdup_printf(_("%d s ago"), (int)seconds);
+    if (hours < 1)
+        return g_strdup_printf(_("%d min ago"), (int)minutes);
+    if (days < 1)
+        return g_strdup_printf(_("%d h ago"), (int)hours);
+    return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d day ago", "%d days ago", (gulong)days),
+                           (int)days);
+}
+
+gchar *
+einsora_format_clock_offset(gint64 offset_ms)
+{
+    /* Unsigned, so that no offset a server sends overflows. */
+    guint64 magnitude = offset_ms < 0 ? (guint64)0 - (guint64)offset_ms : (guint64)offset_ms;
+    guint64 seconds = magnitude / 1000 + (magnitude % 1000 >= 500);
+
+    /* TRANSLATORS: how far a machine's clock is from the server's */
+    return g_strdup_printf(_("clock off by %" G_GUINT64_FORMAT " s"), seconds);
+}
+
+gchar *
+einsora_format_date(GDateTime *time)
+{
+    g_autoptr(GDateTime) local = g_date_time_to_local(time);
+
+    /* TRANSLATORS: a day, strftime format */
+    return g_date_time_format(local, _("%-d %b %Y"));
+}
+
+gchar *
 einsora_format_event_time(GDateTime *time, GDateTime *now)
 {
     g_autoptr(GDateTime) local = g_date_time_to_local(time);

@@ -30,6 +30,15 @@ const char *einsora_format_state_filter_to_string(EinsoraStateFilter filter);
 GDateTime *einsora_format_parse_time(const char *text);
 /* How long ago: "just now", "5 min", "3 h", "2 days". */
 gchar *einsora_format_age(GDateTime *then, GDateTime *now);
+/* How long ago, to the second, for what happens every few seconds (an
+ * agent's sync): "just now", "12 s ago", "3 min ago", "2 h ago",
+ * "4 days ago". A time a little ahead of @now is "just now". */
+gchar *einsora_format_ago(GDateTime *then, GDateTime *now);
+/* "clock off by 42 s": the magnitude of @offset_ms in whole seconds,
+ * rounded, as `einsora machines` prints it. */
+gchar *einsora_format_clock_offset(gint64 offset_ms);
+/* A day in local time: "28 Nov 2026". */
+gchar *einsora_format_date(GDateTime *time);
 /* An event's time in local time: "14:03:12" today, "28 Nov 14:03:12"
  * this year, "28 Nov 2025 14:03:12" before. */
 gchar *einsora_format_event_time(GDateTime *time, GDateTime *now);

@@ -14,6 +14,10 @@
 /* The Usage view is read again this often while shown: metering's own
  * interval (EINSORA_METERING_INTERVAL's default). */
 #define USAGE_REFRESH_SECONDS 60
+/* The Machines page is read again this often while shown: an agent
+ * syncs every few seconds, and a person watching one join or go
+ * offline wants to see it soon. */
+#define MACHINES_REFRESH_SECONDS 10
 /* A connection that takes longer than this shows the spinner; a local
  * daemon usually answers first, and no spinner flashes. */
 #define SPINNER_DELAY_MS 1000
@@ -42,7 +46,8 @@ struct _EinsoraWindow {
     AdwViewSwitcherTitle *switcher_title;
     GtkDropDown *filter_dropdown;
     GtkListView *workload_list_view;
-    GtkListBox *machines_list;
+    EinsoraMachinesView *machines_view;
+    guint machines_source;
     AdwViewStack *view_stack;
     EinsoraUsageView *usage_view;
     guint usage_source;
@@ -101,6 +106,7 @@ einsora_window_dispose(GObject *object)
     g_clear_handle_id(&self->age_source, g_source_remove);
     g_clear_handle_id(&self->spinner_source, g_source_remove);
     g_clear_handle_id(&self->usage_source, g_source_remove);
+    g_clear_handle_id(&self->machines_source, g_source_remove);
     if (self->main_stack != NULL)
         g_signal_handlers_disconnect_by_func(self->main_stack, on_main_page, self);
     if (self->paint_handler != 0 && gtk_widget_get_frame_clock(GTK_WIDGET(self)) != NULL)
@@ -136,6 +142,7 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     GTK_WINDOW_CLASS(klass)->close_request = einsora_window_close_request;
     g_type_ensure(EINSORA_TYPE_WORKLOAD_PAGE);
     g_type_ensure(EINSORA_TYPE_USAGE_VIEW);
+    g_type_ensure(EINSORA_TYPE_MACHINES_VIEW);
     gtk_widget_class_set_template_from_resource(widget_class,
                                                 "/dev/einsora/Einsora/einsora-window.ui");
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, toasts);
@@ -151,7 +158,7 @@ einsora_window_class_init(EinsoraWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, switcher_title);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, filter_dropdown);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, workload_list_view);
-    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, machines_list);
+    gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, machines_view);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, view_stack);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, usage_view);
     gtk_widget_class_bind_template_child(widget_class, EinsoraWindow, leaflet);
@@ -297,11 +304,22 @@ on_usage_due(gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
-/* Usage is read only while its view is shown. */
+static gboolean
+on_machines_due(gpointer user_data)
+{
+    EinsoraWindow *self = user_data;
+
+    gtk_widget_activate_action(GTK_WIDGET(self), "app.load-machines", NULL);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Usage and machines are read only while their views are shown. */
 static void
 on_view_page(AdwViewStack *stack, GParamSpec *pspec, EinsoraWindow *self)
 {
-    gboolean usage = g_strcmp0(adw_view_stack_get_visible_child_name(stack), "usage") == 0;
+    const char *page = adw_view_stack_get_visible_child_name(stack);
+    gboolean usage = g_strcmp0(page, "usage") == 0;
+    gboolean machines = g_strcmp0(page, "machines") == 0;
 
     if (usage && self->usage_source == 0) {
         on_usage_due(self);
@@ -309,6 +327,13 @@ on_view_page(AdwViewStack *stack, GParamSpec *pspec, EinsoraWindow *self)
     }
     if (!usage)
         g_clear_handle_id(&self->usage_source, g_source_remove);
+    if (machines && self->machines_source == 0) {
+        on_machines_due(self);
+        self->machines_source =
+            g_timeout_add_seconds(MACHINES_REFRESH_SECONDS, on_machines_due, self);
+    }
+    if (!machines)
+        g_clear_handle_id(&self->machines_source, g_source_remove);
 }
 
 static void
@@ -425,71 +450,29 @@ einsora_window_show_ready(EinsoraWindow *self)
     update_count(self);
 }
 
-/* "online · 4 CPUs · 16 GiB · 1 GPU (nvidia-a100) · linux-native · 2 workloads" */
-static gchar *
-describe_machine(JsonObject *machine)
-{
-    g_autoptr(GString) text = g_string_new(einsora_json_member_string(machine, "status"));
-    g_autofree gchar *capacity =
-        einsora_format_capacity(einsora_json_member_int(machine, "cpus", 0),
-                                einsora_json_member_int(machine, "memory_mib", 0));
-    JsonNode *gpus = json_object_get_member(machine, "gpus");
-    JsonNode *drivers = json_object_get_member(machine, "drivers");
-    gint64 workloads = einsora_json_member_int(machine, "workloads", 0);
-
-    g_string_append_printf(text, " · %s", capacity);
-    if (gpus != NULL && JSON_NODE_HOLDS_ARRAY(gpus)) {
-        JsonArray *list = json_node_get_array(gpus);
-        for (guint i = 0; i < json_array_get_length(list); i++) {
-            JsonNode *element = json_array_get_element(list, i);
-            JsonObject *gpu =
-                JSON_NODE_HOLDS_OBJECT(element) ? json_node_get_object(element) : NULL;
-            const char *model = gpu != NULL ? einsora_json_member_string(gpu, "model") : NULL;
-            const char *class = gpu != NULL ? einsora_json_member_string(gpu, "gpu_class") : NULL;
-            g_string_append_printf(text, " · %s", model != NULL ? model : _("GPU"));
-            if (class != NULL)
-                g_string_append_printf(text, " (%s)", class);
-        }
-    }
-    if (drivers != NULL && JSON_NODE_HOLDS_ARRAY(drivers)) {
-        JsonArray *list = json_node_get_array(drivers);
-        for (guint i = 0; i < json_array_get_length(list); i++) {
-            JsonNode *driver = json_array_get_element(list, i);
-            if (json_node_get_value_type(driver) == G_TYPE_STRING)
-                g_string_append_printf(text, "%s%s", i == 0 ? " · " : ", ",
-                                       json_node_get_string(driver));
-        }
-    }
-    g_string_append_printf(text, " · ");
-    g_string_append_printf(
-        text, g_dngettext(GETTEXT_PACKAGE, "%d workload", "%d workloads", (gulong)workloads),
-        (int)workloads);
-    return g_string_free(g_steal_pointer(&text), FALSE);
-}
-
 void
 einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines)
 {
-    GtkWidget *child;
+    einsora_machines_view_set_machines(self->machines_view, machines);
+}
 
-    while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->machines_list))) != NULL)
-        gtk_list_box_remove(self->machines_list, child);
-    for (guint i = 0; i < json_array_get_length(machines); i++) {
-        JsonNode *node = json_array_get_element(machines, i);
-        JsonObject *machine = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
-        GtkWidget *row;
-        g_autofree gchar *subtitle = NULL;
+void
+einsora_window_set_machines_error(EinsoraWindow *self, const char *message)
+{
+    einsora_machines_view_set_error(self->machines_view, message);
+}
 
-        if (machine == NULL)
-            continue;
-        subtitle = describe_machine(machine);
-        row = adw_action_row_new();
-        adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row),
-                                      einsora_json_member_string(machine, "name"));
-        adw_preferences_row_set_use_markup(ADW_PREFERENCES_ROW(row), FALSE);
-        adw_action_row_set_subtitle(ADW_ACTION_ROW(row), subtitle);
-        gtk_list_box_append(self->machines_list, row);
-    }
+EinsoraMachinesView *
+einsora_window_get_machines_view(EinsoraWindow *self)
+{
+    return self->machines_view;
+}
+
+void
+einsora_window_show_machines(EinsoraWindow *self)
+{
+    einsora_window_show_list(self);
+    adw_view_stack_set_visible_child_name(self->view_stack, "machines");
 }
 
 void

@@ -6,6 +6,7 @@
 #include <adwaita.h>
 #include <json-glib/json-glib.h>
 
+#include "einsora-machines-view.h"
 #include "einsora-usage-view.h"
 #include "einsora-workload-item.h"
 #include "einsora-workload-page.h"
@@ -26,6 +27,8 @@ void einsora_window_show_untrusted(EinsoraWindow *self, const char *message, gbo
 void einsora_window_show_ready(EinsoraWindow *self);
 /* @machines: the API's machine objects. */
 void einsora_window_set_machines(EinsoraWindow *self, JsonArray *machines);
+/* They couldn't be read: said on the Machines page. */
+void einsora_window_set_machines_error(EinsoraWindow *self, const char *message);
 void einsora_window_toast(EinsoraWindow *self, const char *text);
 /* Shows @item's page (its timeline starts empty: the app fills it). */
 EinsoraWorkloadPage *einsora_window_show_workload(EinsoraWindow *self, EinsoraWorkloadItem *item);
@@ -36,6 +39,10 @@ void einsora_window_show_list(EinsoraWindow *self);
  * ("app.load-usage") when it opens and every minute after. */
 EinsoraUsageView *einsora_window_get_usage_view(EinsoraWindow *self);
 void einsora_window_show_usage(EinsoraWindow *self);
+/* The Machines page: while it is shown, the window asks for the list
+ * ("app.load-machines") when it opens and every 10 s after. */
+EinsoraMachinesView *einsora_window_get_machines_view(EinsoraWindow *self);
+void einsora_window_show_machines(EinsoraWindow *self);
 /* Says which daemon the app uses: @server, its address; @local, whether
  * it is this machine's. */
 void einsora_window_set_server(EinsoraWindow *self, const char *server, gboolean local);
