@@ -525,6 +525,15 @@ test_real_agent(void)
             g_usleep(200 * 1000);
     }
     g_assert_true(has_sim);
+    /* Its size is what its agent said (its row knew none at enrolment). */
+    {
+        g_autoptr(EinsoraTestResponse) seen =
+            einsora_test_request(daemon_, "GET", path, daemon_->owner_token, NULL, NULL, NULL);
+        JsonObject *machine = json_node_get_object(seen->json);
+
+        g_assert_cmpint(json_object_get_int_member(machine, "cpus"), >, 0);
+        g_assert_cmpint(json_object_get_int_member(machine, "memory_mib"), >, 0);
+    }
     g_subprocess_send_signal(agent, SIGTERM);
     g_assert_true(g_subprocess_communicate_utf8(agent, NULL, NULL, &out, NULL, &error));
     g_test_message("agent: %s", out);

@@ -37,6 +37,8 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
 {
     EinsoraService *service = einsora_api_server_get_service(server);
     g_autoptr(JsonBuilder) builder = json_builder_new();
+    gint64 cpus = 0;
+    gint64 memory_mib = 0;
     gint64 workloads = GPOINTER_TO_INT(g_hash_table_lookup(counts, machine->id));
     json_builder_begin_object(builder);
     json_builder_set_member_name(builder, "id");
@@ -47,10 +49,11 @@ machine_to_json(EinsoraApiServer *server, const EinsoraMachine *machine, GHashTa
     json_builder_add_string_value(builder, machine->region);
     json_builder_set_member_name(builder, "system");
     json_builder_add_string_value(builder, machine->os);
+    einsora_service_machine_size(service, machine, &cpus, &memory_mib);
     json_builder_set_member_name(builder, "cpus");
-    json_builder_add_int_value(builder, machine->cpus);
+    json_builder_add_int_value(builder, cpus);
     json_builder_set_member_name(builder, "memory_mib");
-    json_builder_add_int_value(builder, machine->memory_mib);
+    json_builder_add_int_value(builder, memory_mib);
     json_builder_set_member_name(builder, "gpus");
     json_builder_begin_array(builder);
     {

@@ -79,6 +79,18 @@ einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine
     return gpus;
 }
 
+void
+einsora_service_machine_size(EinsoraService *self, const EinsoraMachine *machine, gint64 *cpus,
+                             gint64 *memory_mib)
+{
+    g_autoptr(EinsoraInventory) inventory = stored_inventory(machine);
+
+    /* An enrolled machine's row knows nothing of its size until its
+     * agent says: what it said last is what placement uses too. */
+    *cpus = inventory != NULL ? inventory->cpus : machine->cpus;
+    *memory_mib = inventory != NULL ? inventory->memory_mib : machine->memory_mib;
+}
+
 gchar **
 einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine)
 {

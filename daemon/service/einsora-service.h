@@ -198,6 +198,9 @@ gboolean einsora_service_machine_placeable(EinsoraService *self, const EinsoraMa
  * what is stored doesn't fit the machine. */
 GPtrArray *einsora_service_machine_gpus(EinsoraService *self, const EinsoraMachine *machine);
 gchar **einsora_service_machine_drivers(EinsoraService *self, const EinsoraMachine *machine);
+/* Its CPUs and memory as its agent last reported them (the row's, before). */
+void einsora_service_machine_size(EinsoraService *self, const EinsoraMachine *machine, gint64 *cpus,
+                                  gint64 *memory_mib);
 /* The drivers that run @image_name on some system (sim left out). */
 gchar **einsora_service_image_drivers(EinsoraService *self, const char *image_name);
 /* Whether a machine of the tenant's, placeable now, offers one of them. */
