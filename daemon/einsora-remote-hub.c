@@ -227,6 +227,10 @@ einsora_remote_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSync
     payload = g_bytes_new_take(body, length);
     soup_message_set_request_body_from_bytes(message, "application/json", payload);
     soup_message_set_tls_client_certificate(message, self->certificate);
+    /* A sync may be sent again as it is (a report says where things are;
+     * a replay is taken once): without the flag libsoup opens a new
+     * connection, and a TLS handshake, for every POST. */
+    soup_message_add_flags(message, SOUP_MESSAGE_IDEMPOTENT);
     g_signal_connect(message, "accept-certificate", G_CALLBACK(on_accept_certificate), self);
     soup_session_send_and_read_async(self->session, message, G_PRIORITY_DEFAULT, cancellable,
                                      on_answer, task);

@@ -317,6 +317,16 @@ async function run() {
     check(record.workload.machine_id === state.agents.a.id,
       `placed on ${record.workload.machine_id}, not on machine a`);
   });
+  await step('a\'s long polls go over one connection: one TLS handshake, not one each', async () => {
+    const connections = () =>
+      (readLog(state.agents.a.logPath).match(/GSocketClient: Starting new address enumeration/g)
+        ?? []).length;
+    const before = connections();
+    await sleep(5000); // five 1 s long polls
+    const made = connections() - before;
+    note(`${made} new connection(s) in 5 s of long polls`);
+    check(made <= 1, `agent a made ${made} connections in 5 s of 1 s long polls`);
+  });
   await step('cut a\'s link: offline, then failed at the limit; the agent goes on', async () => {
     const cutAt = Date.now();
     ipIn(LINKS.a.ns, 'link', 'set', LINKS.a.peerIf, 'down');
