@@ -1021,6 +1021,43 @@ test_long_poll_wakes(Fixture *f, gconstpointer data)
     }
 }
 
+static gboolean
+stay_busy(gpointer user_data)
+{
+    (*(guint *)user_data)++;
+    return G_SOURCE_CONTINUE;
+}
+
+/* A loop that always has something ready at default priority (a daemon
+ * holding thousands of connections) still gets to the wake at once. */
+static void
+test_long_poll_wakes_when_busy(Fixture *f, gconstpointer data)
+{
+    g_autofree gchar *id = launch(f, "notebook", "l40s-48gb", "jupyter");
+    g_autoptr(EinsoraDesiredState) state = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, state->generation, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    g_autoptr(EinsoraWorkloadSpec) spec = NULL;
+    g_autoptr(GSource) busy = g_idle_source_new();
+    SyncResult result = {0};
+    guint spins = 0;
+
+    sync_start(f, f->hub, report, cancellable, &result);
+    assert_held(&result);
+    g_source_set_priority(busy, G_PRIORITY_DEFAULT);
+    g_source_set_callback(busy, stay_busy, &spins, NULL);
+    g_source_attach(busy, NULL);
+    place(f, id, f->box_id, "docker");
+    spec = spec_of(f, id);
+    g_assert_true(einsora_backend_run(EINSORA_BACKEND(f->hub), spec, NULL));
+    g_assert_true(wait_for(&result, WAIT_MS));
+    g_source_destroy(busy);
+    g_assert_cmpuint(spins, >, 0);
+    g_assert_no_error(result.error);
+    g_assert_cmpint(mode_in(result.state, id), ==, EINSORA_WORKLOAD_MODE_RUN);
+    sync_result_clear(&result);
+}
+
 /* The long poll ends with the same desired state: the agent learns the
  * hub is there. */
 static void
@@ -1890,6 +1927,7 @@ main(int argc, char **argv)
     ADD("/hub/desired/every-state", test_desired_modes);
     ADD("/hub/long-poll/held-when-unchanged", test_long_poll_held_when_unchanged);
     ADD("/hub/long-poll/wakes-on-run-park-remove", test_long_poll_wakes);
+    ADD("/hub/long-poll/wakes-when-the-loop-is-busy", test_long_poll_wakes_when_busy);
     ADD("/hub/long-poll/timeout-answers", test_long_poll_timeout);
     ADD("/hub/long-poll/superseded", test_long_poll_superseded);
     ADD("/hub/metrics/syncs-held-and-answered", test_metrics_syncs);

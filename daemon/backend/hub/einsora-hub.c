@@ -774,6 +774,7 @@ next_replayed(EinsoraHub *self, MachineState *state, const char *workload_id)
         g_hash_table_remove(state->replays, workload_id);
     else if (self->replay_wake == NULL) {
         self->replay_wake = g_idle_source_new();
+        g_source_set_priority(self->replay_wake, G_PRIORITY_DEFAULT); /* as a wake's */
         g_source_set_callback(self->replay_wake, on_replay_wake, self, NULL);
         g_source_attach(self->replay_wake, self->context);
     }
@@ -977,7 +978,12 @@ wake(EinsoraHub *self, const EinsoraWorkloadSpec *spec)
         return TRUE;
     g_hash_table_add(self->wakes, g_strdup(spec->machine_id));
     if (self->wake_source == NULL) {
+        /* Once the caller's turn ends (a controller pass wakes every
+         * machine it changed in one go), but at default priority: at idle
+         * priority a loop busy with thousands of connections never got to
+         * it, and woken agents learned at the end of their 20 s poll. */
         self->wake_source = g_idle_source_new();
+        g_source_set_priority(self->wake_source, G_PRIORITY_DEFAULT);
         g_source_set_callback(self->wake_source, on_wake, self, NULL);
         g_source_attach(self->wake_source, self->context);
     }
