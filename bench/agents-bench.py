@@ -198,7 +198,7 @@ def main():
             args = [load, "--port", str(port), "--token-file", os.path.join(data, "token"),
                     "--db", os.path.join(data, "einsora.db"), "--daemon-pid", str(proc.pid),
                     "--steps", STEPS, "--window", str(WINDOW_S),
-                    "--ramp-until", str(max(60, TIME_S - WINDOW_S - 70))]
+                    "--ramp-until", str(max(60, TIME_S - 200))]
             peer_idle = None
             if PEER:
                 peer_port = free_port()
@@ -211,14 +211,24 @@ def main():
                              "--peer-pids", ",".join(str(p) for p in pids)]
             say(f"daemon {proc.pid} on https://127.0.0.1:{port}, {idle_rss / 1024:.1f} MiB idle; "
                 f"steps {STEPS}")
-            out = subprocess.run(args, stdout=subprocess.PIPE, text=True)
-            rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-            if proc.poll() is not None:
-                say("the daemon exited during the run: " +
-                    open(os.path.join(root, "daemon.log")).read()[-2000:])
-            if out.returncode != 0:
-                say(f"einsora-agents-load exited {out.returncode}")
-            report(rows, idle_rss, peer_idle)
+            rows = []
+            loader = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+            try:
+                # Row by row: a run stopped from outside still reports its steps.
+                for line in loader.stdout:
+                    if line.startswith("{"):
+                        rows.append(json.loads(line))
+                loader.wait()
+            finally:
+                if loader.poll() is None:
+                    loader.kill()
+                    loader.wait()
+                if proc.poll() is not None:
+                    say("the daemon exited during the run: " +
+                        open(os.path.join(root, "daemon.log")).read()[-2000:])
+                if loader.returncode != 0:
+                    say(f"einsora-agents-load exited {loader.returncode}")
+                report(rows, idle_rss, peer_idle)
         finally:
             if nginx is not None:
                 nginx.terminate()
