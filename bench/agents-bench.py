@@ -12,15 +12,15 @@ event in the store to its agent's answer: wake-to-answer p50/p99.
 The peer in the same run is nginx (one worker) holding as many idle TLS
 keep-alive connections, with the daemon's own certificate: what the same
 connections cost a server built for holding them; and the daemon's own row
-at 0 agents. One round (a 5,000-agent round takes about 5 minutes); RSS
-and the per-sync CPU are fitted linearly against the number of agents and
+at 0 agents. One round, bounded by BENCH_TIME (below); RSS and the
+per-sync CPU are fitted linearly against the number of agents and
 extrapolated to BENCH_EXTRAPOLATE (10,000).
 
 Usage: bench/agents-bench.py [DAEMON] (without one, build-bench/ is set up
 as a release build and built). Everything listens on and connects to
 127.0.0.1 (the agents from 127.0.0.2 and up), in a fresh temporary
-directory. The open-file limit is raised to 65,536 (each TLS connection
-costs the daemon 3 descriptors). BENCH_TIME (540 s) bounds the run: a step
+directory. The open-file limit is raised to 65,536 where the hard limit
+allows (each TLS connection costs the daemon 3 descriptors). BENCH_TIME (540 s) bounds the run: a step
 whose ramp would pass it measures the agents it has, and later steps are
 left out. Progress on standard error, the table on standard output. Docs: docs/bench.md."""
 import json
