@@ -255,9 +255,11 @@ def report(rows, idle_rss, peer_idle):
         cpu_pct = r["cpu_s"] / r["window_s"] * 100
         per_sync = r["cpu_s"] / r["syncs"] * 1e6 if r["syncs"] else float("nan")
         r["per_sync_us"] = per_sync
+        # A window shorter than the long poll may answer none.
+        per_sync_text = f"{per_sync:.0f}" if r["syncs"] else "-"
         print(f"| {r['agents']}{'' if r['up'] >= r['agents'] else ' (' + str(r['up']) + ' up)'} "
               f"| {r['ramp_s']:.0f} | {mib(r['rss_kib'])} | {mib(r['peer_rss_kib'])} "
-              f"| {cpu_pct:.1f} | {r['syncs']} | {per_sync:.0f} | {r['woken']} "
+              f"| {cpu_pct:.1f} | {r['syncs']} | {per_sync_text} | {r['woken']} "
               f"| {r['wake_p50_ms']:.0f} | {r['wake_p99_ms']:.0f} | {r['wake_max_ms']:.0f} "
               f"| {mib(r['rss_after_wake_kib'])} |")
     errors = rows[-1]["sync_errors"] + rows[-1]["other_errors"] if rows else 0
@@ -265,13 +267,17 @@ def report(rows, idle_rss, peer_idle):
     if len(rows) >= 2:
         xs = [r["agents"] for r in rows]
         slope, icpt = fit(xs, [r["rss_kib"] for r in rows])
-        s2, i2 = fit(xs, [r["per_sync_us"] for r in rows])
+        synced = [r for r in rows if r["syncs"]]
+        s2, i2 = fit([r["agents"] for r in synced], [r["per_sync_us"] for r in synced]) \
+            if len(synced) >= 2 else (float("nan"), float("nan"))
         s3, i3 = fit(xs, [r["cpu_s"] / r["window_s"] * 100 for r in rows])
-        print(f"\nLinear fit over the steps: RSS {slope:.1f} KiB per agent + {icpt / 1024:.0f} MiB; "
-              f"CPU per sync {s2 * 1000:.2f} µs per 1,000 agents + {i2:.0f} µs.")
-        print(f"At {EXTRAPOLATE:,} agents: about {(slope * EXTRAPOLATE + icpt) / 1024:.0f} MiB RSS, "
-              f"{s2 * EXTRAPOLATE + i2:.0f} µs per sync, "
-              f"{s3 * EXTRAPOLATE + i3:.1f} % of a CPU while idle.")
+        have_sync = s2 == s2  # not NaN: two steps or more answered syncs
+        print(f"\nLinear fit over the steps: RSS {slope:.1f} KiB per agent + {icpt / 1024:.0f} MiB"
+              + (f"; CPU per sync {s2 * 1000:.2f} µs per 1,000 agents + {i2:.0f} µs."
+                 if have_sync else " (no per-sync fit: windows shorter than the long poll)."))
+        print(f"At {EXTRAPOLATE:,} agents: about {(slope * EXTRAPOLATE + icpt) / 1024:.0f} MiB RSS"
+              + (f", {s2 * EXTRAPOLATE + i2:.0f} µs per sync" if have_sync else "")
+              + f", {s3 * EXTRAPOLATE + i3:.1f} % of a CPU while idle.")
         peers = [r for r in rows if r["peer_rss_kib"] >= 0]
         if len(peers) >= 2:
             ps, pi = fit([r["agents"] for r in peers], [r["peer_rss_kib"] for r in peers])
