@@ -17,8 +17,9 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Failure, check, fail, makeTempDir, note, state as harnessState, step, waitFor }
-  from './harness.mjs';
+import {
+  check, fail, makeTempDir, note, runTest, state as harnessState, step, waitFor,
+} from './harness.mjs';
 
 const CPU_CLASS = 'cpu-1c-2g';
 const IMAGE = 'jupyter-linux';
@@ -466,54 +467,18 @@ async function cleanUpOnce() {
   return problems;
 }
 
-let reported = false;
-function report(failure, seconds) {
-  if (reported) return;
-  reported = true;
-  if (failure) {
-    note(failure);
-    for (const [what, file] of [['server', state.logPath],
-      ...Object.entries(state.agents).map(([name, agent]) => [`agent ${name}`, agent.logPath])])
-      if (file) note(`${what}'s log, last lines:\n${logTail(file, 20)}`);
-    process.stdout.write(`not ok 1 - networked agents through a cut link (${seconds} s)\n`);
-    process.exitCode = 1;
-  } else {
-    process.stdout.write('ok 1 - networked agents through a cut link, a server kill -9 and a ' +
-      `revocation (${seconds} s)\n`);
-  }
+// Its logs' last lines, while they are there.
+function noteLogs() {
+  for (const [what, file] of [['server', state.logPath],
+    ...Object.entries(state.agents).map(([name, agent]) => [`agent ${name}`, agent.logPath])])
+    if (file) note(`${what}'s log, last lines:\n${logTail(file, 20)}`);
 }
 
-const started = Date.now();
-const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
-
-async function main() {
-  process.stdout.write('1..1\n');
-  if (process.getuid?.() !== 0) {
-    process.stdout.write('ok 1 # SKIP network namespaces need root\n');
-    return;
-  }
-  let failure = null;
-  try {
-    await run();
-  } catch (error) {
-    failure = error instanceof Failure ? error.message
-      : `${state.step}: ${error.stack ?? error}`;
-  }
-  // Reported before the logs go with the directories.
-  if (failure) report(failure, elapsed());
-  const problems = await cleanUp();
-  if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
-  else for (const problem of problems) note(`cleaning up: ${problem}`);
-  report(failure, elapsed());
-}
-
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
-  process.once(signal, async () => {
-    note(`${signal} during "${state.step}": cleaning up`);
-    await cleanUp();
-    report(`stopped by ${signal} during "${state.step}"`, elapsed());
-    process.exit(1);
-  });
-}
-
-await main();
+await runTest({
+  passed: 'networked agents through a cut link, a server kill -9 and a revocation',
+  failed: 'networked agents through a cut link',
+  run,
+  cleanUp,
+  skip: process.getuid?.() !== 0 ? 'network namespaces need root' : null,
+  beforeCleanUp: noteLogs,
+});

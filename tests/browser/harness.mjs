@@ -239,3 +239,50 @@ export async function openAndRunCell(context, link, host) {
   }
   return { tree, notebook };
 }
+
+// A script's one TAP test: @run, then @cleanUp (once, returning the
+// problems it met, never throwing) however it ends, a signal from
+// meson's timeout or ^C included, then "ok 1 - @passed" or "not ok 1 -
+// @failed". @skip: why to skip it, or null. @beforeCleanUp(failure):
+// what a failure should note while the logs are still there.
+export async function runTest({ passed, failed, run, cleanUp, skip = null,
+  beforeCleanUp = null }) {
+  const started = Date.now();
+  const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
+  let reported = false;
+  const report = (failure) => {
+    if (reported) return;
+    reported = true;
+    if (failure) {
+      note(failure);
+      process.stdout.write(`not ok 1 - ${failed} (${elapsed()} s)\n`);
+      process.exitCode = 1;
+    } else {
+      process.stdout.write(`ok 1 - ${passed} (${elapsed()} s)\n`);
+    }
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+    process.once(signal, async () => {
+      note(`${signal} during "${state.step}": cleaning up`);
+      await cleanUp();
+      report(`stopped by ${signal} during "${state.step}"`);
+      process.exit(1);
+    });
+  }
+  process.stdout.write('1..1\n');
+  if (skip) {
+    process.stdout.write(`ok 1 # SKIP ${skip}\n`);
+    return;
+  }
+  let failure = null;
+  try {
+    await run();
+  } catch (error) {
+    failure = error instanceof Failure ? error.message : `${state.step}: ${error.stack ?? error}`;
+  }
+  if (failure && beforeCleanUp) beforeCleanUp(failure);
+  const problems = await cleanUp();
+  if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
+  else for (const problem of problems) note(`cleaning up: ${problem}`);
+  report(failure);
+}

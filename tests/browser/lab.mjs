@@ -22,8 +22,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  Failure, check, fail, launchBrowser, makeTempDir, note, openAndRunCell,
-  state as harnessState, statePid, step, waitFor,
+  check, fail, launchBrowser, makeTempDir, note, openAndRunCell,
+  runTest, state as harnessState, statePid, step, waitFor,
 } from './harness.mjs';
 
 const CPU_CLASS = 'cpu-1c-2g';
@@ -497,49 +497,10 @@ async function cleanUpOnce() {
   return problems;
 }
 
-let reported = false;
-function report(failure, seconds) {
-  if (reported) return;
-  reported = true;
-  if (failure) {
-    note(failure);
-    process.stdout.write(`not ok 1 - a Lab notebook from another machine (${seconds} s)\n`);
-    process.exitCode = 1;
-  } else {
-    process.stdout.write('ok 1 - a Lab notebook from another machine, through the relay, ' +
-      `prints 42 (${seconds} s)\n`);
-  }
-}
-
-const started = Date.now();
-const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
-
-async function main() {
-  process.stdout.write('1..1\n');
-  if (process.getuid?.() !== 0) {
-    process.stdout.write('ok 1 # SKIP network namespaces need root\n');
-    return;
-  }
-  let failure = null;
-  try {
-    await run();
-  } catch (error) {
-    failure = error instanceof Failure ? error.message
-      : `${state.step}: ${error.stack ?? error}`;
-  }
-  const problems = await cleanUp();
-  if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
-  else for (const problem of problems) note(`cleaning up: ${problem}`);
-  report(failure, elapsed());
-}
-
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
-  process.once(signal, async () => {
-    note(`${signal} during "${state.step}": cleaning up`);
-    await cleanUp();
-    report(`stopped by ${signal} during "${state.step}"`, elapsed());
-    process.exit(1);
-  });
-}
-
-await main();
+await runTest({
+  passed: 'a Lab notebook from another machine, through the relay, prints 42',
+  failed: 'a Lab notebook from another machine',
+  run,
+  cleanUp,
+  skip: process.getuid?.() !== 0 ? 'network namespaces need root' : null,
+});
