@@ -18,9 +18,7 @@
 #include "einsora-client.h"
 #include "einsora-connection.h"
 #include "einsora-notebook-window.h"
-#include "einsora-pinned-database.h"
-#include "einsora-server-pins.h"
-#include "einsora-test-daemon.h"
+#include "einsora-test-app-daemon.h"
 #include "einsora-test-dir.h"
 #include "einsora-tls-identity.h"
 #include "einsora-window.h"
@@ -397,7 +395,6 @@ test_changed_certificate(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GError) error = NULL;
     int status;
 
     g_test_init(&argc, &argv, NULL);
@@ -410,42 +407,8 @@ main(int argc, char **argv)
         return g_test_run();
     }
     dir = einsora_test_dir_new();
-    {
-        g_autofree gchar *config = g_build_filename(dir, "config", NULL);
-        g_autofree gchar *state = g_build_filename(dir, "state", NULL);
-
-        /* The pins and the app's own files in the test's directory. */
-        g_setenv("XDG_CONFIG_HOME", config, TRUE);
-        g_setenv("XDG_STATE_HOME", state, TRUE);
-    }
-    g_setenv("EINSORA_NO_SYSTEMD", "1", TRUE);
-    daemon_ = einsora_test_daemon_new();
-    einsora_test_daemon_setenv(daemon_, "EINSORA_TLS", "on");
-    einsora_test_daemon_setenv(daemon_, "EINSORA_DRIVERS", "sim");
-    einsora_test_daemon_setenv(daemon_, "EINSORA_CONTROLLER_INTERVAL", "1s");
-    einsora_test_daemon_start(daemon_);
-    /* The app's local daemon is this one: its address and token file. */
-    g_setenv("EINSORA_SERVER", daemon_->uri, TRUE);
-    g_setenv("EINSORA_DATA_DIR", daemon_->data_dir, TRUE);
-    {
-        g_autofree gchar *cert = g_build_filename(daemon_->data_dir, "tls", "server.pem", NULL);
-        g_autoptr(GTlsCertificate) certificate = g_tls_certificate_new_from_file(cert, &error);
-        g_autoptr(EinsoraServerPins) pins = NULL;
-
-        g_assert_no_error(error);
-        fingerprint = einsora_certificate_fingerprint(certificate);
-        pins = einsora_server_pins_load(NULL, &error);
-        g_assert_no_error(error);
-        g_assert_true(einsora_server_pins_save(pins, daemon_->uri, fingerprint, &error));
-        g_assert_no_error(error);
-    }
-    adw_init();
-    {
-        g_autoptr(GSettings) settings = g_settings_new(EINSORA_APPLICATION_ID);
-
-        /* No notification server on the test's bus. */
-        g_settings_set_boolean(settings, "notify", FALSE);
-    }
+    daemon_ = einsora_test_app_daemon_start(
+        dir, (const char *const[]){"EINSORA_CONTROLLER_INTERVAL", "1s", NULL}, &fingerprint);
     app = einsora_application_new();
     g_test_add_func("/app/access-relay/notebook-window", test_notebook_window);
     g_test_add_func("/app/access-relay/endpoint", test_endpoint);
