@@ -696,7 +696,17 @@ static gboolean
 take_replay(EinsoraHub *self, MachineState *state, const EinsoraSyncReport *report)
 {
     gboolean queued = FALSE;
+    GHashTableIter iter;
+    gpointer key, value;
 
+    /* What is no longer placed here will never be observed here. */
+    g_hash_table_iter_init(&iter, state->replays);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        if (!g_hash_table_contains(state->marks, key)) {
+            state->replays_held -= g_queue_get_length(value);
+            g_hash_table_iter_remove(&iter);
+        }
+    }
     for (guint i = 0; i < report->replay->len; i++) {
         const EinsoraReplayedStatus *replayed = g_ptr_array_index(report->replay, i);
         const EinsoraWorkloadStatus *status = replayed->status;
@@ -729,9 +739,6 @@ take_replay(EinsoraHub *self, MachineState *state, const EinsoraSyncReport *repo
     }
     /* What ends where the machine is now was said by its status now. */
     if (queued) {
-        GHashTableIter iter;
-        gpointer key, value;
-
         g_hash_table_iter_init(&iter, state->replays);
         while (g_hash_table_iter_next(&iter, &key, &value)) {
             GQueue *queue = value;
