@@ -31,37 +31,6 @@ static EinsoraApplication *app;
 
 /* ---- waiting with the main loop turning -------------------------------- */
 
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
-static gboolean
-app_ready(gpointer data)
-{
-    return einsora_application_is_ready(app);
-}
-
-static EinsoraWindow *
-main_window(void)
-{
-    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(app)); l != NULL; l = l->next)
-        if (EINSORA_IS_WINDOW(l->data))
-            return l->data;
-    return NULL;
-}
-
 static gpointer
 app_window(GType type)
 {
@@ -102,12 +71,6 @@ proxy_page_loaded(gpointer view)
 }
 
 static gboolean
-string_set(gpointer pointer)
-{
-    return *(gchar **)pointer != NULL;
-}
-
-static gboolean
 base_url_shown(gpointer page)
 {
     return einsora_workload_page_get_base_url(page) != NULL;
@@ -117,19 +80,6 @@ static gboolean
 chat_failed(gpointer chat)
 {
     return !einsora_chat_window_is_answering(chat) && einsora_chat_window_get_error(chat) != NULL;
-}
-
-/* A label under @widget whose text has @needle: a toast shows as one. */
-static gboolean
-shows_text(GtkWidget *widget, const char *needle)
-{
-    if (GTK_IS_LABEL(widget) && strstr(gtk_label_get_text(GTK_LABEL(widget)), needle) != NULL)
-        return TRUE;
-    for (GtkWidget *child = gtk_widget_get_first_child(widget); child != NULL;
-         child = gtk_widget_get_next_sibling(child))
-        if (shows_text(child, needle))
-            return TRUE;
-    return FALSE;
 }
 
 typedef struct {
@@ -142,7 +92,7 @@ text_shown(gpointer data)
 {
     Shown *shown = data;
 
-    return shows_text(shown->window, shown->needle);
+    return einsora_test_shows_text(shown->window, shown->needle);
 }
 
 static gboolean
@@ -177,7 +127,7 @@ create_running(const char *body)
     gchar *id = g_strdup(json_object_get_string_member(json_node_get_object(created), "id"));
     const char *pair[] = {id, "running"};
 
-    g_assert_true(wait_for(in_state, pair, 90));
+    g_assert_true(einsora_test_wait_for(in_state, pair, 90));
     return id;
 }
 
@@ -192,8 +142,8 @@ start_app(void)
     g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
     g_assert_no_error(error);
     g_application_activate(G_APPLICATION(app));
-    g_assert_true(wait_for(app_ready, NULL, 60));
-    g_assert_nonnull(main_window());
+    g_assert_true(einsora_test_wait_for(einsora_test_app_ready, app, 60));
+    g_assert_nonnull(einsora_test_main_window(app));
     /* This machine's daemon over https: its proxy's TLS is what relays. */
     g_assert_true(g_str_has_prefix(daemon_->uri, "https://127.0.0.1:"));
     g_assert_true(einsora_connection_is_local(einsora_application_get_connection(app)));
@@ -245,20 +195,20 @@ test_notebook_window(void)
 
     g_action_group_activate_action(G_ACTION_GROUP(app), "open-workload",
                                    g_variant_new_string(notebook_id));
-    g_assert_true(wait_for(notebook_window_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(notebook_window_shown, NULL, 30));
     window = app_window(EINSORA_TYPE_NOTEBOOK_WINDOW);
     view = einsora_notebook_window_get_web_view(window);
     g_assert_nonnull(webkit_web_view_get_uri(view));
     relay_port = url_port(webkit_web_view_get_uri(view), "http", host);
     g_assert_cmpuint(relay_port, !=, daemon_->access_port);
-    g_assert_true(wait_for(proxy_page_loaded, view, 60));
+    g_assert_true(einsora_test_wait_for(proxy_page_loaded, view, 60));
     g_assert_cmpuint(url_port(webkit_web_view_get_uri(view), "http", host), ==, relay_port);
 
     handler =
         g_signal_connect(app, "open-in-browser", G_CALLBACK(on_open_in_browser), &browser_url);
     g_action_group_activate_action(G_ACTION_GROUP(app), "open-in-browser",
                                    g_variant_new_string(notebook_id));
-    g_assert_true(wait_for(string_set, &browser_url, 30));
+    g_assert_true(einsora_test_wait_for(einsora_test_string_set, &browser_url, 30));
     g_signal_handler_disconnect(app, handler);
     prefix = g_strdup_printf("http://%s:%u/_einsora/open?ticket=tkt_", host, relay_port);
     g_assert_true(g_str_has_prefix(browser_url, prefix));
@@ -299,8 +249,8 @@ test_endpoint(void)
                         "\"gpu_class\": \"cpu-1c-2g\", \"model\": \"tiny\"}");
 
     g_action_group_activate_action(G_ACTION_GROUP(app), "show-workload", g_variant_new_string(id));
-    page = einsora_window_get_workload_page(main_window());
-    g_assert_true(wait_for(base_url_shown, page, 30));
+    page = einsora_window_get_workload_page(einsora_test_main_window(app));
+    g_assert_true(einsora_test_wait_for(base_url_shown, page, 30));
     base_url = einsora_workload_page_get_base_url(page);
     g_test_message("base URL: %s", base_url);
     path = g_strdup_printf("/endpoints/%s/v1", id);
@@ -310,10 +260,10 @@ test_endpoint(void)
         g_assert_cmpuint(url_port(base_url, "http", "127.0.0.1"), ==, relay_port);
 
     gtk_widget_activate_action(GTK_WIDGET(page), "page.chat", NULL);
-    g_assert_true(wait_for(chat_window_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(chat_window_shown, NULL, 30));
     chat = app_window(EINSORA_TYPE_CHAT_WINDOW);
     g_assert_true(einsora_chat_window_send(chat, "Hello"));
-    g_assert_true(wait_for(chat_failed, chat, 60));
+    g_assert_true(einsora_test_wait_for(chat_failed, chat, 60));
     g_test_message("the chat's error: %s", einsora_chat_window_get_error(chat));
     /* The proxy's own refusal, not a TLS error on the way. */
     g_assert_nonnull(strstr(einsora_chat_window_get_error(chat), "no running endpoint"));
@@ -363,7 +313,7 @@ test_changed_certificate(void)
 
     if (relay_port == 0)
         test_notebook_window();
-    in_main.window = GTK_WIDGET(main_window());
+    in_main.window = GTK_WIDGET(einsora_test_main_window(app));
     in_notebook.window = app_window(EINSORA_TYPE_NOTEBOOK_WINDOW);
     g_assert_nonnull(in_notebook.window);
     g_assert_false(text_shown(&in_main));
@@ -383,11 +333,11 @@ test_changed_certificate(void)
         g_assert_no_error(error);
     }
     g_subprocess_send_signal(daemon_->process, SIGHUP);
-    g_assert_true(wait_for(log_has, "SIGHUP: TLS certificate", 30));
+    g_assert_true(einsora_test_wait_for(log_has, "SIGHUP: TLS certificate", 30));
 
     thread = g_thread_new("knock", knock, GUINT_TO_POINTER(relay_port));
-    g_assert_true(wait_for(text_shown, &in_main, 30));
-    g_assert_true(wait_for(text_shown, &in_notebook, 10));
+    g_assert_true(einsora_test_wait_for(text_shown, &in_main, 30));
+    g_assert_true(einsora_test_wait_for(text_shown, &in_notebook, 10));
     /* Nothing came back: the browser's connection was closed. */
     g_assert_cmpuint(GPOINTER_TO_SIZE(g_thread_join(thread)), ==, 0);
 }

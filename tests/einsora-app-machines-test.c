@@ -32,22 +32,6 @@ static EinsoraApplication *app;
 
 /* ---- waiting with the main loop turning -------------------------------- */
 
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
 static void
 settle(guint ms)
 {
@@ -57,21 +41,6 @@ settle(guint ms)
         g_main_context_iteration(NULL, FALSE);
         g_usleep(2000);
     }
-}
-
-static gboolean
-app_ready(gpointer data)
-{
-    return einsora_application_is_ready(app);
-}
-
-static EinsoraWindow *
-main_window(void)
-{
-    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(app)); l != NULL; l = l->next)
-        if (EINSORA_IS_WINDOW(l->data))
-            return l->data;
-    return NULL;
 }
 
 static gpointer
@@ -127,23 +96,10 @@ click(GtkWidget *widget, const char *action_name)
     g_signal_emit_by_name(button, "clicked");
 }
 
-/* A label under @widget whose text has @needle: a toast shows as one. */
-static gboolean
-shows_text(GtkWidget *widget, const char *needle)
-{
-    if (GTK_IS_LABEL(widget) && strstr(gtk_label_get_text(GTK_LABEL(widget)), needle) != NULL)
-        return TRUE;
-    for (GtkWidget *child = gtk_widget_get_first_child(widget); child != NULL;
-         child = gtk_widget_get_next_sibling(child))
-        if (shows_text(child, needle))
-            return TRUE;
-    return FALSE;
-}
-
 static gboolean
 toast_shown(gpointer needle)
 {
-    return shows_text(GTK_WIDGET(main_window()), needle);
+    return einsora_test_shows_text(GTK_WIDGET(einsora_test_main_window(app)), needle);
 }
 
 /* ---- screenshots ------------------------------------------------------- */
@@ -168,7 +124,7 @@ save_screenshot(GtkWidget *widget, const char *name)
     if (artifacts == NULL)
         return;
     g_assert_cmpint(g_mkdir_with_parents(artifacts, 0755), ==, 0);
-    g_assert_true(wait_for(widget_drawn, widget, 10));
+    g_assert_true(einsora_test_wait_for(widget_drawn, widget, 10));
     settle(300);
     width = gtk_widget_get_width(widget);
     height = gtk_widget_get_height(widget);
@@ -223,7 +179,7 @@ typedef struct {
 static EinsoraMachineRow *
 row_of(const RowWait *wait)
 {
-    EinsoraMachinesView *view = einsora_window_get_machines_view(main_window());
+    EinsoraMachinesView *view = einsora_window_get_machines_view(einsora_test_main_window(app));
 
     return wait->id != NULL ? einsora_machines_view_lookup_row(view, wait->id)
                             : einsora_machines_view_find_row(view, wait->name);
@@ -266,12 +222,6 @@ on_clipboard_text(GObject *source, GAsyncResult *result, gpointer user_data)
     g_assert_no_error(error);
 }
 
-static gboolean
-string_set(gpointer pointer)
-{
-    return *(gchar **)pointer != NULL;
-}
-
 static void
 on_process_done(GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -292,7 +242,7 @@ wait_process(GSubprocess *process, guint seconds)
     gboolean done = FALSE;
 
     g_subprocess_wait_async(process, NULL, on_process_done, &done);
-    return wait_for(flag_set, &done, seconds);
+    return einsora_test_wait_for(flag_set, &done, seconds);
 }
 
 /* @command as another machine runs it: einsora-daemon from this build,
@@ -345,8 +295,8 @@ test_machines_page(void)
     g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
     g_assert_no_error(error);
     g_application_activate(G_APPLICATION(app));
-    g_assert_true(wait_for(app_ready, NULL, 60));
-    window = main_window();
+    g_assert_true(einsora_test_wait_for(einsora_test_app_ready, app, 60));
+    window = einsora_test_main_window(app);
     g_assert_nonnull(window);
     g_assert_true(einsora_connection_is_local(einsora_application_get_connection(app)));
 
@@ -356,7 +306,7 @@ test_machines_page(void)
     {
         RowWait own = {own_id, NULL, "Online", FALSE};
 
-        g_assert_true(wait_for(row_shows, &own, 30));
+        g_assert_true(einsora_test_wait_for(row_shows, &own, 30));
         row = row_of(&own);
         g_test_message("own machine: %s", subtitle_of(row));
         g_assert_true(g_str_has_prefix(subtitle_of(row), "Last sync "));
@@ -370,11 +320,12 @@ test_machines_page(void)
 
     /* Add a Machine…: a name the server refuses is said in the dialog. */
     click(GTK_WIDGET(view), "app.add-machine");
-    g_assert_true(wait_for(toplevel_shown, GSIZE_TO_POINTER(EINSORA_TYPE_ADD_MACHINE_DIALOG), 10));
+    g_assert_true(einsora_test_wait_for(toplevel_shown,
+                                        GSIZE_TO_POINTER(EINSORA_TYPE_ADD_MACHINE_DIALOG), 10));
     dialog = find_toplevel(EINSORA_TYPE_ADD_MACHINE_DIALOG);
     einsora_add_machine_dialog_set_name(dialog, "Not A Name!");
     click(GTK_WIDGET(dialog), "dialog.get-command");
-    g_assert_true(wait_for(dialog_error_shown, dialog, 30));
+    g_assert_true(einsora_test_wait_for(dialog_error_shown, dialog, 30));
     g_test_message("refused: %s", einsora_add_machine_dialog_get_error(dialog));
     g_assert_null(einsora_add_machine_dialog_get_command(dialog));
     settle(500); /* the error's revealer open */
@@ -383,14 +334,14 @@ test_machines_page(void)
     /* A good one: the command, shown once, saying when it stops working. */
     einsora_add_machine_dialog_set_name(dialog, MACHINE_NAME);
     click(GTK_WIDGET(dialog), "dialog.get-command");
-    g_assert_true(wait_for(command_shown, dialog, 30));
+    g_assert_true(einsora_test_wait_for(command_shown, dialog, 30));
     g_assert_null(einsora_add_machine_dialog_get_error(dialog));
     command = g_strdup(einsora_add_machine_dialog_get_command(dialog));
     g_test_message("command: %s", command);
     g_assert_true(g_str_has_prefix(command, "einsora-daemon agent --join "));
     g_assert_nonnull(strstr(command, " --token enr_"));
     g_assert_nonnull(strstr(command, fingerprint));
-    g_assert_true(shows_text(GTK_WIDGET(dialog), command));
+    g_assert_true(einsora_test_shows_text(GTK_WIDGET(dialog), command));
     g_assert_nonnull(strstr(einsora_add_machine_dialog_get_note(dialog), "before "));
     g_assert_nonnull(strstr(einsora_add_machine_dialog_get_note(dialog), "works once"));
     g_assert_null(find_button(GTK_WIDGET(dialog), "dialog.get-command"));
@@ -400,10 +351,11 @@ test_machines_page(void)
     click(GTK_WIDGET(dialog), "dialog.copy");
     gdk_clipboard_read_text_async(gtk_widget_get_clipboard(GTK_WIDGET(dialog)), NULL,
                                   on_clipboard_text, &copied);
-    g_assert_true(wait_for(string_set, &copied, 10));
+    g_assert_true(einsora_test_wait_for(einsora_test_string_set, &copied, 10));
     g_assert_cmpstr(copied, ==, command);
     click(GTK_WIDGET(dialog), "window.close");
-    g_assert_true(wait_for(toplevel_gone, GSIZE_TO_POINTER(EINSORA_TYPE_ADD_MACHINE_DIALOG), 10));
+    g_assert_true(einsora_test_wait_for(toplevel_gone,
+                                        GSIZE_TO_POINTER(EINSORA_TYPE_ADD_MACHINE_DIALOG), 10));
 
     /* The command, on "another machine": it enrols, then its agent runs. */
     {
@@ -423,7 +375,7 @@ test_machines_page(void)
     {
         RowWait joined = {machine_id, NULL, "Online", TRUE};
 
-        g_assert_true(wait_for(row_shows, &joined, 45));
+        g_assert_true(einsora_test_wait_for(row_shows, &joined, 45));
         row = row_of(&joined);
         g_test_message("joined machine: %s", subtitle_of(row));
         g_assert_cmpstr(adw_preferences_row_get_title(ADW_PREFERENCES_ROW(row)), ==, MACHINE_NAME);
@@ -438,14 +390,15 @@ test_machines_page(void)
 
     /* Revoke…: asked first, saying what follows. */
     click(GTK_WIDGET(row), "machines.revoke");
-    g_assert_true(wait_for(toplevel_shown, GSIZE_TO_POINTER(ADW_TYPE_MESSAGE_DIALOG), 10));
+    g_assert_true(
+        einsora_test_wait_for(toplevel_shown, GSIZE_TO_POINTER(ADW_TYPE_MESSAGE_DIALOG), 10));
     confirm = find_toplevel(ADW_TYPE_MESSAGE_DIALOG);
     g_assert_cmpstr(adw_message_dialog_get_heading(confirm), ==, "Revoke " MACHINE_NAME "?");
     g_assert_nonnull(strstr(adw_message_dialog_get_body(confirm), "refused at once"));
     g_assert_nonnull(strstr(adw_message_dialog_get_body(confirm), "offline"));
     save_screenshot(GTK_WIDGET(confirm), "revoke-machine-dialog.png");
     adw_message_dialog_response(confirm, "revoke");
-    g_assert_true(wait_for(toast_shown, MACHINE_NAME " is revoked", 30));
+    g_assert_true(einsora_test_wait_for(toast_shown, MACHINE_NAME " is revoked", 30));
     {
         RowWait revoked = {machine_id, NULL, NULL, FALSE};
         g_autofree gchar *path = g_strdup_printf("/v1/machines/%s", machine_id);
@@ -453,7 +406,7 @@ test_machines_page(void)
 
         /* (its status is whatever the refused agent's last sync left) */
         revoked.status = einsora_machine_row_get_status(row_of(&revoked));
-        g_assert_true(wait_for(row_shows, &revoked, 30));
+        g_assert_true(einsora_test_wait_for(row_shows, &revoked, 30));
         g_assert_null(strstr(subtitle_of(row_of(&revoked)), "certificate"));
         machine = call("GET", path);
         g_assert_true(JSON_NODE_HOLDS_NULL(

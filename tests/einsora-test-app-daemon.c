@@ -1,6 +1,7 @@
 #include "einsora-test-app-daemon.h"
 
 #include <adwaita.h>
+#include <string.h>
 
 #include "einsora-application.h"
 #include "einsora-pinned-database.h"
@@ -50,4 +51,51 @@ einsora_test_app_daemon_start(const char *dir, const char *const *extra_env, gch
         g_settings_set_boolean(settings, "notify", FALSE);
     }
     return daemon;
+}
+
+gboolean
+einsora_test_wait_for(EinsoraTestCondition condition, gpointer data, guint seconds)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
+
+    while (!condition(data)) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    return TRUE;
+}
+
+gboolean
+einsora_test_app_ready(gpointer app)
+{
+    return einsora_application_is_ready(app);
+}
+
+gboolean
+einsora_test_string_set(gpointer pointer)
+{
+    return *(gchar **)pointer != NULL;
+}
+
+EinsoraWindow *
+einsora_test_main_window(EinsoraApplication *app)
+{
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(app)); l != NULL; l = l->next)
+        if (EINSORA_IS_WINDOW(l->data))
+            return l->data;
+    return NULL;
+}
+
+gboolean
+einsora_test_shows_text(GtkWidget *widget, const char *needle)
+{
+    if (GTK_IS_LABEL(widget) && strstr(gtk_label_get_text(GTK_LABEL(widget)), needle) != NULL)
+        return TRUE;
+    for (GtkWidget *child = gtk_widget_get_first_child(widget); child != NULL;
+         child = gtk_widget_get_next_sibling(child))
+        if (einsora_test_shows_text(child, needle))
+            return TRUE;
+    return FALSE;
 }

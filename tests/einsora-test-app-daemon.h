@@ -1,9 +1,14 @@
 /* The desktop app's tests against the real daemon over TLS: the daemon
  * started with its own certificate, pinned for the app, the app's files
- * in the test's directory, notifications off. */
+ * in the test's directory, notifications off; and the waits and looks
+ * such a test makes, with the main loop turning. */
 #pragma once
 
+#include <gtk/gtk.h>
+
+#include "einsora-application.h"
 #include "einsora-test-daemon.h"
+#include "einsora-window.h"
 
 G_BEGIN_DECLS
 
@@ -13,5 +18,17 @@ G_BEGIN_DECLS
  * with @dir the test's directory. Calls adw_init(). */
 EinsoraTestDaemon *einsora_test_app_daemon_start(const char *dir, const char *const *extra_env,
                                                  gchar **fingerprint);
+
+typedef gboolean (*EinsoraTestCondition)(gpointer data);
+
+/* Turns the main loop until @condition holds, or @seconds pass (FALSE). */
+gboolean einsora_test_wait_for(EinsoraTestCondition condition, gpointer data, guint seconds);
+/* Conditions: @app (an EinsoraApplication) is ready; *(gchar **)@pointer is set. */
+gboolean einsora_test_app_ready(gpointer app);
+gboolean einsora_test_string_set(gpointer pointer);
+/* The app's main window, or NULL. */
+EinsoraWindow *einsora_test_main_window(EinsoraApplication *app);
+/* A label under @widget whose text has @needle: a toast shows as one. */
+gboolean einsora_test_shows_text(GtkWidget *widget, const char *needle);
 
 G_END_DECLS
