@@ -421,21 +421,7 @@ async function run() {
 
 /* The test */
 
-let cleaning = null;
-function cleanUp() {
-  cleaning ??= cleanUpOnce();
-  return cleaning;
-}
-
-async function cleanUpOnce() {
-  const problems = [];
-  const attempt = async (what, body) => {
-    try {
-      await body();
-    } catch (error) {
-      problems.push(`${what}: ${error.message}`);
-    }
-  };
+async function cleanUp(attempt) {
   for (const name of Object.keys(state.agents))
     await attempt(`stopping agent ${name}`, () => stopAgent(name));
   await attempt('stopping the daemon', stopDaemon);
@@ -464,7 +450,6 @@ async function cleanUpOnce() {
   for (const dir of state.dirs.reverse())
     await attempt(`removing ${dir}`, () =>
       fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }));
-  return problems;
 }
 
 // Its logs' last lines, while they are there.

@@ -240,15 +240,31 @@ export async function openAndRunCell(context, link, host) {
   return { tree, notebook };
 }
 
-// A script's one TAP test: @run, then @cleanUp (once, returning the
-// problems it met, never throwing) however it ends, a signal from
-// meson's timeout or ^C included, then "ok 1 - @passed" or "not ok 1 -
-// @failed". @skip: why to skip it, or null. @beforeCleanUp(failure):
-// what a failure should note while the logs are still there.
+// A script's one TAP test: @run, then @cleanUp(attempt) once however it
+// ends, a signal from meson's timeout or ^C included, then "ok 1 -
+// @passed" or "not ok 1 - @failed". @cleanUp does each step through
+// attempt(what, body), which notes a failed step and goes on. @skip: why
+// to skip it, or null. @beforeCleanUp(failure): what a failure should
+// note while the logs are still there.
 export async function runTest({ passed, failed, run, cleanUp, skip = null,
   beforeCleanUp = null }) {
   const started = Date.now();
   const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
+  let cleaning = null;
+  const cleanUpOnce = () => {
+    cleaning ??= (async () => {
+      const problems = [];
+      await cleanUp(async (what, body) => {
+        try {
+          await body();
+        } catch (error) {
+          problems.push(`${what}: ${error.message}`);
+        }
+      });
+      return problems;
+    })();
+    return cleaning;
+  };
   let reported = false;
   const report = (failure) => {
     if (reported) return;
@@ -264,7 +280,7 @@ export async function runTest({ passed, failed, run, cleanUp, skip = null,
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     process.once(signal, async () => {
       note(`${signal} during "${state.step}": cleaning up`);
-      await cleanUp();
+      await cleanUpOnce();
       report(`stopped by ${signal} during "${state.step}"`);
       process.exit(1);
     });
@@ -281,7 +297,7 @@ export async function runTest({ passed, failed, run, cleanUp, skip = null,
     failure = error instanceof Failure ? error.message : `${state.step}: ${error.stack ?? error}`;
   }
   if (failure && beforeCleanUp) beforeCleanUp(failure);
-  const problems = await cleanUp();
+  const problems = await cleanUpOnce();
   if (!failure && problems.length) failure = `cleaning up: ${problems.join('; ')}`;
   else for (const problem of problems) note(`cleaning up: ${problem}`);
   report(failure);

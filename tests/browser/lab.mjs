@@ -447,22 +447,8 @@ async function deleteWorkloads() {
 
 // Whatever is left: the relay, the browser, the workloads, the daemon,
 // every process in the Lab's namespace, the namespace and its link, the
-// temp directories. Never throws; once.
-let cleaning = null;
-function cleanUp() {
-  cleaning ??= cleanUpOnce();
-  return cleaning;
-}
-
-async function cleanUpOnce() {
-  const problems = [];
-  const attempt = async (what, body) => {
-    try {
-      await body();
-    } catch (error) {
-      problems.push(`${what}: ${error.message}`);
-    }
-  };
+// temp directories, each step through attempt (runTest calls it once).
+async function cleanUp(attempt) {
   if (state.relay) await attempt('stopping the relay', stopRelay);
   if (state.context) await attempt('closing chromium', () => state.context.close());
   if (state.workloads.length && state.daemon)
@@ -494,7 +480,6 @@ async function cleanUpOnce() {
   for (const dir of state.dirs.reverse())
     await attempt(`removing ${dir}`, () =>
       fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }));
-  return problems;
 }
 
 await runTest({

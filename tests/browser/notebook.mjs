@@ -213,23 +213,9 @@ async function stopDaemon() {
 }
 
 // Whatever is left: the browser, the workload, the daemon, every process
-// group a state file names, the temp directories. Never throws; once,
-// whoever asks first (the test's end or a signal).
-let cleaning = null;
-function cleanUp() {
-  cleaning ??= cleanUpOnce();
-  return cleaning;
-}
-
-async function cleanUpOnce() {
-  const problems = [];
-  const attempt = async (what, body) => {
-    try {
-      await body();
-    } catch (error) {
-      problems.push(`${what}: ${error.message}`);
-    }
-  };
+// group a state file names, the temp directories, each step through
+// attempt (runTest calls it once).
+async function cleanUp(attempt) {
   if (state.context)
     await attempt('closing chromium', () => state.context.close());
   if (state.workloadId && state.daemon) {
@@ -268,7 +254,6 @@ async function cleanUpOnce() {
       fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     });
   }
-  return problems;
 }
 
 await runTest({
