@@ -126,6 +126,18 @@ einsora_remote_hub_get_server(EinsoraRemoteHub *self)
 }
 
 const char *
+einsora_remote_hub_get_fingerprint(EinsoraRemoteHub *self)
+{
+    return self->fingerprint;
+}
+
+GTlsCertificate *
+einsora_remote_hub_get_certificate(EinsoraRemoteHub *self)
+{
+    return self->certificate;
+}
+
+const char *
 einsora_remote_hub_get_owner_tenant_id(EinsoraRemoteHub *self)
 {
     return self->owner_tenant_id;

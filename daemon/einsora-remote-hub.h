@@ -20,6 +20,10 @@ G_DECLARE_FINAL_TYPE(EinsoraRemoteHub, einsora_remote_hub, EINSORA, REMOTE_HUB, 
 EinsoraRemoteHub *einsora_remote_hub_load(const char *state_dir, gchar **machine_id,
                                           GError **error);
 const char *einsora_remote_hub_get_server(EinsoraRemoteHub *self);
+/* The server certificate's pinned fingerprint, and this machine's own
+ * client certificate: what its tunnels (docs/adr/0059) connect with. */
+const char *einsora_remote_hub_get_fingerprint(EinsoraRemoteHub *self);
+GTlsCertificate *einsora_remote_hub_get_certificate(EinsoraRemoteHub *self);
 /* The machine's owner, as the server said at the join; NULL for a machine
  * that joined before servers said it: then no tenant's workloads run on
  * drivers only the owner may use. */

@@ -20,6 +20,7 @@
 #include "einsora-controller.h"
 #include "einsora-agent-join.h"
 #include "einsora-remote-hub.h"
+#include "einsora-agent-tunnel.h"
 #include "einsora-daemon-tls.h"
 #include "einsora-meter.h"
 #include "einsora-docker-driver.h"
@@ -1092,6 +1093,7 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
         return EXIT_FAILURE;
     }
     remote = einsora_remote_hub_load(settings->agent_state_dir, &machine_id, &error);
+    g_autoptr(EinsoraAgentTunnel) tunnel = NULL;
     if (remote == NULL) {
         g_printerr("einsora-daemon agent: %s\n", error->message);
         return EXIT_FAILURE;
@@ -1135,10 +1137,15 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
     g_unix_signal_add(SIGINT, quit_on_signal, machine.loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, machine.loop);
     einsora_agent_start(machine.agent);
+    tunnel = einsora_agent_tunnel_new(
+        einsora_remote_hub_get_server(remote), einsora_remote_hub_get_fingerprint(remote),
+        einsora_remote_hub_get_certificate(remote), EINSORA_ACCESS_SOURCE(machine.agent));
+    einsora_agent_tunnel_start(tunnel);
     start_probes(settings, &machine);
     g_message("agent of %s as machine %s: syncing over mutual TLS",
               einsora_remote_hub_get_server(remote), machine_id);
     g_main_loop_run(machine.loop);
+    einsora_agent_tunnel_stop(tunnel);
     einsora_agent_stop(machine.agent);
     if (machine.fatal != NULL) {
         g_printerr("einsora-daemon agent: %s\n", machine.fatal->message);
@@ -1351,6 +1358,14 @@ run_daemon(const EinsoraDaemonSettings *settings)
             return EXIT_FAILURE;
         }
         einsora_api_server_set_agent_hub(api, EINSORA_SYNC_TRANSPORT(machine.hub));
+        /* Agents' streams, for opening what runs on their machines
+         * (docs/adr/0059): only where agents can join. */
+        {
+            g_autoptr(EinsoraTunnels) tunnels = einsora_tunnels_new();
+
+            einsora_api_server_set_tunnels(api, tunnels);
+            einsora_access_proxy_set_tunnels(access, tunnels);
+        }
     }
     if (!einsora_api_server_listen(api, settings->api_addr, &error)) {
         g_printerr("einsora-daemon: EINSORA_API_ADDR (--listen): %s\n", error->message);

@@ -557,6 +557,102 @@ test_real_agent_health(void)
 
 /* Revoked by its owner (another tenant: 404): a sync it holds is refused
  * at once, and so is every one after; a second revocation is 409. */
+/* Tunnels (docs/adr/0059): GET /agent/v1/tunnel as the agent asks it,
+ * over a TLS connection of its own, with @certificate (NULL: none). */
+static gboolean
+accept_pinned_tunnel(GTlsConnection *connection, GTlsCertificate *certificate,
+                     GTlsCertificateFlags errors, gpointer user_data)
+{
+    g_autofree gchar *presented = einsora_tls_certificate_fingerprint(certificate);
+    return g_strcmp0(presented, fingerprint) == 0;
+}
+
+static void
+on_tunnel_client_event(GSocketClient *client, GSocketClientEvent event,
+                       GSocketConnectable *connectable, GIOStream *connection, gpointer user_data)
+{
+    GTlsCertificate *certificate = user_data;
+
+    if (event != G_SOCKET_CLIENT_TLS_HANDSHAKING)
+        return;
+    if (certificate != NULL)
+        g_tls_connection_set_certificate(G_TLS_CONNECTION(connection), certificate);
+    g_tls_connection_set_database(G_TLS_CONNECTION(connection), NULL);
+    g_signal_connect(connection, "accept-certificate", G_CALLBACK(accept_pinned_tunnel), NULL);
+}
+
+/* The answer's status; *@stream the connection, to read on after a 101. */
+static guint
+open_tunnel(GTlsCertificate *certificate, const char *upgrade, GIOStream **stream)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GSocketConnection) connection = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GString) answer = g_string_new(NULL);
+    g_autofree gchar *request = g_strdup_printf(
+        "GET /agent/v1/tunnel HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n"
+        "Upgrade: %s\r\n\r\n",
+        upgrade);
+    guint status = 0;
+
+    g_socket_client_set_tls(client, TRUE);
+    g_socket_client_set_timeout(client, 30);
+    g_signal_connect(client, "event", G_CALLBACK(on_tunnel_client_event), certificate);
+    connection = g_socket_client_connect_to_uri(client, daemon_->uri, 443, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(g_output_stream_write_all(g_io_stream_get_output_stream(G_IO_STREAM(connection)),
+                                            request, strlen(request), NULL, NULL, &error));
+    /* A byte at a time: nothing past the head is taken from the stream. */
+    while (strstr(answer->str, "\r\n\r\n") == NULL && answer->len < 16384) {
+        char byte;
+        gssize got = g_input_stream_read(g_io_stream_get_input_stream(G_IO_STREAM(connection)),
+                                         &byte, 1, NULL, &error);
+        if (got <= 0)
+            break;
+        g_string_append_c(answer, byte);
+    }
+    g_test_message("tunnel -> %.200s", answer->str);
+    g_assert_true(g_str_has_prefix(answer->str, "HTTP/1.1 "));
+    status = (guint)g_ascii_strtoull(answer->str + 9, NULL, 10);
+    if (stream != NULL)
+        *stream = G_IO_STREAM(g_steal_pointer(&connection));
+    return status;
+}
+
+/* Whether the server ended @stream within 5 s. */
+static gboolean
+tunnel_ended(GIOStream *stream)
+{
+    GInputStream *in = g_io_stream_get_input_stream(stream);
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < deadline) {
+        char byte;
+        g_autoptr(GError) error = NULL;
+        gssize got = g_pollable_input_stream_read_nonblocking(G_POLLABLE_INPUT_STREAM(in), &byte, 1,
+                                                              NULL, &error);
+        if (got == 0 || (got < 0 && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)))
+            return TRUE;
+        g_usleep(10000);
+    }
+    return FALSE;
+}
+
+/* Only an enrolled machine's certificate opens one, and only as asked. */
+static void
+test_tunnel(void)
+{
+    g_autoptr(GTlsCertificate) certificate = agent_certificate();
+    g_autoptr(GIOStream) stream = NULL;
+
+    g_assert_cmpuint(open_tunnel(NULL, "einsora-tunnel/1", NULL), ==, 401);
+    g_assert_cmpuint(open_tunnel(certificate, "websocket", NULL), ==, 400);
+    g_assert_cmpuint(open_tunnel(certificate, "einsora-tunnel/1", &stream), ==, 101);
+    /* Held open, idle: the server sends nothing until a request. */
+    g_assert_false(tunnel_ended(stream));
+    g_io_stream_close(stream, NULL, NULL);
+}
+
 static void
 test_revoked(void)
 {
@@ -573,7 +669,10 @@ test_revoked(void)
     gint64 deadline;
     gint64 revoked_at;
 
+    g_autoptr(GIOStream) tunnel = NULL;
+
     g_assert_cmpuint(first->status, ==, 200);
+    g_assert_cmpuint(open_tunnel(certificate, "einsora-tunnel/1", &tunnel), ==, 101);
     {
         g_autoptr(EinsoraTestResponse) theirs =
             einsora_test_request(daemon_, "POST", path, other_token, NULL, NULL, NULL);
@@ -599,6 +698,9 @@ test_revoked(void)
         g_main_context_iteration(NULL, FALSE), g_usleep(5000);
     g_assert_true(held.done);
     g_assert_cmpuint(held.status, ==, 401);
+    /* Its tunnel is closed as its held sync is refused, and no new one opens. */
+    g_assert_true(tunnel_ended(tunnel));
+    g_assert_cmpuint(open_tunnel(certificate, "einsora-tunnel/1", NULL), ==, 401);
     {
         g_autoptr(Answer) after = sync_with(certificate, first_report, NULL);
         g_assert_cmpuint(after->status, ==, 401);
@@ -673,6 +775,7 @@ main(int argc, char **argv)
     g_test_add_func("/agent-sync/agent-version-and-clock", test_agent_health);
     g_test_add_func("/agent-sync/real-agent", test_real_agent);
     g_test_add_func("/agent-sync/real-agent-says-its-version", test_real_agent_health);
+    g_test_add_func("/agent-sync/tunnel", test_tunnel);
     /* Last: the machine is revoked after it. */
     g_test_add_func("/agent-sync/revoked", test_revoked);
     status = g_test_run();

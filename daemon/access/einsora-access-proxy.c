@@ -9,6 +9,7 @@
 
 #include "einsora-access-host.h"
 #include "einsora-credential.h"
+#include "einsora-tunnels.h"
 #include "einsora-endpoint-routes.h"
 #include "einsora-error.h"
 #include "einsora-http-edge.h"
@@ -42,6 +43,10 @@ typedef struct {
     /* An endpoint's worker (llama-server): its key goes as a Bearer
      * token, and the client's cookies never go at all. */
     gboolean endpoint;
+    /* On another machine: reached through its agent's tunnel, which adds
+     * the token (docs/adr/0059). Then no socket or token is known here. */
+    gchar *machine_id;
+    gint64 attempt;
 } Target;
 
 /* A browser's session with one workload, behind its cookie (kept here as
@@ -65,6 +70,7 @@ struct _EinsoraAccessProxy {
     EinsoraService *service;
     EinsoraAuth *auth; /* API tokens, for endpoints */
     EinsoraWorkloadAccess *targets;
+    EinsoraTunnels *tunnels; /* NULL: workloads on this machine only */
     EinsoraNowFunc now;
     gpointer now_data;
     SoupServer *server;
@@ -103,6 +109,7 @@ target_free(Target *target)
     g_free(target->socket_address);
     g_free(target->workload_id);
     g_free(target->socket_path);
+    g_free(target->machine_id);
     if (target->token != NULL)
         explicit_bzero(target->token, strlen(target->token));
     g_free(target->token);
@@ -210,10 +217,35 @@ log_request(SoupServerMessage *msg, const char *workload_id, guint status, const
 static const char *
 target_address(Target *target, GError **error)
 {
+    if (target->socket_path == NULL) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "it runs on another machine");
+        return NULL;
+    }
     if (target->socket_address == NULL)
         target->socket_address =
             einsora_unix_socket_open_own(target->socket_path, &target->socket_fd, error);
     return target->socket_address;
+}
+
+/* Which server run a session opened: a new run has a new token. Through
+ * a tunnel the token isn't known here; the attempt on its machine is. */
+static gchar *
+target_run_hash(const Target *target)
+{
+    g_autofree gchar *run = NULL;
+
+    if (target->token != NULL)
+        return einsora_credential_sha256_hex(target->token);
+    run = g_strdup_printf("tunnel %s %" G_GINT64_FORMAT, target->machine_id, target->attempt);
+    return einsora_credential_sha256_hex(run);
+}
+
+/* A stream to @target on its machine, through its agent's tunnel. */
+static int
+tunnel_open(EinsoraAccessProxy *self, const Target *target, GError **error)
+{
+    return einsora_tunnels_open(self->tunnels, target->machine_id, target->workload_id,
+                                target->attempt, target->endpoint ? "Bearer" : "token", error);
 }
 
 /* The running workload behind @tenant_id's @workload_id, if any. */
@@ -230,9 +262,19 @@ lookup_target(EinsoraAccessProxy *self, const char *tenant_id, const char *workl
     self->lookups++;
     if (!einsora_workload_access_lookup(self->targets, tenant_id, workload_id, attempt,
                                         &target->socket_path, &target->token, &error)) {
-        g_debug("access %s: %s", workload_id, error->message);
-        return NULL;
+        g_autoptr(GError) remote_error = NULL;
+
+        if (self->tunnels != NULL)
+            target->machine_id = einsora_workload_access_lookup_remote(
+                self->targets, tenant_id, workload_id, attempt, &remote_error);
+        if (target->machine_id == NULL) {
+            g_debug("access %s: %s", workload_id, error->message);
+            return NULL;
+        }
+        target->attempt = *attempt;
+        return g_steal_pointer(&target);
     }
+    target->attempt = *attempt;
     /* Opened now, held with the rest (a socket not there yet is tried
      * again by the request that needs it). */
     (void)target_address(target, NULL);
@@ -293,7 +335,7 @@ session_target(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *wor
         return target_ref(session->target);
     target = lookup_target(self, session->tenant_id, workload_id, &attempt);
     if (target != NULL)
-        token_hash = einsora_credential_sha256_hex(target->token);
+        token_hash = target_run_hash(target);
     if (target == NULL || attempt != session->attempt ||
         g_strcmp0(token_hash, session->token_hash) != 0) {
         /* The server it opened is gone: so is the session. */
@@ -354,7 +396,7 @@ handle_open(EinsoraAccessProxy *self, SoupServerMessage *msg, const char *worklo
     session->tenant_id = g_strdup(taken->tenant_id);
     session->workload_id = g_strdup(workload_id);
     session->attempt = attempt;
-    session->token_hash = einsora_credential_sha256_hex(target->token);
+    session->token_hash = target_run_hash(target);
     session->expires_us = proxy_now(self) + EINSORA_ACCESS_SESSION_US;
     session->target = target_ref(target);
     g_hash_table_replace(self->sessions, einsora_credential_sha256_hex(cookie), session);
@@ -469,7 +511,7 @@ forward_free(Forward *forward)
 static void
 remove_all(GString *text, const char *needle)
 {
-    gsize length = strlen(needle);
+    gsize length = needle != NULL ? strlen(needle) : 0;
     char *found;
 
     while (length > 0 && (found = memmem(text->str, text->len, needle, length)) != NULL)
@@ -548,8 +590,10 @@ append_request_headers(GString *head, SoupMessageHeaders *from, const Target *ta
         g_string_append(head, "Origin: http://localhost\r\n");
     if (request_id != NULL)
         g_string_append_printf(head, "X-Request-ID: %s\r\n", request_id);
-    g_string_append_printf(head, "Authorization: %s %s\r\n", target->endpoint ? "Bearer" : "token",
-                           target->token);
+    /* Through a tunnel the agent adds it (docs/adr/0059). */
+    if (target->token != NULL)
+        g_string_append_printf(head, "Authorization: %s %s\r\n",
+                               target->endpoint ? "Bearer" : "token", target->token);
 }
 
 /* The request line, for the workload's own name for itself. @route: an
@@ -808,7 +852,8 @@ answer_client(Forward *forward)
     headers = soup_server_message_get_response_headers(forward->msg);
     copy_response_headers(from, headers, forward->target->token, forward->target->endpoint);
     length = soup_message_headers_get_content_length(from);
-    forward->scrub = is_text(from);
+    /* Through a tunnel the agent masks it, as it alone knows it. */
+    forward->scrub = is_text(from) && forward->target->token != NULL;
     known = soup_message_headers_get_encoding(from) == SOUP_ENCODING_CONTENT_LENGTH && length >= 0;
     forward->scrub_whole = forward->scrub && known && length <= SCRUB_WHOLE_LIMIT;
     /* An answer of known length fits its first read. */
@@ -945,13 +990,24 @@ start_forward(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target, 
     else if (body == EINSORA_HTTP_BODY_CHUNKED)
         g_string_append(head, "Transfer-Encoding: chunked\r\n");
     g_string_append(head, "\r\n");
-    address = target_address(target, &error);
-    forward->upstream =
-        address == NULL
-            ? NULL
-            : einsora_upstream_new(address, head, body,
-                                   g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
-                                   &forward_callbacks, forward, &error);
+    if (target->machine_id != NULL) {
+        int fd = tunnel_open(self, target, &error);
+
+        forward->upstream =
+            fd < 0
+                ? NULL
+                : einsora_upstream_new_for_fd(
+                      fd, head, body, g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
+                      &forward_callbacks, forward);
+    } else {
+        address = target_address(target, &error);
+        forward->upstream =
+            address == NULL
+                ? NULL
+                : einsora_upstream_new(address, head, body,
+                                       g_strcmp0(soup_server_message_get_method(msg), "HEAD") == 0,
+                                       &forward_callbacks, forward, &error);
+    }
     explicit_bzero(head->str, head->len); /* it holds the token */
     if (forward->upstream == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
@@ -1321,6 +1377,15 @@ upgrade_request(SoupServerMessage *msg, const Target *target)
 }
 
 static void
+send_upgrade(Upgrade *upgrade)
+{
+    upgrade->request = upgrade_request(upgrade->msg, upgrade->target);
+    g_output_stream_write_all_async(g_io_stream_get_output_stream(G_IO_STREAM(upgrade->upstream)),
+                                    upgrade->request, strlen(upgrade->request), G_PRIORITY_DEFAULT,
+                                    upgrade->cancellable, on_upgrade_sent, upgrade);
+}
+
+static void
 on_upgrade_connected(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     Upgrade *upgrade = user_data;
@@ -1332,10 +1397,24 @@ on_upgrade_connected(GObject *source, GAsyncResult *result, gpointer user_data)
         upgrade_fail(upgrade, SOUP_STATUS_BAD_GATEWAY, "no socket");
         return;
     }
-    upgrade->request = upgrade_request(upgrade->msg, upgrade->target);
-    g_output_stream_write_all_async(g_io_stream_get_output_stream(G_IO_STREAM(upgrade->upstream)),
-                                    upgrade->request, strlen(upgrade->request), G_PRIORITY_DEFAULT,
-                                    upgrade->cancellable, on_upgrade_sent, upgrade);
+    send_upgrade(upgrade);
+}
+
+/* The upgrade's connection through the workload's machine's tunnel. */
+static GSocketConnection *
+tunnel_connection(EinsoraAccessProxy *self, const Target *target, GError **error)
+{
+    int fd = tunnel_open(self, target, error);
+    g_autoptr(GSocket) socket = NULL;
+
+    if (fd < 0)
+        return NULL;
+    socket = g_socket_new_from_fd(fd, error);
+    if (socket == NULL) {
+        close(fd);
+        return NULL;
+    }
+    return g_socket_connection_factory_create_connection(socket);
 }
 
 static void
@@ -1363,9 +1442,13 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         upgrade_free(upgrade);
         return;
     }
-    socket_address = target_address(target, &error);
-    address = socket_address != NULL ? g_unix_socket_address_new(socket_address) : NULL;
-    if (address == NULL) {
+    if (target->machine_id != NULL) {
+        upgrade->upstream = tunnel_connection(self, target, &error);
+    } else {
+        socket_address = target_address(target, &error);
+        address = socket_address != NULL ? g_unix_socket_address_new(socket_address) : NULL;
+    }
+    if (address == NULL && upgrade->upstream == NULL) {
         g_message("access %s: %s", target->workload_id, error->message);
         respond_page(msg, SOUP_STATUS_BAD_GATEWAY, "The notebook isn't reachable",
                      "It may be starting or stopping. Try again in a moment.");
@@ -1378,6 +1461,10 @@ start_upgrade(EinsoraAccessProxy *self, SoupServerMessage *msg, Target *target)
         g_signal_connect(msg, "finished", G_CALLBACK(on_upgrade_finished), upgrade);
     upgrade->timeout_id = g_timeout_add_seconds(UPGRADE_TIMEOUT_S, on_upgrade_timeout, upgrade);
     upgrade->hangup_watch = einsora_http_message_watch_hangup(msg, on_upgrade_hangup, upgrade);
+    if (upgrade->upstream != NULL) {
+        send_upgrade(upgrade);
+        return;
+    }
     client = g_socket_client_new();
     g_socket_client_connect_async(client, G_SOCKET_CONNECTABLE(address), upgrade->cancellable,
                                   on_upgrade_connected, upgrade);
@@ -1833,6 +1920,7 @@ einsora_access_proxy_finalize(GObject *object)
     g_clear_object(&self->server);
     g_clear_pointer(&self->sessions, g_hash_table_unref);
     g_clear_object(&self->targets);
+    g_clear_object(&self->tunnels);
     g_clear_object(&self->auth);
     g_clear_object(&self->service);
     g_clear_object(&self->metrics);
@@ -1974,6 +2062,13 @@ einsora_access_proxy_get_port(EinsoraAccessProxy *self)
 {
     g_return_val_if_fail(EINSORA_IS_ACCESS_PROXY(self), 0);
     return self->port;
+}
+
+void
+einsora_access_proxy_set_tunnels(EinsoraAccessProxy *self, EinsoraTunnels *tunnels)
+{
+    g_return_if_fail(EINSORA_IS_ACCESS_PROXY(self));
+    g_set_object(&self->tunnels, tunnels);
 }
 
 guint

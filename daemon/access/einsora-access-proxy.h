@@ -21,6 +21,7 @@
 #include "einsora-metrics.h"
 #include "einsora-service.h"
 #include "einsora-timestamp.h"
+#include "einsora-tunnels.h"
 #include "einsora-workload-access.h"
 
 G_BEGIN_DECLS
@@ -62,6 +63,9 @@ gchar *einsora_access_proxy_get_uri(EinsoraAccessProxy *self);
 void einsora_access_proxy_set_metrics(EinsoraAccessProxy *self, EinsoraMetrics *metrics);
 /* EINSORA_ACCESS_WEBSOCKET_MAX_MESSAGE unless set. */
 void einsora_access_proxy_set_websocket_max_message(EinsoraAccessProxy *self, guint64 bytes);
+/* Workloads on other machines are reached through their agents' tunnels
+ * (docs/adr/0059); without, only this machine's are opened. */
+void einsora_access_proxy_set_tunnels(EinsoraAccessProxy *self, EinsoraTunnels *tunnels);
 guint einsora_access_proxy_count_sessions(EinsoraAccessProxy *self);
 /* How many times a session's way in was looked up through the backend
  * (which reads the store): once when opened and once after each change

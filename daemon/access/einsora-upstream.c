@@ -483,43 +483,22 @@ upstream_dispatch(GSource *source, GSourceFunc callback, gpointer user_data)
 
 static GSourceFuncs upstream_source_funcs = {NULL, NULL, upstream_dispatch, NULL, NULL, NULL};
 
-EinsoraUpstream *
-einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
-                     gboolean head_request, const EinsoraUpstreamCallbacks *callbacks,
-                     gpointer user_data, GError **error)
+/* The exchange on @fd, connected or connecting (@connecting), which it
+ * takes; @head is sent first and wiped. */
+static EinsoraUpstream *
+upstream_start(int fd, gboolean connecting, GString *head, EinsoraHttpBody body,
+               gboolean head_request, const EinsoraUpstreamCallbacks *callbacks, gpointer user_data)
 {
-    g_autoptr(EinsoraUpstream) self = g_new0(EinsoraUpstream, 1);
-    struct sockaddr_un name = {.sun_family = AF_UNIX};
-    int connected, saved;
+    EinsoraUpstream *self = g_new0(EinsoraUpstream, 1);
 
-    self->fd = -1;
+    self->fd = fd;
     self->callbacks = callbacks;
     self->user_data = user_data;
     self->request_body = body;
     self->head_request = head_request;
     self->out = g_byte_array_new();
     self->in = g_byte_array_new();
-    if (g_strlcpy(name.sun_path, address, sizeof name.sun_path) >= sizeof name.sun_path) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "a socket name too long");
-        return NULL;
-    }
-    self->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (self->fd < 0) {
-        saved = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "no socket: %s",
-                    g_strerror(saved));
-        return NULL;
-    }
-    do
-        connected = connect(self->fd, (struct sockaddr *)&name, sizeof name);
-    while (connected < 0 && errno == EINTR);
-    saved = errno;
-    if (connected < 0 && saved != EINPROGRESS) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved),
-                    "can't connect to the workload's socket: %s", g_strerror(saved));
-        return NULL;
-    }
-    self->connecting = connected < 0;
+    self->connecting = connecting;
     {
         struct iovec iov[] = {{head->str, head->len}};
         write_vectors(self, iov, 1, FALSE);
@@ -536,5 +515,45 @@ einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
     self->events = G_IO_IN | (self->connecting || self->out->len > 0 ? G_IO_OUT : 0);
     self->tag = g_source_add_unix_fd(self->source, self->fd, self->events);
     g_source_attach(self->source, g_main_context_get_thread_default());
-    return g_steal_pointer(&self);
+    return self;
+}
+
+EinsoraUpstream *
+einsora_upstream_new(const char *address, GString *head, EinsoraHttpBody body,
+                     gboolean head_request, const EinsoraUpstreamCallbacks *callbacks,
+                     gpointer user_data, GError **error)
+{
+    struct sockaddr_un name = {.sun_family = AF_UNIX};
+    int fd, connected, saved;
+
+    if (g_strlcpy(name.sun_path, address, sizeof name.sun_path) >= sizeof name.sun_path) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "a socket name too long");
+        return NULL;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        saved = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved), "no socket: %s",
+                    g_strerror(saved));
+        return NULL;
+    }
+    do
+        connected = connect(fd, (struct sockaddr *)&name, sizeof name);
+    while (connected < 0 && errno == EINTR);
+    saved = errno;
+    if (connected < 0 && saved != EINPROGRESS) {
+        close(fd);
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(saved),
+                    "can't connect to the workload's socket: %s", g_strerror(saved));
+        return NULL;
+    }
+    return upstream_start(fd, connected < 0, head, body, head_request, callbacks, user_data);
+}
+
+EinsoraUpstream *
+einsora_upstream_new_for_fd(int fd, GString *head, EinsoraHttpBody body, gboolean head_request,
+                            const EinsoraUpstreamCallbacks *callbacks, gpointer user_data)
+{
+    g_return_val_if_fail(fd >= 0, NULL);
+    return upstream_start(fd, FALSE, head, body, head_request, callbacks, user_data);
 }

@@ -47,6 +47,12 @@ EinsoraUpstream *einsora_upstream_new(const char *address, GString *head, Einsor
                                       gboolean head_request,
                                       const EinsoraUpstreamCallbacks *callbacks, gpointer user_data,
                                       GError **error);
+/* The same on @fd, a connected non-blocking stream socket it takes (a
+ * tunnel's end, docs/adr/0059). */
+EinsoraUpstream *einsora_upstream_new_for_fd(int fd, GString *head, EinsoraHttpBody body,
+                                             gboolean head_request,
+                                             const EinsoraUpstreamCallbacks *callbacks,
+                                             gpointer user_data);
 void einsora_upstream_free(EinsoraUpstream *self);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraUpstream, einsora_upstream_free)
 

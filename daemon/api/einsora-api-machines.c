@@ -247,6 +247,9 @@ einsora_api_machines_revoke(EinsoraApiServer *server, EinsoraApiRequest *request
 
     if (machine != NULL) {
         einsora_api_agent_sync_revoked(server, machine->id);
+        /* Its tunnels too: a notebook opened through one is cut now. */
+        if (einsora_api_server_get_tunnels(server) != NULL)
+            einsora_tunnels_close_machine(einsora_api_server_get_tunnels(server), machine->id);
         counts = workload_counts(server, request, &error);
     }
     if (counts == NULL) {

@@ -43,6 +43,7 @@ static const EinsoraApiRoute routes[] = {
     {"POST", "/agent/v1/enroll", OPEN, FALSE, TRUE, NULL, einsora_api_agent_enroll},
     /* Authenticated by the client certificate, not a token. */
     {"POST", EINSORA_API_AGENT_SYNC_PATH, OPEN, FALSE, TRUE, NULL, einsora_api_agent_sync},
+    {"GET", "/agent/v1/tunnel", OPEN, FALSE, FALSE, NULL, einsora_api_agent_tunnel},
     {"GET", "/v1/catalog", AUTH, FALSE, FALSE, NULL, einsora_api_catalog_get},
     {"GET", "/v1/usage", AUTH, FALSE, FALSE, usage_query, einsora_api_usage_get},
     {"GET", "/v1/model-store", AUTH, FALSE, FALSE, NULL, einsora_api_models_list},

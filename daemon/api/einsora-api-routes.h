@@ -69,6 +69,8 @@ void einsora_api_agent_enroll(EinsoraApiServer *server, EinsoraApiRequest *reque
 void einsora_api_agent_sync(EinsoraApiServer *server, EinsoraApiRequest *request);
 /* The machine's certificate was revoked: its held syncs are refused now. */
 void einsora_api_agent_sync_revoked(EinsoraApiServer *server, const char *machine_id);
+/* GET /agent/v1/tunnel: an agent's stream for the access proxy (docs/adr/0059). */
+void einsora_api_agent_tunnel(EinsoraApiServer *server, EinsoraApiRequest *request);
 void einsora_api_machines_revoke(EinsoraApiServer *server, EinsoraApiRequest *request);
 /* Why @message's client certificate doesn't do for an agent's sync: none
  * was sent, or what is wrong with it. */

@@ -38,6 +38,7 @@ struct _EinsoraApiServer {
     gchar *tls_fingerprint; /* the certificate it presents, NULL without TLS */
     gchar *agent_ca_dir;    /* where the CA that signs agents' certificates is */
     EinsoraSyncTransport *agent_hub;
+    EinsoraTunnels *tunnels;
     gboolean metrics_open_to_loopback;
     EinsoraLoginThrottle *login_throttle;
     /* Listening, connections and request hygiene (docs/adr/0025). */
@@ -73,6 +74,7 @@ einsora_api_server_finalize(GObject *object)
     g_free(self->tls_fingerprint);
     g_free(self->agent_ca_dir);
     g_clear_object(&self->agent_hub);
+    g_clear_object(&self->tunnels);
     G_OBJECT_CLASS(einsora_api_server_parent_class)->finalize(object);
 }
 
@@ -555,6 +557,19 @@ EinsoraSyncTransport *
 einsora_api_server_get_agent_hub(EinsoraApiServer *self)
 {
     return self->agent_hub;
+}
+
+void
+einsora_api_server_set_tunnels(EinsoraApiServer *self, EinsoraTunnels *tunnels)
+{
+    g_return_if_fail(EINSORA_IS_API_SERVER(self));
+    g_set_object(&self->tunnels, tunnels);
+}
+
+EinsoraTunnels *
+einsora_api_server_get_tunnels(EinsoraApiServer *self)
+{
+    return self->tunnels;
 }
 
 const char *

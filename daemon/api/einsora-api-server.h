@@ -11,6 +11,7 @@
 #include "einsora-login-throttle.h"
 #include "einsora-service.h"
 #include "einsora-sync-transport.h"
+#include "einsora-tunnels.h"
 
 G_BEGIN_DECLS
 
@@ -37,6 +38,10 @@ const char *einsora_api_server_get_agent_ca_dir(EinsoraApiServer *self);
  * (docs/adr/0056). NULL until set: then the route is 503. */
 void einsora_api_server_set_agent_hub(EinsoraApiServer *self, EinsoraSyncTransport *hub);
 EinsoraSyncTransport *einsora_api_server_get_agent_hub(EinsoraApiServer *self);
+/* Where GET /agent/v1/tunnel hands an agent's streams (docs/adr/0059),
+ * and what a revocation closes. NULL until set: then the route is 503. */
+void einsora_api_server_set_tunnels(EinsoraApiServer *self, EinsoraTunnels *tunnels);
+EinsoraTunnels *einsora_api_server_get_tunnels(EinsoraApiServer *self);
 /* The URI it listens on, e.g. "http://127.0.0.1:8080/", "https://…" with TLS. */
 gchar *einsora_api_server_get_uri(EinsoraApiServer *self);
 

@@ -16,6 +16,9 @@ struct _EinsoraWorkloadAccessInterface {
 
     gboolean (*lookup)(EinsoraWorkloadAccess *self, const char *tenant_id, const char *workload_id,
                        gint64 *attempt, gchar **socket_path, gchar **token, GError **error);
+    /* Optional: NULL where every workload runs in this process. */
+    gchar *(*lookup_remote)(EinsoraWorkloadAccess *self, const char *tenant_id,
+                            const char *workload_id, gint64 *attempt, GError **error);
 };
 
 /* For @tenant_id's running workload: which attempt serves, where, with
@@ -24,5 +27,14 @@ struct _EinsoraWorkloadAccessInterface {
 gboolean einsora_workload_access_lookup(EinsoraWorkloadAccess *self, const char *tenant_id,
                                         const char *workload_id, gint64 *attempt,
                                         gchar **socket_path, gchar **token, GError **error);
+
+/* For @tenant_id's workload running on a machine whose agent runs in
+ * another process (a networked agent, reached through its tunnel,
+ * docs/adr/0059): that machine's ID, and the attempt that runs. NULL
+ * with EINSORA_ERROR_NOT_FOUND otherwise. Neither its socket nor its
+ * token is known here: they stay on that machine. */
+gchar *einsora_workload_access_lookup_remote(EinsoraWorkloadAccess *self, const char *tenant_id,
+                                             const char *workload_id, gint64 *attempt,
+                                             GError **error);
 
 G_END_DECLS

@@ -1233,10 +1233,33 @@ hub_lookup_access(EinsoraWorkloadAccess *access, const char *tenant_id, const ch
                                      socket_path, token, error);
 }
 
+/* Running on another machine, by the store's word: its agent (which
+ * checks the attempt again on its side) is reached through its tunnel. */
+static gchar *
+hub_lookup_remote(EinsoraWorkloadAccess *access, const char *tenant_id, const char *workload_id,
+                  gint64 *attempt, GError **error)
+{
+    EinsoraHub *self = EINSORA_HUB(access);
+    g_autoptr(EinsoraWorkload) workload =
+        einsora_store_get_workload(self->store, tenant_id, workload_id, error);
+
+    if (workload == NULL)
+        return NULL;
+    if (workload->state != EINSORA_WORKLOAD_STATE_RUNNING || workload->machine_id == NULL ||
+        g_strcmp0(workload->machine_id, self->access_machine_id) == 0) {
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND,
+                    "workload %s isn't running on another machine", workload_id);
+        return NULL;
+    }
+    *attempt = workload->attempt;
+    return g_strdup(workload->machine_id);
+}
+
 static void
 einsora_hub_access_iface_init(EinsoraWorkloadAccessInterface *iface)
 {
     iface->lookup = hub_lookup_access;
+    iface->lookup_remote = hub_lookup_remote;
 }
 
 /* Output is read where it is written: only the machine whose agent
