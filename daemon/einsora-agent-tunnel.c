@@ -493,8 +493,9 @@ on_answer_filled(GObject *source, GAsyncResult *result, gpointer user_data)
         g_buffered_input_stream_fill_finish(G_BUFFERED_INPUT_STREAM(source), result, &error);
 
     if (got <= 0) {
-        g_message("%s closed a tunnel before answering%s%s", stream->self->server,
-                  error != NULL ? ": " : "", error != NULL ? error->message : "");
+        if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            g_message("%s closed a tunnel before answering%s%s", stream->self->server,
+                      error != NULL ? ": " : "", error != NULL ? error->message : "");
         stream_end(stream, TRUE);
         return;
     }
