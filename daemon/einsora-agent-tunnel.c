@@ -20,6 +20,10 @@
 /* An idle stream is replaced after this: a NAT forgets a quiet
  * connection, and a link that was cut leaves a dead one behind. */
 #define IDLE_LIFE_S 240
+/* From dialling to the server's 101: a server that stalls a handshake
+ * holds no stream longer. (Not a socket timeout: that would end every
+ * idle stream too.) */
+#define CONNECT_TIMEOUT_S 30
 #define ANSWER_HEAD_MAX (16 * 1024)
 /* The proxy's request head, at most (its headers are the browser's). */
 #define REQUEST_HEAD_MAX (64 * 1024)
@@ -143,7 +147,6 @@ einsora_agent_tunnel_new(const char *server, const char *fingerprint, GTlsCertif
     g_weak_ref_set(&self->source, source);
     self->client = g_socket_client_new();
     g_socket_client_set_tls(self->client, TRUE);
-    g_socket_client_set_timeout(self->client, 30);
     g_signal_connect(self->client, "event", G_CALLBACK(on_client_event), self);
     host = uri != NULL && g_uri_get_port(uri) > 0
                ? g_strdup_printf("%s:%d", g_uri_get_host(uri), g_uri_get_port(uri))
@@ -224,8 +227,9 @@ top_up(EinsoraAgentTunnel *self)
         stream_open(self);
 }
 
+/* A stream that waited too long: to be switched, or idle. */
 static gboolean
-on_idle_life_over(gpointer user_data)
+on_time_up(gpointer user_data)
 {
     Stream *stream = user_data;
 
@@ -327,8 +331,11 @@ read_request_head(Stream *stream)
     }
     data = g_buffered_input_stream_peek_buffer(G_BUFFERED_INPUT_STREAM(stream->in), &available);
     stream->head = rewrite_head(stream, data, end);
-    /* From the buffer: nothing waits. */
-    g_input_stream_skip(stream->in, end, NULL, NULL);
+    /* What came with the head (a body's start) goes with it: the relay
+     * reads the connection itself, as a buffered stream's read would wait
+     * for more past what it holds. */
+    g_string_append_len(stream->head, data + end, (gssize)(available - end));
+    g_input_stream_skip(stream->in, available, NULL, NULL);
     g_output_stream_write_all_async(g_io_stream_get_output_stream(stream->workload),
                                     stream->head->str, stream->head->len, G_PRIORITY_DEFAULT,
                                     stream->cancellable, on_head_written, stream);
@@ -373,11 +380,13 @@ relay(Stream *stream)
     g_autoptr(GInputStream) masked = g_converter_input_stream_new(
         g_io_stream_get_input_stream(stream->workload), G_CONVERTER(mask));
     g_autoptr(GIOStream) server_side =
-        g_simple_io_stream_new(stream->in, g_io_stream_get_output_stream(stream->connection));
+        g_simple_io_stream_new(g_io_stream_get_input_stream(stream->connection),
+                               g_io_stream_get_output_stream(stream->connection));
     g_autoptr(GIOStream) workload_side =
         g_simple_io_stream_new(masked, g_io_stream_get_output_stream(stream->workload));
 
     g_clear_pointer(&stream->token, wipe);
+    g_debug("tunnel: a request for workload %s goes to its socket", stream->workload_id);
     g_io_stream_splice_async(server_side, workload_side,
                              G_IO_STREAM_SPLICE_CLOSE_STREAM1 | G_IO_STREAM_SPLICE_CLOSE_STREAM2,
                              G_PRIORITY_DEFAULT, stream->cancellable, on_relayed, stream);
@@ -540,7 +549,8 @@ read_answer(Stream *stream)
     }
     g_input_stream_skip(stream->in, end, NULL, NULL);
     self->backoff_ms = BACKOFF_MIN_MS;
-    stream->life_id = g_timeout_add_seconds(IDLE_LIFE_S, on_idle_life_over, stream);
+    g_clear_handle_id(&stream->life_id, g_source_remove);
+    stream->life_id = g_timeout_add_seconds(IDLE_LIFE_S, on_time_up, stream);
     wait_for_request(stream);
 }
 
@@ -591,6 +601,7 @@ stream_open(EinsoraAgentTunnel *self)
     self->idle++;
     self->open++;
     self->streams = g_list_prepend(self->streams, stream);
+    stream->life_id = g_timeout_add_seconds(CONNECT_TIMEOUT_S, on_time_up, stream);
     g_socket_client_connect_to_uri_async(self->client, self->server, 443, stream->cancellable,
                                          on_connected, stream);
 }
