@@ -2,14 +2,18 @@
 // in a network namespace of its own, two real `einsora-daemon agent`
 // processes in two more, each across a veth pair, over mutual TLS; the
 // CLI in this namespace, pinned. Both machines enrol from `einsora
-// machines add`; a notebook runs on the first (its sim driver). Its link
-// is cut (`ip link set … down`): the workload's machine reads offline,
-// then the workload fails at the (shortened) limit while the agent goes
-// on; the link comes back and the agent stops it, as the offline rules
-// say. The server is killed with SIGKILL while the agent's sync is held
-// and started again: the agent comes back by itself. The second machine
-// is revoked while its sync is held: refused at once. No browser: this
-// runs beside the Lab test, on its harness.
+// machines add`. Notebooks launched from the CLI run on both, the first's
+// a real one (Jupyter in bubblewrap, its native driver): opened from this
+// namespace through `einsora open`'s relay in Chromium, it goes through
+// the server's access proxy and down that agent's tunnel, and a cell
+// prints 42; its token never reaches the server. Then a notebook runs on
+// the first machine (its sim driver alone), and its link is cut (`ip link
+// set … down`): the workload's machine reads offline, then the workload
+// fails at the (shortened) limit while the agent goes on; the link comes
+// back and the agent stops it, as the offline rules say. The server is
+// killed with SIGKILL while the agent's sync is held and started again:
+// the agent comes back by itself. The second machine is revoked while its
+// sync is held: refused at once. On the Lab test's harness.
 //
 // Needs root (ip netns); skipped without it. EINSORA_DAEMON, EINSORA_CLI:
 // the binaries. Output is TAP, one test.
@@ -18,7 +22,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  check, fail, makeTempDir, note, runTest, state as harnessState, step, waitFor,
+  artifactDir, check, fail, launchBrowser, makeTempDir, note, openAndRunCell, redact, runTest,
+  state as harnessState, statePid, step, waitFor, workloadToken,
 } from './harness.mjs';
 
 const CPU_CLASS = 'cpu-1c-2g';
@@ -44,6 +49,7 @@ const LINKS = {
 };
 
 const state = Object.assign(harnessState, {
+  screenshotPrefix: 'einsora-agents-test',
   namespaces: [], // made
   links: [], // veth names in this namespace, made
   dir: null,
@@ -53,9 +59,12 @@ const state = Object.assign(harnessState, {
   daemon: null,
   daemonExit: null,
   apiPort: null,
+  accessPort: null, // the access proxy's, on the laptop's link
   fingerprint: null,
   ownerToken: null,
-  agents: {}, // name -> { dir, logPath, child, exit }
+  agents: {}, // name -> { dir, logPath, runDir, child, exit }
+  relay: null, // the `einsora open` ChildProcess
+  workloads: [], // to delete at the end
 });
 
 function ip(...args) {
@@ -127,7 +136,10 @@ async function startDaemon() {
   const log = fs.openSync(state.logPath, 'a', 0o600);
   // Every address of its namespace: its three links, and nothing else.
   state.daemon = spawn('ip', inNs(SERVER_NS, '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--',
-    daemonPath, '--data-dir', state.dataDir, '--listen', `0.0.0.0:${state.apiPort ?? 0}`),
+    daemonPath, '--data-dir', state.dataDir, '--listen', `0.0.0.0:${state.apiPort ?? 0}`,
+    // The access proxy on the laptop's link (TLS of its own off
+    // loopback): `einsora open` relays to it.
+    '--access-listen', `${LINKS.laptop.server}:${state.accessPort ?? 0}`),
   { env, stdio: ['ignore', log, log] });
   fs.closeSync(log);
   let exited = null;
@@ -141,9 +153,11 @@ async function startDaemon() {
         logTail(state.logPath));
     const text = readLog(state.logPath).slice(start);
     const api = /api listening on https:\/\/[0-9.]+:(\d+)\//.exec(text);
+    const access = /access proxy listening on https:\/\/[0-9.]+:(\d+)\//.exec(text);
     const fingerprint = /, fingerprint (SHA256:[0-9a-f]{64})/.exec(text);
-    return api && fingerprint && /ready: region/.test(text)
-      ? { apiPort: Number(api[1]), fingerprint: fingerprint[1] } : null;
+    return api && access && fingerprint && /ready: region/.test(text)
+      ? { apiPort: Number(api[1]), accessPort: Number(access[1]), fingerprint: fingerprint[1] }
+      : null;
   }, 50);
   if (state.fingerprint) check(found.fingerprint === state.fingerprint, 'a new certificate');
   Object.assign(state, found);
@@ -178,13 +192,17 @@ async function stopDaemon() {
 
 /* The laptop's CLI */
 
-async function cli(...args) {
-  const cliPath = process.env.EINSORA_CLI;
-  check(cliPath && fs.existsSync(cliPath), 'EINSORA_CLI is not the einsora binary');
+function cliEnv() {
   const env = { ...process.env, EINSORA_SERVER: `https://${LINKS.laptop.server}:${state.apiPort}`,
     XDG_CONFIG_HOME: state.configHome, LC_ALL: 'C.UTF-8', EINSORA_TOKEN: state.ownerToken };
   delete env.EINSORA_DATA_DIR;
-  const child = spawn(cliPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return env;
+}
+
+async function cli(...args) {
+  const cliPath = process.env.EINSORA_CLI;
+  check(cliPath && fs.existsSync(cliPath), 'EINSORA_CLI is not the einsora binary');
+  const child = spawn(cliPath, args, { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk) => { out += chunk; });
@@ -208,12 +226,57 @@ async function exportWorkload(id) {
   return cliJson('export', id);
 }
 
+async function launchNotebook() {
+  const workload = await cliJson('launch', '--kind', 'notebook', '--class', CPU_CLASS,
+    '--image', IMAGE);
+  state.workloads.push(workload.id);
+  return workload;
+}
+
+async function deleteWorkloads() {
+  for (const id of state.workloads.splice(0)) {
+    const run = await cli('delete', id);
+    check(run.code === 0, `einsora delete ${id}: ${run.code}: ${run.err}`);
+    await waitForState(id, 'deleted');
+  }
+}
+
+// The link `einsora open ID` prints: its relay, on this namespace's
+// loopback, runs until SIGINT.
+async function startRelay(id) {
+  const child = spawn(process.env.EINSORA_CLI, ['open', id],
+    { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  state.relay = child;
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk) => { out += chunk; });
+  child.stderr.on('data', (chunk) => { err += chunk; note(`einsora open: ${chunk}`); });
+  return waitFor(() => `einsora open printed no link: ${err}`, () => {
+    check(child.exitCode === null, `einsora open exited ${child.exitCode}: ${err}`);
+    const end = out.indexOf('\n');
+    return end >= 0 ? out.slice(0, end) : null;
+  }, 50);
+}
+
+async function stopRelay() {
+  const child = state.relay;
+  if (!child) return;
+  state.relay = null;
+  if (child.exitCode !== null) return;
+  const closed = new Promise((resolve) => child.on('close', (code, signal) =>
+    resolve({ code, signal })));
+  child.kill('SIGINT');
+  const how = await closed;
+  check(how.code === 0, `einsora open ended with ${how.code ?? how.signal} on SIGINT`);
+}
+
 /* The agents */
 
 // `einsora-daemon --data-dir DIR agent ARGS` in @name's namespace.
 function spawnAgent(name, args, extraEnv = {}) {
   const agent = state.agents[name];
-  const env = { ...process.env, EINSORA_DRIVERS: 'sim', G_MESSAGES_DEBUG: 'all', ...extraEnv };
+  const env = { ...process.env, EINSORA_DRIVERS: 'sim', EINSORA_AGENT_RUN_DIR: agent.runDir,
+    G_MESSAGES_DEBUG: 'all', ...extraEnv };
   delete env.EINSORA_DATA_DIR;
   const log = fs.openSync(agent.logPath, 'a', 0o600);
   const child = spawn('ip', inNs(LINKS[name].ns, '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--',
@@ -228,6 +291,8 @@ function spawnAgent(name, args, extraEnv = {}) {
 async function enrol(name) {
   const agent = { dir: makeTempDir(`einsora-agent-${name}-`), logPath: null };
   agent.logPath = path.join(agent.dir, 'agent.log');
+  // Its notebooks' sockets need a short path: <run dir>/<uuid>/notebook.sock.
+  agent.runDir = path.join(makeTempDir(`ea${name}-`, '/tmp'), 'run');
   state.agents[name] = agent;
   const made = await cliJson('machines', 'add', '--name', `box-${name}`);
   state.secrets.set(`enrolment token ${name}`, made.token);
@@ -243,6 +308,8 @@ async function enrol(name) {
 
 function startAgent(name, extraEnv) {
   const agent = state.agents[name];
+  // The server's log from here on says when its hub sees it.
+  agent.since = readLog(state.logPath).length;
   Object.assign(agent, spawnAgent(name, [], extraEnv));
 }
 
@@ -262,13 +329,27 @@ function agentAlive(name) {
   return child.exitCode === null && child.signalCode === null;
 }
 
-async function waitOnline(name) {
+// Online, offering @driver (the native driver only once its probe
+// passed): the hub saw it since it was started (the API's status is
+// "online" for minutes after its last sync), and the API lists @driver.
+async function waitOnline(name, driver = 'sim') {
+  const agent = state.agents[name];
+  const online = new RegExp(`machine ${agent.id} \\(box-${name}\\) is online`);
+  return waitFor(() => `machine ${name} never came online with ${driver}:\n` +
+    logTail(agent.logPath), async () => {
+    if (!online.test(readLog(state.logPath).slice(agent.since ?? 0))) return null;
+    const seen = await machine(agent.id);
+    return seen?.status === 'online' && seen.drivers?.includes(driver) ? seen : null;
+  }, 200);
+}
+
+// Offline to the hub, which places nothing there then: it said so in
+// the server's log after @since.
+async function waitOffline(name, since) {
   const id = state.agents[name].id;
-  return waitFor(() => `machine ${name} never came online:\n${logTail(state.agents[name].logPath)}`,
-    async () => {
-      const seen = await machine(id);
-      return seen?.status === 'online' && seen.drivers?.includes('sim') ? seen : null;
-    }, 200);
+  const offline = new RegExp(`machine ${id} \\(box-${name}\\) is offline`);
+  return waitFor(() => `the server never saw machine ${name} offline:\n${logTail(state.logPath)}`,
+    () => offline.test(readLog(state.logPath).slice(since)), 200);
 }
 
 // Whether the workload's timeline has an event whose reason says @what.
@@ -308,6 +389,7 @@ async function run() {
     await enrol('a');
     await enrol('b');
   });
+  await notebooksThroughTheTunnel();
   let workload;
   await step('agent a comes online and runs a notebook', async () => {
     startAgent('a');
@@ -419,11 +501,137 @@ async function run() {
   });
 }
 
+// Notebooks on both machines from the CLI, and a's, a real one (Jupyter in
+// bubblewrap, its native driver), opened from the laptop through the
+// server's access proxy: the proxy sends it down a's tunnel (GET
+// /agent/v1/tunnel, held by the agent), and a cell prints 42 over its
+// kernel's WebSocket. The notebook's own token stays on a. Both agents
+// stop at the end, their notebooks deleted: the next steps start them
+// again with the sim driver alone.
+async function notebooksThroughTheTunnel() {
+  let onA;
+  let onB;
+  await step('agent b comes online and runs a notebook (sim)', async () => {
+    // Room for one notebook: the next one goes to a.
+    startAgent('b', { EINSORA_SIM_CPUS: '1' });
+    await waitOnline('b');
+    onB = await launchNotebook();
+    const record = await waitForState(onB.id, 'running');
+    check(record.workload.machine_id === state.agents.b.id,
+      `placed on ${record.workload.machine_id}, not on machine b`);
+  });
+  await step('agent a comes online with the native driver and runs a notebook in bubblewrap',
+    async () => {
+      startAgent('a', { EINSORA_DRIVERS: 'sim,linux-native' });
+      await waitOnline('a', 'linux-native');
+      onA = await launchNotebook();
+      const record = await waitForState(onA.id, 'running');
+      check(record.workload.machine_id === state.agents.a.id,
+        `placed on ${record.workload.machine_id}, not on machine a`);
+      const pid = statePid(path.join(state.agents.a.runDir, `${onA.id}.state`));
+      check(pid > 1, `${onA.id}.state on a names no process`);
+      const command = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+      check(command.endsWith('bwrap'), `the notebook's process is ${command}, not bwrap`);
+      state.secrets.set('workload token', workloadToken(state.agents.a.runDir, onA.id));
+    });
+  const host = `w-${onA.id}.localhost`;
+  const before = readLog(state.logPath).length;
+  const link = await step("open a's notebook through einsora open's relay", async () => {
+    const line = await startRelay(onA.id);
+    const url = new URL(line);
+    check(url.hostname === host, `the relay's link is at ${url.hostname}, not ${host}`);
+    check(url.protocol === 'http:' && Number(url.port) !== state.accessPort,
+      `the relay's link is ${url.protocol}//…:${url.port}: not the laptop's own relay`);
+    const ticket = url.searchParams.get('ticket');
+    check(ticket, 'the link has no ticket');
+    state.secrets.set('ticket', ticket);
+    return line;
+  });
+  const context = await step('start chromium', () =>
+    launchBrowser(makeTempDir('einsora-agents-chromium-')));
+  // What went slowly or failed through the tunnel, said (a 404'd
+  // script is aborted: not news).
+  context.on('requestfailed', (request) => {
+    if (request.failure()?.errorText !== 'net::ERR_ABORTED')
+      note(`failed: ${request.method()} ${new URL(request.url()).pathname}: ` +
+        `${request.failure()?.errorText}`);
+  });
+  context.on('requestfinished', (request) => {
+    const timing = request.timing();
+    if (timing.responseEnd > 5000)
+      note(`slow: ${request.method()} ${new URL(request.url()).pathname}: ` +
+        `${(timing.responseStart / 1000).toFixed(1)} s to its head, ` +
+        `${(timing.responseEnd / 1000).toFixed(1)} s to its end`);
+  });
+  await openAndRunCell(context, link, host);
+  await step('close chromium and the relay', async () => {
+    await state.context.close();
+    state.context = null;
+    await stopRelay();
+  });
+  await step("it went down a's tunnels", () => {
+    // Each stream the proxy takes, a opens again (the server's debug log).
+    const text = readLog(state.logPath).slice(before);
+    const opened = (id) =>
+      (text.match(new RegExp(`machine ${id} opened a tunnel`, 'g')) ?? []).length;
+    note(`a opened ${opened(state.agents.a.id)} tunnel stream(s) while it was open, ` +
+      `b ${opened(state.agents.b.id)}`);
+    check(opened(state.agents.a.id) > 0, 'agent a opened no tunnel stream while its notebook ' +
+      'was open');
+    check(!/no tunnel from machine/.test(text),
+      `the proxy found no tunnel:\n${logTail(state.logPath)}`);
+  });
+  await step("the notebook's token is nowhere in the server's files", () => {
+    const token = state.secrets.get('workload token');
+    const files = fs.readdirSync(state.dataDir, { recursive: true })
+      .map((name) => path.join(state.dataDir, name))
+      .filter((file) => fs.statSync(file, { throwIfNoEntry: false })?.isFile());
+    for (const file of files)
+      check(!fs.readFileSync(file, 'latin1').includes(token),
+        `the server's ${path.relative(state.dataDir, file)} holds the workload token`);
+  });
+  await step('delete both notebooks and stop both agents', async () => {
+    await deleteWorkloads();
+    const stoppedAt = readLog(state.logPath).length;
+    await stopAgent('a');
+    await stopAgent('b');
+    // Neither is a place for the next notebook until it comes back.
+    await waitOffline('a', stoppedAt);
+    await waitOffline('b', stoppedAt);
+  });
+}
+
 /* The test */
 
 async function cleanUp(attempt) {
+  if (state.relay) await attempt('stopping the relay', stopRelay);
+  if (state.context) await attempt('closing chromium', () => state.context.close());
+  if (state.workloads.length && state.daemon)
+    await attempt('deleting the workloads', () => Promise.race([deleteWorkloads(),
+      sleep(60_000, null, { ref: false })]));
   for (const name of Object.keys(state.agents))
     await attempt(`stopping agent ${name}`, () => stopAgent(name));
+  // A notebook in bubblewrap has a network namespace of its own: what its
+  // state file names, in case its agent didn't stop it.
+  for (const agent of Object.values(state.agents)) {
+    let names = [];
+    try {
+      names = fs.readdirSync(agent.runDir);
+    } catch {
+      // never made
+    }
+    for (const name of names.filter((item) => item.endsWith('.state')))
+      await attempt(`the process group of ${name}`, () => {
+        const pid = statePid(path.join(agent.runDir, name));
+        if (pid > 1) {
+          try {
+            process.kill(-pid, 'SIGKILL');
+          } catch (error) {
+            if (error.code !== 'ESRCH') throw error;
+          }
+        }
+      });
+  }
   await attempt('stopping the daemon', stopDaemon);
   for (const ns of state.namespaces.reverse()) {
     await attempt(`the processes left in ${ns}`, () => {
@@ -447,16 +655,34 @@ async function cleanUp(attempt) {
         // went with its namespace
       }
     });
+  await attempt('keeping the logs', keepLogs);
   for (const dir of state.dirs.reverse())
     await attempt(`removing ${dir}`, () =>
       fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }));
 }
 
+function logs() {
+  return [['server', state.logPath],
+    ...Object.entries(state.agents).map(([name, agent]) => [`agent ${name}`, agent.logPath])]
+    .filter(([, file]) => file);
+}
+
 // Its logs' last lines, while they are there.
 function noteLogs() {
-  for (const [what, file] of [['server', state.logPath],
-    ...Object.entries(state.agents).map(([name, agent]) => [`agent ${name}`, agent.logPath])])
-    if (file) note(`${what}'s log, last lines:\n${logTail(file, 20)}`);
+  for (const [what, file] of logs())
+    note(`${what}'s log, last lines:\n${logTail(file, 20)}`);
+}
+
+// The whole logs, secrets redacted, in the artifacts' directory (the
+// build's meson-logs) when there is one, before the temp dirs go.
+function keepLogs() {
+  const dir = artifactDir();
+  if (!dir) return;
+  for (const [what, file] of logs()) {
+    const kept = path.join(dir, `einsora-agents-test-${what.replace(' ', '-')}.log`);
+    fs.writeFileSync(kept, redact(readLog(file)), { mode: 0o600 });
+    note(`${what}'s log: ${kept}`);
+  }
 }
 
 await runTest({
