@@ -154,9 +154,22 @@ body_progress(EinsoraHttpConnection *self)
     self->deadline_us = deadline;
 }
 
+/* A connection that waits (a held long poll, keep-alive between
+ * requests) keeps no read buffer: one read of READ_SIZE grew it, and a
+ * GByteArray never gives memory back. Thousands of agents each hold one. */
+static void
+release_in(EinsoraHttpConnection *self)
+{
+    if (self->in->len == 0) {
+        g_byte_array_unref(self->in);
+        self->in = g_byte_array_new();
+    }
+}
+
 static void
 body_finished(EinsoraHttpConnection *self)
 {
+    release_in(self);
     self->body_done = TRUE;
     self->deadline_us = 0;
     /* Upgrades too: a browser that leaves while the workload is slow to
@@ -785,6 +798,7 @@ clear_request(EinsoraHttpConnection *self)
     self->response_left = 0;
     self->response_done = FALSE;
     g_byte_array_set_size(self->response_head, 0);
+    release_in(self);
 }
 
 void

@@ -47,7 +47,10 @@ struct _EinsoraTlsFront {
     void (*done)(EinsoraTlsFront *front, gpointer user_data);
     gpointer user_data;
 
-    /* Up: what the peer sends, from TLS to the connection. */
+    gboolean relaying; /* handshaken: the pumps run */
+    /* Up: what the peer sends, from TLS to the connection. Each buffer is
+     * held only while bytes pass: an idle connection (a held long poll)
+     * keeps none, and thousands of agents each hold one. */
     guint8 *up;
     gsize up_at, up_len;
     gboolean up_ended; /* the peer's TLS ended: the pair's write side is shut */
@@ -231,9 +234,12 @@ pump_up(EinsoraTlsFront *self)
         if (self->up_at == self->up_len) {
             if (self->up_ended)
                 return;
+            if (self->up == NULL)
+                self->up = g_malloc(BUFFER_SIZE);
             count = g_pollable_input_stream_read_nonblocking(self->tls_in, self->up, BUFFER_SIZE,
                                                              NULL, &error);
             if (count < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+                g_clear_pointer(&self->up, g_free);
                 watch(&self->up_read, g_pollable_input_stream_create_source(self->tls_in, NULL),
                       G_SOURCE_FUNC(on_up_readable), self);
                 return;
@@ -316,8 +322,11 @@ pump_down(EinsoraTlsFront *self)
         if (self->down_at == self->down_len) {
             if (self->down_ended)
                 return;
+            if (self->down == NULL)
+                self->down = g_malloc(BUFFER_SIZE);
             count = g_socket_receive(self->outer, (gchar *)self->down, BUFFER_SIZE, NULL, &error);
             if (count < 0 && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)) {
+                g_clear_pointer(&self->down, g_free);
                 watch(&self->down_read, g_socket_create_source(self->outer, G_IO_IN, NULL),
                       G_SOURCE_FUNC(on_down_readable), self);
                 return;
@@ -374,7 +383,7 @@ on_hangup(GSocket *socket, GIOCondition condition, gpointer user_data)
 
     release_source(&self->hangup);
     self->inner_gone = TRUE;
-    if (self->up == NULL) {
+    if (!self->relaying) {
         /* Still in the handshake. */
         finish(self);
         return G_SOURCE_REMOVE;
@@ -526,8 +535,7 @@ on_handshake(GObject *source, GAsyncResult *result, gpointer user_data)
         fail(self, "handshake", error);
     else if (!self->finished) {
         tell_peer(self);
-        self->up = g_malloc(BUFFER_SIZE);
-        self->down = g_malloc(BUFFER_SIZE);
+        self->relaying = TRUE;
         pump_up(self);
         pump_down(self);
     }
