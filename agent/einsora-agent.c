@@ -53,6 +53,8 @@ struct _EinsoraAgent {
     EinsoraSyncTransport *transport;
     gchar *machine_id;
     gchar *owner_tenant_id;
+    EinsoraAgentTunnelsWanted tunnels_wanted;
+    gpointer tunnels_wanted_data;
     EinsoraInventory *inventory;
     guint inventory_serial;      /* grows with every change */
     guint inventory_sent_serial; /* the one a sync last delivered */
@@ -318,6 +320,7 @@ build_report(EinsoraAgent *self, gchar **fingerprint)
      * the fingerprint, so they never make a report look new. */
     report->agent_version = g_strdup(EINSORA_VERSION);
     report->sent_at = einsora_timestamp_format(self->now(self->now_data));
+    report->tunnels = self->tunnels_wanted != NULL;
     for (guint i = 0; i < n_keys; i++) {
         EinsoraWorkloadStatus *status = status_for(self, keys[i]);
 
@@ -492,6 +495,8 @@ on_synced(GObject *source, GAsyncResult *result, gpointer user_data)
         return;
     }
     g_clear_pointer(&self->saved, einsora_desired_state_free);
+    if (desired->open_tunnels > 0 && self->tunnels_wanted != NULL)
+        self->tunnels_wanted((guint)desired->open_tunnels, self->tunnels_wanted_data);
     if (self->local != NULL)
         keep_answer(self, desired);
     g_clear_pointer(&self->desired, einsora_desired_state_free);
@@ -1159,6 +1164,15 @@ einsora_agent_set_clock(EinsoraAgent *self, EinsoraNowFunc now, gpointer now_dat
 }
 
 /* The generation of the desired state it applied last; 0 before the first. */
+void
+einsora_agent_set_tunnels_wanted(EinsoraAgent *self, EinsoraAgentTunnelsWanted wanted,
+                                 gpointer user_data)
+{
+    g_return_if_fail(EINSORA_IS_AGENT(self));
+    self->tunnels_wanted = wanted;
+    self->tunnels_wanted_data = user_data;
+}
+
 void
 einsora_agent_use_local_store(EinsoraAgent *self, EinsoraAgentLocalStore *store)
 {

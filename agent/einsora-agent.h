@@ -45,6 +45,12 @@ gint64 einsora_agent_get_applied_generation(EinsoraAgent *self);
  * saved, and an agent that starts while the server can't be reached
  * goes on from the saved one (docs/adr/0058). */
 void einsora_agent_use_local_store(EinsoraAgent *self, EinsoraAgentLocalStore *store);
+/* A networked agent that opens tunnel streams when the hub asks
+ * (docs/adr/0059): its reports say so, and every answer that asks for
+ * some calls @wanted with how many. */
+typedef void (*EinsoraAgentTunnelsWanted)(guint count, gpointer user_data);
+void einsora_agent_set_tunnels_wanted(EinsoraAgent *self, EinsoraAgentTunnelsWanted wanted,
+                                      gpointer user_data);
 /* The way into a ready workload (its driver's socket and token), for the
  * access proxy in this process only; FALSE when it isn't ready here. The
  * agent is the hub's EinsoraAccessSource through this. */

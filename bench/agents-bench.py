@@ -7,10 +7,13 @@ agent holding a long poll, its CPU over BENCH_WINDOW seconds (20: each
 long poll ends after 20 s and is sent again, so the window answers about
 one sync per agent) and that CPU per sync answered; then one workload per
 new machine (each offers one CPU), and from each workload's placement
-event in the store to its agent's answer: wake-to-answer p50/p99.
+event in the store to its agent's answer: wake-to-answer p50/p99. With
+BENCH_TUNNELS=1 each agent also holds the idle tunnel stream einsora-daemon
+agent keeps while its workloads are being opened (docs/adr/0059), a second
+TLS connection: every agent warm at once, the worst case.
 
 The peer in the same run is nginx (one worker) holding as many idle TLS
-keep-alive connections, with the daemon's own certificate: what the same
+keep-alive connections (two an agent with tunnels), with the daemon's own certificate: what the same
 connections cost a server built for holding them; and the daemon's own row
 at 0 agents. One round, bounded by BENCH_TIME (below); RSS and the
 per-sync CPU are fitted linearly against the number of agents and
@@ -43,6 +46,11 @@ PEER = os.environ.get("BENCH_PEER", "1") != "0"
 # The whole run's budget: no step ramps past it less what measuring one
 # takes; a step cut short measures the agents it has.
 TIME_S = int(os.environ.get("BENCH_TIME", "540"))
+# Each agent also holds an idle tunnel stream (docs/adr/0059), as
+# einsora-daemon agent does while its workloads are being opened (warm):
+# two TLS connections an agent. Off by default: an agent opens streams
+# only when asked.
+TUNNELS = os.environ.get("BENCH_TUNNELS", "0") != "0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build-bench")
 CLASS = {"name": "bench-1c-64m", "cpus": 1, "memory_mib": 64, "devices": 0,
@@ -199,6 +207,8 @@ def main():
                     "--db", os.path.join(data, "einsora.db"), "--daemon-pid", str(proc.pid),
                     "--steps", STEPS, "--window", str(WINDOW_S),
                     "--ramp-until", str(max(60, TIME_S - 200))]
+            if TUNNELS:
+                args.append("--tunnels")
             peer_idle = None
             if PEER:
                 peer_port = free_port()
@@ -245,7 +255,8 @@ def main():
 def report(rows, idle_rss, peer_idle):
     mib = lambda kib: f"{kib / 1024:.1f}" if kib is not None and kib >= 0 else "-"
     print(f"Agents long-polling one einsora-daemon over mutual TLS "
-          f"({os.cpu_count()} CPUs; idle window {WINDOW_S} s; one round)\n")
+          f"({os.cpu_count()} CPUs; idle window {WINDOW_S} s; one round; "
+          f"{'each with its idle tunnel stream too' if TUNNELS else 'syncs only, no tunnels'})\n")
     print("| agents | ramp (s) | daemon RSS (MiB) | nginx RSS, same idle TLS conns (MiB) "
           "| daemon CPU idle (%) | syncs in window | CPU per sync (µs) | woken "
           "| wake-to-answer p50 (ms) | p99 (ms) | max (ms) | RSS after wake (MiB) |")

@@ -59,6 +59,7 @@ typedef struct {
     gint64 changed_sent_us; /* of the sync that the last new generation answered */
     gboolean first_answered;
     gboolean held; /* a long poll is out */
+    Conn tunnel;   /* with --tunnels: its idle stream, as the real agent holds */
 } Agent;
 
 static struct {
@@ -83,6 +84,8 @@ static struct {
     guint64 sync_errors;
     guint64 other_errors;
     guint agents_up; /* got their first answer */
+    gboolean tunnels;
+    guint tunnels_up; /* answered 101 */
     GPtrArray *peers;
     guint peers_up;
     guint workloads_made;
@@ -325,6 +328,7 @@ http_request(const char *method, const char *path, const char *bearer, const cha
 /* ---- agents ------------------------------------------------------------ */
 
 static void agent_sync(Agent *agent);
+static void agent_open_tunnel(Agent *agent);
 
 static void
 on_sync_answer(Conn *conn, guint status, const char *body, gsize length, gpointer data)
@@ -356,8 +360,36 @@ on_sync_answer(Conn *conn, guint status, const char *body, gsize length, gpointe
     if (!agent->first_answered) {
         agent->first_answered = TRUE;
         load.agents_up++;
+        if (load.tunnels)
+            agent_open_tunnel(agent);
     }
     agent_sync(agent);
+}
+
+static void
+on_tunnel_answer(Conn *conn, guint status, const char *body, gsize length, gpointer data)
+{
+    Agent *agent = data;
+
+    if (status == 101) {
+        load.tunnels_up++;
+        return;
+    }
+    load.other_errors++;
+    say("the tunnel of %s answered %u: %.200s", agent->machine_id, status, body);
+}
+
+/* The stream einsora-daemon agent holds for the access proxy (docs/adr/0059):
+ * switched, then idle. */
+static void
+agent_open_tunnel(Agent *agent)
+{
+    conn_init(&agent->tunnel, agent->conn.certificate, agent->conn.source);
+    conn_send(&agent->tunnel,
+              g_strdup_printf("GET /agent/v1/tunnel HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                              "Connection: Upgrade\r\nUpgrade: einsora-tunnel/1\r\n\r\n",
+                              load.port),
+              on_tunnel_answer, agent);
 }
 
 static void
@@ -610,7 +642,9 @@ spin_until(gboolean (*done)(void), double seconds)
 static gboolean
 all_up(void)
 {
-    return load.agents_up >= load.agents_target || load.other_errors > 100;
+    return (load.agents_up >= load.agents_target &&
+            (!load.tunnels || load.tunnels_up >= load.agents_target)) ||
+           load.other_errors > 100;
 }
 
 static gboolean
@@ -622,7 +656,8 @@ enrolments_done(void)
 static gboolean
 held_all(void)
 {
-    return load.agents_up >= load.agents->len;
+    return load.agents_up >= load.agents->len &&
+           (!load.tunnels || load.tunnels_up >= load.agents->len);
 }
 
 static gboolean
@@ -752,9 +787,10 @@ step(guint target, Conn *creators, guint creator_count, Enroller *enrollers, gui
     syncs1 = load.syncs_answered;
     rss = rss_kib(load.daemon_pid);
 
-    /* The peer holds as many idle TLS connections. */
+    /* The peer holds as many idle TLS connections (two an agent with
+     * --tunnels: its sync's and its stream's). */
     if (load.peer_port != 0) {
-        while (load.peers->len < target) {
+        while (load.peers->len < target * (load.tunnels ? 2 : 1)) {
             Conn *conn = g_new0(Conn, 1);
             conn_init(conn, NULL, G_MAXUINT);
             g_ptr_array_add(load.peers, conn);
@@ -816,11 +852,12 @@ step(guint target, Conn *creators, guint creator_count, Enroller *enrollers, gui
            ",\"cpu_s\":%.3f,\"window_s\":%.3f,\"syncs\":%" G_GUINT64_FORMAT
            ",\"woken\":%u,\"late\":%u,\"late_sent_after\":%u,\"wake_p50_ms\":%.2f,\"wake_p99_ms\":%"
            ".2f,\"wake_max_ms\":%.2f,"
-           "\"sync_errors\":%" G_GUINT64_FORMAT ",\"other_errors\":%" G_GUINT64_FORMAT "}\n",
+           "\"sync_errors\":%" G_GUINT64_FORMAT ",\"other_errors\":%" G_GUINT64_FORMAT
+           ",\"tunnels\":%u}\n",
            target, load.agents_up, enrol_s, rss, rss_after, rss_peer, (ticks1 - ticks0) / tick,
            (w1 - w0) / 1e6, syncs1 - syncs0, latencies->len, late, late_sent_after,
            percentile(latencies, 50), percentile(latencies, 99), percentile(latencies, 100),
-           load.sync_errors, load.other_errors);
+           load.sync_errors, load.other_errors, load.tunnels_up);
     fflush(stdout);
 }
 
@@ -847,6 +884,8 @@ main(int argc, char **argv)
         {"sources", 0, 0, G_OPTION_ARG_INT, &sources, "Source addresses 127.0.0.2+ (32)", "N"},
         {"handshakes", 0, 0, G_OPTION_ARG_INT, &handshakes, "Handshakes at once (12)", "N"},
         {"peer-port", 0, 0, G_OPTION_ARG_INT, &peer_port, "The peer's TLS port", "PORT"},
+        {"tunnels", 0, 0, G_OPTION_ARG_NONE, &load.tunnels,
+         "Each agent also holds its idle tunnel stream, as einsora-daemon agent does", NULL},
         {"peer-pids", 0, 0, G_OPTION_ARG_STRING, &peer_pids_text, "The peer's processes",
          "PID,..."},
         {NULL},

@@ -27,6 +27,10 @@
 #define ANSWER_HEAD_MAX (16 * 1024)
 /* The proxy's request head, at most (its headers are the browser's). */
 #define REQUEST_HEAD_MAX (64 * 1024)
+/* After a stream is asked for or taken, one is kept ready for this long:
+ * a page load is dozens of requests. Then none: an agent whose workloads
+ * nobody opens costs the server no connection but its sync. */
+#define WARM_S 300
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
 
@@ -43,6 +47,7 @@ struct _EinsoraAgentTunnel {
     guint open;
     guint retry_id;
     guint backoff_ms;
+    gint64 warm_until_us; /* monotonic */
     gboolean running;
     gboolean refused; /* said once, until a stream is taken again */
     guint64 carried;
@@ -219,11 +224,12 @@ stream_end(Stream *stream, gboolean retry)
 
 static void stream_open(EinsoraAgentTunnel *self);
 
-/* One idle stream at all times (none while waiting to retry). */
+/* One idle stream while warm (none while waiting to retry). */
 static void
 top_up(EinsoraAgentTunnel *self)
 {
-    while (self->running && self->retry_id == 0 && self->idle < 1 && self->open < OPEN_MAX)
+    while (self->running && self->retry_id == 0 && self->idle < 1 && self->open < OPEN_MAX &&
+           g_get_monotonic_time() < self->warm_until_us)
         stream_open(self);
 }
 
@@ -412,6 +418,7 @@ take_request(Stream *stream, const char *line, gsize length)
     stream->idle = FALSE;
     self->idle--;
     self->refused = FALSE;
+    self->warm_until_us = g_get_monotonic_time() + WARM_S * G_USEC_PER_SEC;
     if (!json_parser_load_from_data(parser, line, (gssize)length, NULL) ||
         !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
         g_message("a tunnel's request line isn't JSON: closed");
@@ -611,7 +618,20 @@ einsora_agent_tunnel_start(EinsoraAgentTunnel *self)
 {
     g_return_if_fail(EINSORA_IS_AGENT_TUNNEL(self));
     self->running = TRUE;
-    top_up(self);
+}
+
+void
+einsora_agent_tunnel_open(EinsoraAgentTunnel *self, guint count)
+{
+    g_return_if_fail(EINSORA_IS_AGENT_TUNNEL(self));
+    if (!self->running)
+        return;
+    /* The server asked through the sync: it is there, whatever the last
+     * try met. */
+    g_clear_handle_id(&self->retry_id, g_source_remove);
+    self->warm_until_us = g_get_monotonic_time() + WARM_S * G_USEC_PER_SEC;
+    for (guint i = 0; i < MIN(count, MORE_MAX) && self->open < OPEN_MAX; i++)
+        stream_open(self);
 }
 
 void

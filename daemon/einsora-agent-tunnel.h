@@ -1,7 +1,8 @@
 /* A networked agent's side of its tunnels (docs/adr/0059): the server
- * can't dial a machine behind NAT, so the agent keeps a stream open to
- * it (GET /agent/v1/tunnel over mutual TLS, switched to plain bytes)
- * for the access proxy to send a request down. The stream's first line
+ * can't dial a machine behind NAT, so the agent opens streams to it
+ * (GET /agent/v1/tunnel over mutual TLS, switched to plain bytes) when its
+ * sync's answer asks, and keeps one ready while they are used, for the
+ * access proxy to send a request down. The stream's first line
  * names the workload; the agent connects it to that workload's own Unix
  * socket, if it runs here in that attempt, adds the workload's token to
  * the request's head (the server never has it) and masks the token in
@@ -24,7 +25,11 @@ G_DECLARE_FINAL_TYPE(EinsoraAgentTunnel, einsora_agent_tunnel, EINSORA, AGENT_TU
 EinsoraAgentTunnel *einsora_agent_tunnel_new(const char *server, const char *fingerprint,
                                              GTlsCertificate *certificate,
                                              EinsoraAccessSource *source);
+/* Opens nothing yet: streams open when the server asks. */
 void einsora_agent_tunnel_start(EinsoraAgentTunnel *self);
+/* The server asked for @count streams (a desired state's open_tunnels):
+ * they open now, and one is kept ready for a while after. */
+void einsora_agent_tunnel_open(EinsoraAgentTunnel *self, guint count);
 /* Closes every stream. */
 void einsora_agent_tunnel_stop(EinsoraAgentTunnel *self);
 /* Idle streams open to the server now, and requests carried so far: for

@@ -1069,6 +1069,12 @@ read_password(GError **error)
  * Solo, the hub over the network with its client certificate. No store:
  * it knows what the server tells it. Docker (weak isolation) is refused
  * for every tenant here until the agent knows its owner. */
+static void
+on_tunnels_wanted(guint count, gpointer user_data)
+{
+    einsora_agent_tunnel_open(user_data, count);
+}
+
 static int
 run_networked_agent(const EinsoraDaemonSettings *settings)
 {
@@ -1136,11 +1142,14 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
     machine.inventory = g_steal_pointer(&inventory);
     g_unix_signal_add(SIGINT, quit_on_signal, machine.loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, machine.loop);
-    einsora_agent_start(machine.agent);
+    /* Streams for the server's access proxy, opened when a sync's answer
+     * asks (docs/adr/0059): its reports say it opens them from the first. */
     tunnel = einsora_agent_tunnel_new(
         einsora_remote_hub_get_server(remote), einsora_remote_hub_get_fingerprint(remote),
         einsora_remote_hub_get_certificate(remote), EINSORA_ACCESS_SOURCE(machine.agent));
+    einsora_agent_set_tunnels_wanted(machine.agent, on_tunnels_wanted, tunnel);
     einsora_agent_tunnel_start(tunnel);
+    einsora_agent_start(machine.agent);
     start_probes(settings, &machine);
     g_message("agent of %s as machine %s: syncing over mutual TLS",
               einsora_remote_hub_get_server(remote), machine_id);
@@ -1152,6 +1161,14 @@ run_networked_agent(const EinsoraDaemonSettings *settings)
         return EXIT_FAILURE;
     }
     return EXIT_SUCCESS;
+}
+
+/* The access proxy waits for a stream from that machine: its agent is
+ * asked through its sync. */
+static gboolean
+want_tunnels(const char *machine_id, guint count, gpointer user_data)
+{
+    return einsora_hub_want_tunnels(user_data, machine_id, count);
 }
 
 /* einsora-daemon agent --join: enrolment (docs/adr/0055); without it,
@@ -1363,6 +1380,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
         {
             g_autoptr(EinsoraTunnels) tunnels = einsora_tunnels_new();
 
+            einsora_tunnels_set_want(tunnels, want_tunnels, machine.hub);
             einsora_api_server_set_tunnels(api, tunnels);
             einsora_access_proxy_set_tunnels(access, tunnels);
         }

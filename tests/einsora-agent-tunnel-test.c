@@ -5,8 +5,9 @@
  * Unix socket (libsoup, on the main loop). The server's request carries
  * a forged credential; the workload must get only its own token, and
  * the server must never see that token in the answer. A request for a
- * workload that doesn't run there is closed unanswered, and every taken
- * stream is replaced. */
+ * workload that doesn't run there is closed unanswered. Streams open
+ * when the server asks, and while they are used every taken one is
+ * replaced. */
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
@@ -280,6 +281,9 @@ test_request_through_the_agent(void)
     tunnel = einsora_agent_tunnel_new(url, fingerprint, client_certificate,
                                       EINSORA_ACCESS_SOURCE(source));
     einsora_agent_tunnel_start(tunnel);
+    /* None opens until the server asks (through a sync's answer). */
+    g_assert_cmpuint(einsora_agent_tunnel_count_idle(tunnel), ==, 0);
+    einsora_agent_tunnel_open(tunnel, 1);
     deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
     while (!g_atomic_int_get(&server.done) && g_get_monotonic_time() < deadline)
         g_main_context_iteration(NULL, FALSE), g_usleep(1000);

@@ -1058,6 +1058,51 @@ test_long_poll_wakes_when_busy(Fixture *f, gconstpointer data)
     sync_result_clear(&result);
 }
 
+/* The access proxy waits for a tunnel stream (docs/adr/0059): a machine
+ * whose agent opens them when asked has its held sync answered at once,
+ * same generation, asking for them; the next answer asks for none. One
+ * whose reports don't say so isn't asked: its sync stays held. */
+static void
+test_long_poll_wants_tunnels(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraDesiredState) first = connect_machine(f, f->box_id, linux_inventory());
+    g_autoptr(EinsoraSyncReport) report = report_new(f->box_id, first->generation, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    SyncResult result = {0};
+    SyncResult next = {0};
+
+    sync_start(f, f->hub, report, NULL, &result);
+    assert_held(&result);
+    /* Its reports so far didn't say it opens streams. */
+    g_assert_false(einsora_hub_want_tunnels(f->hub, f->box_id, 1));
+    g_assert_false(einsora_hub_want_tunnels(f->hub, "no-such-machine", 1));
+    g_assert_false(wait_for(&result, 50));
+
+    report->tunnels = TRUE;
+    sync_start(f, f->hub, report, NULL, &next); /* supersedes the first */
+    g_assert_true(wait_for(&result, WAIT_MS));
+    sync_result_clear(&result);
+    assert_held(&next);
+    g_assert_true(einsora_hub_want_tunnels(f->hub, f->box_id, 2));
+    g_assert_true(wait_for(&next, WAIT_MS));
+    g_assert_no_error(next.error);
+    g_assert_cmpint(next.state->generation, ==, first->generation);
+    g_assert_cmpint(next.state->open_tunnels, ==, 2);
+    sync_result_clear(&next);
+
+    /* Asked once: the sync after that is held again. */
+    sync_start(f, f->hub, report, NULL, &next);
+    assert_held(&next);
+    g_assert_true(einsora_hub_want_tunnels(f->hub, f->box_id, 1));
+    g_assert_true(wait_for(&next, WAIT_MS));
+    g_assert_cmpint(next.state->open_tunnels, ==, 1);
+    sync_result_clear(&next);
+    sync_start(f, f->hub, report, cancellable, &next);
+    assert_held(&next);
+    cancel_and_wait(cancellable, &next);
+    sync_result_clear(&next);
+}
+
 /* The long poll ends with the same desired state: the agent learns the
  * hub is there. */
 static void
@@ -1930,6 +1975,7 @@ main(int argc, char **argv)
     ADD("/hub/long-poll/wakes-when-the-loop-is-busy", test_long_poll_wakes_when_busy);
     ADD("/hub/long-poll/timeout-answers", test_long_poll_timeout);
     ADD("/hub/long-poll/superseded", test_long_poll_superseded);
+    ADD("/hub/long-poll/wants-tunnels", test_long_poll_wants_tunnels);
     ADD("/hub/metrics/syncs-held-and-answered", test_metrics_syncs);
     ADD("/hub/offline/after-45s", test_offline_after_45s);
     ADD("/hub/observe/reads-once-per-pass", test_observe_reads_once_per_pass);

@@ -699,6 +699,67 @@ test_report_replay(void)
     }
 }
 
+/* Tunnel streams (docs/adr/0059): the report says the agent opens them
+ * when asked (a boolean, left out when false), the answer asks for some
+ * (1 to EINSORA_PROTOCOL_MAX_OPEN_TUNNELS, left out at 0). */
+static void
+test_tunnels(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraSyncReport) report = einsora_sync_report_new();
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(EinsoraSyncReport) back = NULL;
+    g_autofree gchar *text = NULL;
+
+    report->machine_id = g_strdup(MACHINE_ID);
+    node = einsora_sync_report_to_json(report);
+    text = json_to_string(node, FALSE);
+    g_assert_null(strstr(text, "tunnels"));
+    report->tunnels = TRUE;
+    g_clear_pointer(&node, json_node_unref);
+    node = einsora_sync_report_to_json(report);
+    back = einsora_sync_report_from_json(node, &error);
+    g_assert_no_error(error);
+    g_assert_true(back->tunnels);
+    {
+        g_autoptr(JsonNode) wrong =
+            parse("{\"machine_id\":\"" MACHINE_ID "\",\"applied_generation\":0,"
+                  "\"statuses\":[],\"tunnels\":1}");
+        g_autoptr(EinsoraSyncReport) refused = einsora_sync_report_from_json(wrong, &error);
+
+        g_assert_null(refused);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+        g_assert_nonnull(strstr(error->message, "tunnels"));
+        g_clear_error(&error);
+    }
+    {
+        g_autoptr(JsonNode) asked =
+            parse("{\"machine_id\":\"" MACHINE_ID "\",\"generation\":5,\"workloads\":[],"
+                  "\"open_tunnels\":3}");
+        g_autoptr(EinsoraDesiredState) state = einsora_desired_state_from_json(asked, &error);
+        g_autoptr(JsonNode) again = NULL;
+        g_autofree gchar *again_text = NULL;
+
+        g_assert_no_error(error);
+        g_assert_cmpint(state->open_tunnels, ==, 3);
+        state->open_tunnels = 0;
+        again = einsora_desired_state_to_json(state);
+        again_text = json_to_string(again, FALSE);
+        g_assert_null(strstr(again_text, "open_tunnels"));
+    }
+    {
+        g_autofree gchar *json =
+            g_strdup_printf("{\"machine_id\":\"" MACHINE_ID "\",\"generation\":5,\"workloads\":[],"
+                            "\"open_tunnels\":%d}",
+                            EINSORA_PROTOCOL_MAX_OPEN_TUNNELS + 1);
+        g_autoptr(JsonNode) many = parse(json);
+        g_autoptr(EinsoraDesiredState) refused = einsora_desired_state_from_json(many, &error);
+
+        g_assert_null(refused);
+        g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_INVALID_REQUEST);
+    }
+}
+
 static void
 test_desired_refusals(void)
 {
@@ -1158,6 +1219,7 @@ main(int argc, char **argv)
     g_test_add_func("/protocol/sync-report/refusals-name-the-member", test_report_refusals);
     g_test_add_func("/protocol/sync-report/replay-and-its-acknowledgement", test_report_replay);
     g_test_add_func("/protocol/desired-state/refusals-name-the-member", test_desired_refusals);
+    g_test_add_func("/protocol/tunnels/asked-and-offered", test_tunnels);
     g_test_add_func("/protocol/strings/bounded-and-valid", test_string_bounds);
     g_test_add_func("/protocol/sync-report/list-bounds", test_list_bounds);
     g_test_add_func("/protocol/desired-state/workload-bound", test_desired_workload_bounds);

@@ -254,6 +254,39 @@ test_close_machine(void)
     spin(20);
 }
 
+static gboolean
+count_want(const char *machine_id, guint count, gpointer user_data)
+{
+    guint *wanted = user_data;
+
+    g_assert_cmpstr(machine_id, ==, "m1");
+    *wanted += count;
+    return TRUE;
+}
+
+/* A request that finds no idle stream asks the agent for one (through
+ * its sync); one that finds a stream asks nothing. */
+static void
+test_asks_for_streams(void)
+{
+    g_autoptr(EinsoraTunnels) tunnels = einsora_tunnels_new();
+    guint wanted = 0;
+    int agent, first, second, third;
+
+    einsora_tunnels_set_want(tunnels, count_want, &wanted);
+    agent = add_stream(tunnels, "m1");
+    first = einsora_tunnels_open(tunnels, "m1", WORKLOAD, 1, "token", NULL);
+    g_assert_cmpuint(wanted, ==, 0);
+    second = einsora_tunnels_open(tunnels, "m1", WORKLOAD, 1, "token", NULL);
+    third = einsora_tunnels_open(tunnels, "m1", WORKLOAD, 1, "token", NULL);
+    g_assert_cmpuint(wanted, ==, 2);
+    close(agent);
+    close(first);
+    close(second);
+    close(third);
+    spin(20);
+}
+
 /* Past the cap a request is refused at once, not queued. */
 static void
 test_cap(void)
@@ -297,6 +330,7 @@ main(int argc, char **argv)
     g_test_add_func("/tunnels/keeps-the-newest-idle", test_keeps_the_newest_idle);
     g_test_add_func("/tunnels/idle-stream-that-speaks", test_idle_stream_that_speaks);
     g_test_add_func("/tunnels/close-machine", test_close_machine);
+    g_test_add_func("/tunnels/asks-for-streams", test_asks_for_streams);
     g_test_add_func("/tunnels/cap", test_cap);
     g_test_add_func("/tunnels/names", test_names);
     return g_test_run();

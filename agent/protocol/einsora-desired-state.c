@@ -65,6 +65,8 @@ einsora_desired_state_to_json(const EinsoraDesiredState *state)
     einsora_json_add_int(builder, "generation", state->generation);
     if (state->replayed_through > 0)
         einsora_json_add_int(builder, "replayed_through", state->replayed_through);
+    if (state->open_tunnels > 0)
+        einsora_json_add_int(builder, "open_tunnels", state->open_tunnels);
     json_builder_set_member_name(builder, "workloads");
     json_builder_begin_array(builder);
     for (guint i = 0; i < state->workloads->len; i++)
@@ -104,8 +106,8 @@ read_workloads(JsonObject *object, GPtrArray *workloads, GError **error)
 EinsoraDesiredState *
 einsora_desired_state_from_json(JsonNode *node, GError **error)
 {
-    static const char *const members[] = {"machine_id", "generation", "workloads",
-                                          "replayed_through", NULL};
+    static const char *const members[] = {"machine_id",       "generation",   "workloads",
+                                          "replayed_through", "open_tunnels", NULL};
     g_autoptr(EinsoraDesiredState) state = einsora_desired_state_new();
     JsonObject *object;
 
@@ -115,7 +117,10 @@ einsora_desired_state_from_json(JsonNode *node, GError **error)
         !read_workloads(object, state->workloads, error) ||
         (json_object_has_member(object, "replayed_through") &&
          !einsora_json_read_int(object, "replayed_through", G_MAXINT64, &state->replayed_through,
-                                error)))
+                                error)) ||
+        (json_object_has_member(object, "open_tunnels") &&
+         !einsora_json_read_int(object, "open_tunnels", EINSORA_PROTOCOL_MAX_OPEN_TUNNELS,
+                                &state->open_tunnels, error)))
         return NULL;
     return g_steal_pointer(&state);
 }

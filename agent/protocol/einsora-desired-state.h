@@ -18,6 +18,10 @@ typedef struct {
     /* The hub has every replayed status change up to this one: the
      * agent's outbox may drop them. 0: none (left out of the JSON). */
     gint64 replayed_through;
+    /* Streams the access proxy is waiting for: the agent opens this many
+     * tunnel streams now (docs/adr/0059). 0: none (left out of the JSON,
+     * and only ever sent to an agent whose report said it takes them). */
+    gint64 open_tunnels;
 } EinsoraDesiredState;
 
 #define EINSORA_TYPE_DESIRED_STATE (einsora_desired_state_get_type())

@@ -31,6 +31,8 @@ G_BEGIN_DECLS
 /* Status changes replayed in one report: an outbox holds up to 10,000,
  * sent a thousand at a time so a report stays far under its body limit. */
 #define EINSORA_PROTOCOL_MAX_REPLAY 1000
+/* The most tunnel streams one desired state asks an agent to open. */
+#define EINSORA_PROTOCOL_MAX_OPEN_TUNNELS 64
 /* As the model store's names: a model store never makes a longer one. */
 #define EINSORA_PROTOCOL_MAX_MODEL_NAME 128
 

@@ -95,6 +95,10 @@ einsora_sync_report_to_json(const EinsoraSyncReport *report)
     }
     einsora_json_add_string(builder, "agent_version", report->agent_version);
     einsora_json_add_string(builder, "sent_at", report->sent_at);
+    if (report->tunnels) {
+        json_builder_set_member_name(builder, "tunnels");
+        json_builder_add_boolean_value(builder, TRUE);
+    }
     /* Left out when empty, as from the in-process agent. */
     if (report->replay->len > 0) {
         json_builder_set_member_name(builder, "replay");
@@ -217,14 +221,33 @@ read_replay(JsonObject *object, EinsoraSyncReport *report, GError **error)
     return TRUE;
 }
 
+/* Optional; true when present at all would be too loose: a boolean. */
+static gboolean
+read_tunnels(JsonObject *object, gboolean *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(object, "tunnels");
+
+    if (node == NULL)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+        return einsora_json_invalid(error, "\"tunnels\" must be true or false");
+    *out = json_node_get_boolean(node);
+    return TRUE;
+}
+
 EinsoraSyncReport *
 einsora_sync_report_from_json(JsonNode *node, GError **error)
 {
     static const char *const members[] = {
-        "machine_id",    "applied_generation",
-        "statuses",      "inventory",
-        "agent_version", "sent_at",
-        "replay",        NULL,
+        "machine_id",
+        "applied_generation",
+        "statuses",
+        "inventory",
+        "agent_version",
+        "sent_at",
+        "replay",
+        "tunnels",
+        NULL,
     };
     g_autoptr(EinsoraSyncReport) report = einsora_sync_report_new();
     JsonObject *object;
@@ -236,7 +259,8 @@ einsora_sync_report_from_json(JsonNode *node, GError **error)
                                &report->applied_generation, error) ||
         !read_statuses(object, report->statuses, error) ||
         !read_agent_version(object, &report->agent_version, error) ||
-        !read_sent_at(object, &report->sent_at, error) || !read_replay(object, report, error))
+        !read_sent_at(object, &report->sent_at, error) || !read_replay(object, report, error) ||
+        !read_tunnels(object, &report->tunnels, error))
         return NULL;
     inventory = json_object_get_member(object, "inventory");
     if (inventory != NULL) {

@@ -34,6 +34,9 @@ typedef struct {
      * EINSORA_PROTOCOL_MAX_REPLAY; empty from the in-process agent,
      * which has no outbox (docs/adr/0058). */
     GPtrArray *replay;
+    /* The agent opens tunnel streams when a desired state asks
+     * (open_tunnels, docs/adr/0059): only then does the hub ask. */
+    gboolean tunnels;
 } EinsoraSyncReport;
 
 #define EINSORA_TYPE_SYNC_REPORT (einsora_sync_report_get_type())

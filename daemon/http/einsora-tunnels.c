@@ -47,6 +47,8 @@ struct _Machine {
 struct _EinsoraTunnels {
     GObject parent_instance;
     GHashTable *machines; /* ID -> Machine */
+    EinsoraTunnelsWant want;
+    gpointer want_data;
     guint64 opened;
 };
 
@@ -289,6 +291,7 @@ einsora_tunnels_open(EinsoraTunnels *self, const char *machine_id, const char *w
     Machine *machine;
     Waiter *waiter;
     g_autoptr(GSocket) ours = NULL;
+    gboolean none_free;
     int fds[2];
 
     g_return_val_if_fail(EINSORA_IS_TUNNELS(self), -1);
@@ -325,9 +328,21 @@ einsora_tunnels_open(EinsoraTunnels *self, const char *machine_id, const char *w
     waiter->scheme = g_str_equal(scheme, "token") ? "token" : "Bearer";
     waiter->pair = G_IO_STREAM(g_socket_connection_factory_create_connection(ours));
     waiter->timeout_id = g_timeout_add(EINSORA_TUNNELS_WAIT_MS, on_wait_over, waiter);
+    none_free = machine->idle.length == 0;
     g_queue_push_tail(&machine->waiting, waiter);
     assign(machine);
+    /* None was free: the agent opens one more for each request left. */
+    if (none_free && self->want != NULL)
+        self->want(machine_id, 1, self->want_data);
     return fds[0];
+}
+
+void
+einsora_tunnels_set_want(EinsoraTunnels *self, EinsoraTunnelsWant want, gpointer user_data)
+{
+    g_return_if_fail(EINSORA_IS_TUNNELS(self));
+    self->want = want;
+    self->want_data = user_data;
 }
 
 void

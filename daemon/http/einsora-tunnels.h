@@ -1,5 +1,7 @@
-/* The server's ends of the tunnels networked agents hold open to it
- * (docs/adr/0059): an agent behind NAT can't be dialled, so it dials in.
+/* The server's ends of the tunnels networked agents open to it
+ * (docs/adr/0059): an agent behind NAT can't be dialled, so it dials in,
+ * when its sync's answer asks (a request found no stream), and keeps one
+ * ready while its workloads are being used.
  * Each of its streams is an mTLS connection to GET /agent/v1/tunnel,
  * switched (101) to plain bytes and held here idle until the access
  * proxy needs a way to a workload on that machine. Then one line goes
@@ -50,6 +52,12 @@ void einsora_tunnels_add(EinsoraTunnels *self, const char *machine_id, GIOStream
  * has too many streams open already. */
 int einsora_tunnels_open(EinsoraTunnels *self, const char *machine_id, const char *workload_id,
                          gint64 attempt, const char *scheme, GError **error);
+
+/* Asks @machine_id's agent for @count more streams (the hub answers its
+ * held sync asking it to open them): called when a request finds no idle
+ * stream. FALSE when that agent can't be asked. */
+typedef gboolean (*EinsoraTunnelsWant)(const char *machine_id, guint count, gpointer user_data);
+void einsora_tunnels_set_want(EinsoraTunnels *self, EinsoraTunnelsWant want, gpointer user_data);
 
 /* The machine was revoked (or removed): every stream of it, idle,
  * waiting or carrying, is closed now. */

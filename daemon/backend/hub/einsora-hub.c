@@ -55,6 +55,10 @@ typedef struct {
      * all instead of once each (which made a pass quadratic). */
     EinsoraDesiredState *recent;
     GHashTable *recent_index; /* workload ID -> EinsoraDesiredWorkload (in @recent) */
+    /* Tunnel streams (docs/adr/0059): whether its agent opens them when
+     * asked (its last report said so), and how many the next answer asks. */
+    gboolean takes_tunnels;
+    gint64 open_tunnels;
 } MachineState;
 
 struct _EinsoraHub {
@@ -500,6 +504,7 @@ compute_desired(EinsoraHub *self, MachineState *state, GError **error)
         advance(self, state, desired);
     desired->generation = state->generation;
     desired->replayed_through = state->replayed_through;
+    desired->open_tunnels = state->open_tunnels;
     return g_steal_pointer(&desired);
 }
 
@@ -533,9 +538,11 @@ answer_held(EinsoraHub *self, MachineState *state, gboolean only_if_changed)
         g_task_return_error(task, g_steal_pointer(&error));
         return;
     }
-    if (only_if_changed && desired->generation == state->held->applied_generation)
+    if (only_if_changed && desired->generation == state->held->applied_generation &&
+        desired->open_tunnels == 0)
         return;
     task = take_held(state);
+    state->open_tunnels = 0;
     count_answer(self, only_if_changed ? "changed" : "long_poll");
     return_desired(task, g_steal_pointer(&desired));
 }
@@ -836,6 +843,7 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         return;
     }
     state = machine_state(self, machine->id);
+    state->takes_tunnels = report->tunnels;
     changed = report_changes(state, report);
     if (!record_report(self, state, machine, report, &error)) {
         count_answer(self, "error");
@@ -860,7 +868,8 @@ einsora_hub_sync_async(EinsoraSyncTransport *transport, const EinsoraSyncReport 
         count_answer(self, "superseded");
         return_desired(superseded, einsora_desired_state_copy(desired));
     }
-    if (desired->generation != report->applied_generation) {
+    if (desired->generation != report->applied_generation || desired->open_tunnels > 0) {
+        state->open_tunnels = 0;
         count_answer(self, "changed");
         return_desired(task, g_steal_pointer(&desired));
         return;
@@ -1178,6 +1187,22 @@ einsora_hub_backend_iface_init(EinsoraBackendInterface *iface)
     iface->park = einsora_hub_park;
     iface->observe = einsora_hub_observe;
     iface->remove = einsora_hub_remove;
+}
+
+gboolean
+einsora_hub_want_tunnels(EinsoraHub *self, const char *machine_id, guint count)
+{
+    MachineState *state;
+
+    g_return_val_if_fail(EINSORA_IS_HUB(self), FALSE);
+    state = g_hash_table_lookup(self->machines, machine_id);
+    if (state == NULL || !state->takes_tunnels || count == 0)
+        return FALSE;
+    state->open_tunnels =
+        MIN(state->open_tunnels + (gint64)count, EINSORA_PROTOCOL_MAX_OPEN_TUNNELS);
+    /* Its held sync answers now; else its next sync does, at once. */
+    answer_held(self, state, TRUE);
+    return TRUE;
 }
 
 void

@@ -56,6 +56,12 @@ void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
  * (einsora_hub_syncs_answered_total). */
 void einsora_hub_set_metrics(EinsoraHub *self, EinsoraMetrics *metrics);
 
+/* The access proxy waits for @count tunnel streams from @machine_id's
+ * networked agent (docs/adr/0059): its held sync is answered now asking
+ * it to open them (or its next sync is). FALSE when that agent doesn't
+ * open streams when asked (its reports don't say it does). */
+gboolean einsora_hub_want_tunnels(EinsoraHub *self, const char *machine_id, guint count);
+
 /* The agent in this process, for its machine: the only way the hub gets
  * a workload's socket and token (held weakly; never over a Sync). */
 void einsora_hub_set_access_source(EinsoraHub *self, const char *machine_id,
