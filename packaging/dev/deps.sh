@@ -47,6 +47,9 @@ if [ "$what" = test ]; then
   # no service is started) and the distribution registry on loopback for
   # pulls (tests/docker).
   packages+=(docker.io docker-registry)
+  # The Postgres store's tests: a private PostgreSQL 15 they start
+  # (tests/check-pg-migrations.py; initdb into a temporary directory).
+  packages+=(postgresql-15)
 fi
 
 missing=()
