@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "einsora-migration-resources.h"
+#include "einsora-pg-migration-resources.h"
 #include "einsora-timestamp.h"
 
-#define MIGRATIONS_RESOURCE_PATH "/org/einsora/migrations/sqlite/"
+#define MIGRATIONS_RESOURCE_PATH "/org/einsora/migrations/"
 #define MIGRATION_DIGITS 5
 
 EinsoraMigration *
@@ -50,6 +51,18 @@ migration_cmp(gconstpointer a, gconstpointer b)
     return g_strcmp0(ma->name, mb->name);
 }
 
+GPtrArray *
+einsora_migrations_sort(GPtrArray *migrations)
+{
+    /* A shallow copy, so the caller's order stays; it inherits the free
+     * function, which must go. */
+    GPtrArray *sorted = g_ptr_array_copy(migrations, NULL, NULL);
+
+    g_ptr_array_set_free_func(sorted, NULL);
+    g_ptr_array_sort(sorted, migration_cmp);
+    return sorted;
+}
+
 /* "00001_initial.sql" -> version 1, name "00001_initial". */
 static gboolean
 parse_file_name(const char *file_name, gint64 *version, gchar **name)
@@ -81,22 +94,35 @@ parse_file_name(const char *file_name, gint64 *version, gchar **name)
 GPtrArray *
 einsora_migrations_load_builtin(GError **error)
 {
+    return einsora_migrations_load_builtin_dialect("sqlite", error);
+}
+
+GPtrArray *
+einsora_migrations_load_builtin_dialect(const char *dialect, GError **error)
+{
     /* Calling the generated getter keeps the resource in the static
      * library; relying on its constructor alone would let the linker drop
      * it. */
-    GResource *resource = einsora_migrations_get_resource();
+    GResource *resource = NULL;
+    g_autofree gchar *directory = NULL;
     g_auto(GStrv) children = NULL;
     g_autoptr(GPtrArray) migrations =
         g_ptr_array_new_with_free_func((GDestroyNotify)einsora_migration_free);
 
-    children = g_resource_enumerate_children(resource, MIGRATIONS_RESOURCE_PATH,
-                                             G_RESOURCE_LOOKUP_FLAGS_NONE, error);
+    if (g_strcmp0(dialect, "sqlite") == 0)
+        resource = einsora_migrations_get_resource();
+    else if (g_strcmp0(dialect, "postgres") == 0)
+        resource = einsora_pg_migrations_get_resource();
+    g_return_val_if_fail(resource != NULL, NULL);
+    directory = g_strconcat(MIGRATIONS_RESOURCE_PATH, dialect, "/", NULL);
+    children =
+        g_resource_enumerate_children(resource, directory, G_RESOURCE_LOOKUP_FLAGS_NONE, error);
     if (children == NULL) {
         g_prefix_error(error, "built-in migrations: ");
         return NULL;
     }
     for (guint i = 0; children[i] != NULL; i++) {
-        g_autofree gchar *path = g_strconcat(MIGRATIONS_RESOURCE_PATH, children[i], NULL);
+        g_autofree gchar *path = g_strconcat(directory, children[i], NULL);
         g_autofree gchar *name = NULL;
         g_autofree gchar *sql = NULL;
         g_autoptr(GBytes) bytes = NULL;
@@ -172,10 +198,8 @@ einsora_migrations_get_version(sqlite3 *db, GError **error)
     return max_applied_version(db, error);
 }
 
-/* Versions must be exactly 1..N, so that every database at version k has
- * run the same k migrations. */
-static gboolean
-check_sequence(GPtrArray *sorted, GError **error)
+gboolean
+einsora_migrations_check_sequence(GPtrArray *sorted, GError **error)
 {
     for (guint i = 0; i < sorted->len; i++) {
         const EinsoraMigration *migration = g_ptr_array_index(sorted, i);
@@ -411,12 +435,8 @@ einsora_migrations_apply(sqlite3 *db, GPtrArray *migrations, gint64 now_us, GErr
                             "migrations cannot run inside a transaction");
         return FALSE;
     }
-    /* A shallow copy, so the caller's order stays; it inherits the free
-     * function, which must go. */
-    sorted = g_ptr_array_copy(migrations, NULL, NULL);
-    g_ptr_array_set_free_func(sorted, NULL);
-    g_ptr_array_sort(sorted, migration_cmp);
-    if (!check_sequence(sorted, error))
+    sorted = einsora_migrations_sort(migrations);
+    if (!einsora_migrations_check_sequence(sorted, error))
         return FALSE;
 
     applied = check_schema_migrations(db, sorted, error);

@@ -1,4 +1,5 @@
-/* Schema migrations: numbered SQL files (migrations/sqlite/NNNNN_name.sql),
+/* Schema migrations: numbered SQL files (migrations/sqlite/NNNNN_name.sql,
+ * and migrations/postgres/ for EinsoraPgStore, see einsora-pg-migrations.h),
  * built into the daemon as a GResource, applied in order, each in its own
  * transaction, and recorded in schema_migrations with a SHA-256 of its text
  * so that an edited migration is refused. The daemon only ever applies the
@@ -22,8 +23,16 @@ void einsora_migration_free(EinsoraMigration *migration);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EinsoraMigration, einsora_migration_free)
 
-/* The migrations built into this binary, sorted by version. */
+/* The migrations built into this binary, sorted by version: SQLite's, or
+ * those of @dialect ("sqlite" or "postgres", migrations/<dialect>/). */
 GPtrArray *einsora_migrations_load_builtin(GError **error);
+GPtrArray *einsora_migrations_load_builtin_dialect(const char *dialect, GError **error);
+
+/* A copy of @migrations sorted by version that does not own them. */
+GPtrArray *einsora_migrations_sort(GPtrArray *migrations);
+/* Versions must be exactly 1..N, so that every database at version k has
+ * run the same k migrations: refuses @sorted otherwise. */
+gboolean einsora_migrations_check_sequence(GPtrArray *sorted, GError **error);
 
 /* Applies the migrations of @migrations (EinsoraMigration) that @db has not
  * applied yet. Refuses a list that is not exactly versions 1..N, a database

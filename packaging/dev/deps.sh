@@ -7,6 +7,8 @@ what=${1:-run}
 packages=(
   meson ninja-build pkg-config gcc gettext
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev libsqlite3-dev libssl-dev libargon2-dev
+  # The Postgres store (EINSORA_DATABASE_URL; docs/adr/0061).
+  libpq-dev
   # The native driver's runtime: Jupyter in bubblewrap (passt's pasta
   # gives a notebook outbound networking when a setting asks for it).
   jupyter-notebook python3-ipykernel bubblewrap passt
@@ -48,7 +50,8 @@ if [ "$what" = test ]; then
   # pulls (tests/docker).
   packages+=(docker.io docker-registry)
   # The Postgres store's tests: a private PostgreSQL 15 they start
-  # (tests/check-pg-migrations.py; initdb into a temporary directory).
+  # (tests/check-pg-migrations.py, tests/einsora-test-postgres.c; initdb into
+  # a temporary directory).
   packages+=(postgresql-15)
 fi
 

@@ -1,0 +1,196 @@
+#include "einsora-test-postgres.h"
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <libpq-fe.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "einsora-pg-store.h"
+#include "einsora-test-dir.h"
+
+#define PG_BIN "/usr/lib/postgresql/15/bin"
+#define TEMPLATE "einsora_template"
+/* 2026-01-01T00:00:00Z */
+#define BASE_US G_GINT64_CONSTANT(1767225600000000)
+
+struct _EinsoraTestPostgres {
+    gchar *root;
+    gchar *data;
+    gchar *socket_dir;
+    GSubprocess *server;
+    gboolean template_made;
+    guint databases;
+};
+
+/* initdb and postgres refuse root: run them as the postgres user. */
+static void
+as_postgres_user(gpointer data)
+{
+    struct passwd *pw = data;
+
+    if (pw != NULL && (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0))
+        _exit(126);
+}
+
+static void
+run_as_postgres(EinsoraTestPostgres *pg, const char *const *argv)
+{
+    struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
+    g_autoptr(GError) error = NULL;
+    int status = 0;
+
+    g_spawn_sync(pg->root, (gchar **)argv, NULL, G_SPAWN_DEFAULT, as_postgres_user, pw, &out, &err,
+                 &status, &error);
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("%s failed: %s%s", argv[0], out, err);
+}
+
+static void
+hand_to_postgres(const char *path)
+{
+    struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+
+    if (pw != NULL)
+        g_assert_cmpint(chown(path, pw->pw_uid, pw->pw_gid), ==, 0);
+}
+
+EinsoraTestPostgres *
+einsora_test_postgres_start(void)
+{
+    EinsoraTestPostgres *pg;
+    g_autofree gchar *initdb = g_build_filename(PG_BIN, "initdb", NULL);
+    g_autofree gchar *postgres = g_build_filename(PG_BIN, "postgres", NULL);
+    g_autoptr(GSubprocessLauncher) launcher = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *conninfo = NULL;
+    gint64 deadline;
+
+    if (!g_file_test(initdb, G_FILE_TEST_IS_EXECUTABLE))
+        return NULL;
+    if (geteuid() == 0 && getpwnam("postgres") == NULL)
+        return NULL;
+
+    pg = g_new0(EinsoraTestPostgres, 1);
+    pg->root = einsora_test_dir_new();
+    pg->data = g_build_filename(pg->root, "data", NULL);
+    pg->socket_dir = g_build_filename(pg->root, "run", NULL);
+    g_assert_cmpint(g_mkdir(pg->socket_dir, 0700), ==, 0);
+    hand_to_postgres(pg->root);
+    hand_to_postgres(pg->socket_dir);
+    run_as_postgres(pg, (const char *const[]){initdb, "-D", pg->data, "--no-sync", "-A", "trust",
+                                              "-U", "einsora", "-E", "UTF8", "--locale=C", NULL});
+
+    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_subprocess_launcher_set_child_setup(launcher, as_postgres_user,
+                                          geteuid() == 0 ? getpwnam("postgres") : NULL, NULL);
+    pg->server = g_subprocess_launcher_spawn(launcher, &error, postgres, "-D", pg->data, "-k",
+                                             pg->socket_dir, "-c", "listen_addresses=", "-c",
+                                             "fsync=off", "-c", "max_connections=200", NULL);
+    g_assert_no_error(error);
+
+    conninfo = einsora_test_postgres_conninfo(pg, "postgres");
+    deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    while (PQping(conninfo) != PQPING_OK) {
+        if (g_get_monotonic_time() > deadline)
+            g_error("PostgreSQL didn't start in %s", pg->root);
+        g_usleep(20000);
+    }
+    return pg;
+}
+
+void
+einsora_test_postgres_stop(EinsoraTestPostgres *pg)
+{
+    if (pg == NULL)
+        return;
+    if (pg->server != NULL) {
+        /* SIGINT: the fast shutdown, which ends the sessions still open. */
+        g_subprocess_send_signal(pg->server, SIGINT);
+        g_subprocess_wait(pg->server, NULL, NULL);
+        g_clear_object(&pg->server);
+    }
+    einsora_test_dir_remove(pg->root);
+    g_free(pg->root);
+    g_free(pg->data);
+    g_free(pg->socket_dir);
+    g_free(pg);
+}
+
+gchar *
+einsora_test_postgres_conninfo(EinsoraTestPostgres *pg, const char *database)
+{
+    return g_strdup_printf("host=%s user=einsora dbname=%s", pg->socket_dir, database);
+}
+
+void
+einsora_test_postgres_exec(EinsoraTestPostgres *pg, const char *sql)
+{
+    g_autofree gchar *conninfo = einsora_test_postgres_conninfo(pg, "postgres");
+    PGconn *conn = PQconnectdb(conninfo);
+    PGresult *res;
+
+    g_assert_cmpint(PQstatus(conn), ==, CONNECTION_OK);
+    res = PQexec(conn, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+        g_error("%s: %s", sql, PQerrorMessage(conn));
+    PQclear(res);
+    PQfinish(conn);
+}
+
+static void
+make_template(EinsoraTestPostgres *pg)
+{
+    g_autofree gchar *conninfo = einsora_test_postgres_conninfo(pg, TEMPLATE);
+    g_autoptr(EinsoraPgStore) store = NULL;
+    g_autoptr(GError) error = NULL;
+
+    einsora_test_postgres_exec(pg, "CREATE DATABASE " TEMPLATE);
+    store = einsora_pg_store_open(conninfo, &error);
+    g_assert_no_error(error);
+    einsora_pg_store_migrate(store, BASE_US, &error);
+    g_assert_no_error(error);
+    g_clear_object(&store);
+    pg->template_made = TRUE;
+}
+
+gchar *
+einsora_test_postgres_create_database(EinsoraTestPostgres *pg, gboolean migrated)
+{
+    gchar *name = g_strdup_printf("einsora_test_%u", ++pg->databases);
+    g_autofree gchar *sql = NULL;
+
+    if (migrated && !pg->template_made)
+        make_template(pg);
+    sql = g_strdup_printf("CREATE DATABASE %s%s", name, migrated ? " TEMPLATE " TEMPLATE : "");
+    einsora_test_postgres_exec(pg, sql);
+    return name;
+}
+
+void
+einsora_test_postgres_drop_database(EinsoraTestPostgres *pg, const char *database)
+{
+    g_autofree gchar *sql = g_strdup_printf("DROP DATABASE %s WITH (FORCE)", database);
+
+    einsora_test_postgres_exec(pg, sql);
+}
+
+const char *
+einsora_test_postgres_get_socket_dir(EinsoraTestPostgres *pg)
+{
+    return pg->socket_dir;
+}
+
+GPid
+einsora_test_postgres_get_pid(EinsoraTestPostgres *pg)
+{
+    const char *id = g_subprocess_get_identifier(pg->server);
+
+    return id != NULL ? (GPid)g_ascii_strtoll(id, NULL, 10) : 0;
+}
