@@ -36,6 +36,7 @@
 #include "einsora-sim-driver.h"
 #include "einsora-service.h"
 #include "einsora-service-notify.h"
+#include "einsora-pg-store.h"
 #include "einsora-sqlite-store.h"
 #include "einsora-timestamp.h"
 #include "einsora-tls-identity.h"
@@ -48,6 +49,11 @@
 
 typedef struct {
     gchar *data_dir;
+    /* EINSORA_DATABASE_URL: the Postgres store instead of the data
+     * directory's SQLite file. It may hold a password, so it is read from
+     * the environment only (never a flag, which ps shows), removed from
+     * it at once (workloads inherit nothing of it), and never logged. */
+    gchar *database_url;
     gchar *api_addr;
     gchar *access_addr;
     gchar *region;
@@ -100,6 +106,9 @@ static void
 settings_clear(EinsoraDaemonSettings *settings)
 {
     g_clear_pointer(&settings->data_dir, g_free);
+    if (settings->database_url != NULL)
+        explicit_bzero(settings->database_url, strlen(settings->database_url));
+    g_clear_pointer(&settings->database_url, g_free);
     g_clear_pointer(&settings->api_addr, g_free);
     g_clear_pointer(&settings->access_addr, g_free);
     g_clear_pointer(&settings->region, g_free);
@@ -224,6 +233,16 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
     /* Short, for socket paths (macOS allows 104 bytes): ~/.einsora/run. */
     g_autofree gchar *default_run_dir = g_build_filename(g_get_home_dir(), ".einsora", "run", NULL);
 
+    if (g_getenv("EINSORA_DATABASE_URL") != NULL) {
+        settings->database_url = g_strdup(g_getenv("EINSORA_DATABASE_URL"));
+        g_unsetenv("EINSORA_DATABASE_URL");
+        if (settings->database_url[0] == '\0') {
+            g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                                "EINSORA_DATABASE_URL is empty: unset it for the data "
+                                "directory's SQLite file, or give a PostgreSQL connection string");
+            return FALSE;
+        }
+    }
     if (!resolve_setting(&settings->data_dir, "EINSORA_DATA_DIR", "--data-dir", default_data_dir,
                          error) ||
         !resolve_setting(&settings->api_addr, "EINSORA_API_ADDR", "--listen", "127.0.0.1:8080",
@@ -402,38 +421,87 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
     return TRUE;
 }
 
-/* The data directory is private to this user: created 0700; an existing
- * one is checked by the store, which refuses one that others can write. */
-static EinsoraSqliteStore *
-open_store(const EinsoraDaemonSettings *settings, GError **error)
+/* The data directory is private to this user: created 0700. It holds the
+ * owner's API token and TLS keys whichever store is used. */
+static gboolean
+make_data_dir(const EinsoraDaemonSettings *settings, GError **error)
 {
-    g_autofree gchar *path = g_build_filename(settings->data_dir, DATABASE_NAME, NULL);
-    g_autoptr(EinsoraSqliteStore) store = NULL;
-    struct stat st;
-
     if (g_mkdir_with_parents(settings->data_dir, 0700) != 0) {
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
                     "EINSORA_DATA_DIR (--data-dir): can't create %s: %s", settings->data_dir,
                     g_strerror(errno));
-        return NULL;
+        return FALSE;
     }
-    store = einsora_sqlite_store_open(path, error);
-    if (store == NULL) {
-        g_prefix_error(error, "EINSORA_DATA_DIR (--data-dir): ");
-        return NULL;
-    }
-    /* Others can't write it (the store checked); they mustn't read it
-     * either: it holds the owner's API token. */
+    return TRUE;
+}
+
+/* After the store is open: the SQLite store has refused a directory
+ * others can write; they mustn't read it either. */
+static gboolean
+keep_data_dir_private(const EinsoraDaemonSettings *settings, GError **error)
+{
+    struct stat st;
+
     if (stat(settings->data_dir, &st) == 0 && (st.st_mode & 0077) != 0) {
         if (chmod(settings->data_dir, 0700) != 0) {
             g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
                         "EINSORA_DATA_DIR (--data-dir): can't make %s private: %s",
                         settings->data_dir, g_strerror(errno));
-            return NULL;
+            return FALSE;
         }
         g_message("made %s private (0700): it holds the API token", settings->data_dir);
     }
+    return TRUE;
+}
+
+static EinsoraStore *
+open_pg_store(const EinsoraDaemonSettings *settings, EinsoraMetrics *metrics, GError **error)
+{
+    g_autoptr(EinsoraPgStore) store = einsora_pg_store_open(settings->database_url, error);
+
+    if (store == NULL || !einsora_pg_store_migrate(store, einsora_now_real(NULL), error)) {
+        g_prefix_error(error, "EINSORA_DATABASE_URL: ");
+        return NULL;
+    }
+    if (metrics != NULL)
+        einsora_pg_store_set_metrics(store, metrics);
+    return EINSORA_STORE(g_steal_pointer(&store));
+}
+
+static EinsoraStore *
+open_sqlite_store(const EinsoraDaemonSettings *settings, EinsoraMetrics *metrics, GError **error)
+{
+    g_autofree gchar *path = g_build_filename(settings->data_dir, DATABASE_NAME, NULL);
+    g_autoptr(EinsoraSqliteStore) store = einsora_sqlite_store_open(path, error);
+
+    if (store == NULL) {
+        g_prefix_error(error, "EINSORA_DATA_DIR (--data-dir): ");
+        return NULL;
+    }
+    if (!einsora_sqlite_store_migrate(store, einsora_now_real(NULL), error))
+        return NULL;
     einsora_sqlite_store_set_clock(store, einsora_now_real, NULL);
+    if (metrics != NULL)
+        einsora_sqlite_store_set_metrics(store, metrics);
+    return EINSORA_STORE(g_steal_pointer(&store));
+}
+
+/* The store, migrated: Postgres when EINSORA_DATABASE_URL names one
+ * (docs/adr/0061), else the data directory's SQLite file. @metrics may be
+ * NULL. */
+static EinsoraStore *
+open_store(const EinsoraDaemonSettings *settings, EinsoraMetrics *metrics, GError **error)
+{
+    g_autoptr(EinsoraStore) store = NULL;
+
+    if (!make_data_dir(settings, error))
+        return NULL;
+    if (settings->database_url != NULL)
+        store = open_pg_store(settings, metrics, error);
+    else
+        store = open_sqlite_store(settings, metrics, error);
+    if (store == NULL || !keep_data_dir_private(settings, error))
+        return NULL;
     return g_steal_pointer(&store);
 }
 
@@ -1017,13 +1085,15 @@ static int
 run_migrate(const EinsoraDaemonSettings *settings)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(EinsoraSqliteStore) store = open_store(settings, &error);
+    g_autoptr(EinsoraStore) store = open_store(settings, NULL, &error);
 
-    if (store == NULL || !einsora_sqlite_store_migrate(store, einsora_now_real(NULL), &error)) {
+    if (store == NULL) {
         g_printerr("einsora-daemon migrate: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    g_print("einsora-daemon migrate: %s is up to date\n", settings->data_dir);
+    /* Never the URL: it may hold a password. */
+    g_print("einsora-daemon migrate: %s is up to date\n",
+            settings->database_url != NULL ? "the PostgreSQL database" : settings->data_dir);
     return EXIT_SUCCESS;
 }
 
@@ -1197,7 +1267,7 @@ run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, co
                    gboolean password_stdin, gboolean join, gboolean admin)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(EinsoraSqliteStore) store = NULL;
+    g_autoptr(EinsoraStore) store = NULL;
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraUser) user = NULL;
     g_autoptr(EinsoraTenant) existing = NULL;
@@ -1212,8 +1282,8 @@ run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, co
         g_printerr("einsora-daemon account create: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    store = open_store(settings, &error);
-    if (store == NULL || !einsora_sqlite_store_migrate(store, einsora_now_real(NULL), &error)) {
+    store = open_store(settings, NULL, &error);
+    if (store == NULL) {
         g_printerr("einsora-daemon account create: %s\n", error->message);
         return EXIT_FAILURE;
     }
@@ -1244,7 +1314,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(EinsoraCatalog) catalog = NULL;
-    g_autoptr(EinsoraSqliteStore) store = NULL;
+    g_autoptr(EinsoraStore) store = NULL;
     g_autoptr(EinsoraService) service = NULL;
     g_autoptr(EinsoraAuth) auth = NULL;
     g_autoptr(EinsoraApiServer) api = NULL;
@@ -1297,8 +1367,8 @@ run_daemon(const EinsoraDaemonSettings *settings)
         g_printerr("einsora-daemon: TLS: %s\n", error->message);
         return EXIT_FAILURE;
     }
-    store = open_store(settings, &error);
-    if (store == NULL || !einsora_sqlite_store_migrate(store, einsora_now_real(NULL), &error)) {
+    store = open_store(settings, metrics, &error);
+    if (store == NULL) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
@@ -1306,7 +1376,6 @@ run_daemon(const EinsoraDaemonSettings *settings)
                                              "Always 1; the version of this einsora-daemon.",
                                              (const char *const[]){"version", NULL}),
                        (const char *const[]){EINSORA_VERSION, NULL}, 1);
-    einsora_sqlite_store_set_metrics(store, metrics);
     service = einsora_service_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
     einsora_service_set_default_idle_timeout(service, settings->idle_timeout_s);
     auth = einsora_auth_new(EINSORA_STORE(store), einsora_now_real, NULL);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "einsora-test-dir.h"
+#include "einsora-test-postgres.h"
 
 const char *
 einsora_test_daemon_path(void)
@@ -15,6 +16,40 @@ einsora_test_daemon_path(void)
     const char *path = g_getenv("EINSORA_DAEMON");
     g_assert_nonnull(path);
     return path;
+}
+
+/* EINSORA_TEST_STORE=postgres runs a suite's daemons on the Postgres
+ * store: one private server for the test binary, a database of its own
+ * for each daemon (tests/meson.build registers the -pg runs). */
+static EinsoraTestPostgres *test_postgres;
+
+static void
+stop_test_postgres(void)
+{
+    g_clear_pointer(&test_postgres, einsora_test_postgres_stop);
+}
+
+static gchar *
+postgres_database_url(void)
+{
+    g_autofree gchar *name = NULL;
+
+    if (test_postgres == NULL) {
+        test_postgres = einsora_test_postgres_start();
+        if (test_postgres == NULL) {
+            g_print("1..0 # SKIP PostgreSQL 15 isn't installed (packaging/dev/deps.sh test)\n");
+            exit(77);
+        }
+        atexit(stop_test_postgres);
+    }
+    name = einsora_test_postgres_create_database(test_postgres, NULL);
+    return einsora_test_postgres_conninfo(test_postgres, name);
+}
+
+gboolean
+einsora_test_daemon_on_postgres(void)
+{
+    return g_strcmp0(g_getenv("EINSORA_TEST_STORE"), "postgres") == 0;
 }
 
 EinsoraTestDaemon *
@@ -34,6 +69,8 @@ einsora_test_daemon_new(void)
     einsora_test_daemon_setenv(daemon, "EINSORA_ACCESS_ADDR", "127.0.0.1:0");
     g_hash_table_insert(daemon->env, g_strdup("EINSORA_AGENT_RUN_DIR"),
                         g_build_filename(daemon->dir, "run", NULL));
+    if (einsora_test_daemon_on_postgres())
+        g_hash_table_insert(daemon->env, g_strdup("EINSORA_DATABASE_URL"), postgres_database_url());
     return daemon;
 }
 
@@ -62,10 +99,16 @@ einsora_test_daemon_create_account(EinsoraTestDaemon *daemon, const char *tenant
     g_ptr_array_add(argv, "account");
     g_ptr_array_add(argv, "create");
     g_ptr_array_add(argv, NULL);
-    process = g_subprocess_newv((const char *const *)argv->pdata,
-                                G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                    G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                                &error);
+    {
+        g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+            G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+            G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        const char *database_url = g_hash_table_lookup(daemon->env, "EINSORA_DATABASE_URL");
+
+        if (database_url != NULL)
+            g_subprocess_launcher_setenv(launcher, "EINSORA_DATABASE_URL", database_url, TRUE);
+        process = g_subprocess_launcher_spawnv(launcher, (const char *const *)argv->pdata, &error);
+    }
     g_assert_no_error(error);
     g_assert_true(g_subprocess_communicate_utf8(process, input, NULL, &out, &err, &error));
     g_assert_no_error(error);

@@ -30,6 +30,9 @@ typedef struct {
 } EinsoraTestResponse;
 
 const char *einsora_test_daemon_path(void);
+/* Whether this run's daemons use the Postgres store (EINSORA_TEST_STORE=
+ * postgres): each gets a database of its own on a private server. */
+gboolean einsora_test_daemon_on_postgres(void);
 EinsoraTestDaemon *einsora_test_daemon_new(void);
 /* Runs `einsora-daemon account create` on the (stopped) daemon's data
  * directory; returns the new account's API token. */

@@ -2,26 +2,21 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
-#include <libpq-fe.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "einsora-pg-store.h"
 #include "einsora-test-dir.h"
 
 #define PG_BIN "/usr/lib/postgresql/15/bin"
-#define TEMPLATE "einsora_template"
-/* 2026-01-01T00:00:00Z */
-#define BASE_US G_GINT64_CONSTANT(1767225600000000)
 
 struct _EinsoraTestPostgres {
     gchar *root;
     gchar *data;
     gchar *socket_dir;
     GSubprocess *server;
-    gboolean template_made;
     guint databases;
 };
 
@@ -33,6 +28,9 @@ as_postgres_user(gpointer data)
 
     if (pw != NULL && (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0))
         _exit(126);
+    /* After setuid, which clears it: a test that aborts takes its server
+     * down too (SIGINT: the fast shutdown). */
+    prctl(PR_SET_PDEATHSIG, SIGINT);
 }
 
 static void
@@ -68,7 +66,7 @@ einsora_test_postgres_start(void)
     g_autofree gchar *postgres = g_build_filename(PG_BIN, "postgres", NULL);
     g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_autoptr(GError) error = NULL;
-    g_autofree gchar *conninfo = NULL;
+    g_autofree gchar *pg_isready = g_build_filename(PG_BIN, "pg_isready", NULL);
     gint64 deadline;
 
     if (!g_file_test(initdb, G_FILE_TEST_IS_EXECUTABLE))
@@ -95,9 +93,15 @@ einsora_test_postgres_start(void)
                                              "fsync=off", "-c", "max_connections=200", NULL);
     g_assert_no_error(error);
 
-    conninfo = einsora_test_postgres_conninfo(pg, "postgres");
     deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    while (PQping(conninfo) != PQPING_OK) {
+    for (;;) {
+        int status = 1;
+
+        g_spawn_sync(NULL, (gchar *[]){pg_isready, "-q", "-h", pg->socket_dir, NULL}, NULL,
+                     G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL,
+                     NULL, &status, NULL);
+        if (g_spawn_check_wait_status(status, NULL))
+            break;
         if (g_get_monotonic_time() > deadline)
             g_error("PostgreSQL didn't start in %s", pg->root);
         g_usleep(20000);
@@ -129,46 +133,33 @@ einsora_test_postgres_conninfo(EinsoraTestPostgres *pg, const char *database)
     return g_strdup_printf("host=%s user=einsora dbname=%s", pg->socket_dir, database);
 }
 
+/* psql, so that tests of the daemon need no libpq of their own. */
 void
 einsora_test_postgres_exec(EinsoraTestPostgres *pg, const char *sql)
 {
-    g_autofree gchar *conninfo = einsora_test_postgres_conninfo(pg, "postgres");
-    PGconn *conn = PQconnectdb(conninfo);
-    PGresult *res;
-
-    g_assert_cmpint(PQstatus(conn), ==, CONNECTION_OK);
-    res = PQexec(conn, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-        g_error("%s: %s", sql, PQerrorMessage(conn));
-    PQclear(res);
-    PQfinish(conn);
-}
-
-static void
-make_template(EinsoraTestPostgres *pg)
-{
-    g_autofree gchar *conninfo = einsora_test_postgres_conninfo(pg, TEMPLATE);
-    g_autoptr(EinsoraPgStore) store = NULL;
+    g_autofree gchar *psql = g_build_filename(PG_BIN, "psql", NULL);
+    g_autofree gchar *out = NULL;
+    g_autofree gchar *err = NULL;
     g_autoptr(GError) error = NULL;
+    int status = 0;
 
-    einsora_test_postgres_exec(pg, "CREATE DATABASE " TEMPLATE);
-    store = einsora_pg_store_open(conninfo, &error);
+    g_spawn_sync(NULL,
+                 (gchar *[]){psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", pg->socket_dir, "-U",
+                             "einsora", "-d", "postgres", "-c", (gchar *)sql, NULL},
+                 NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
     g_assert_no_error(error);
-    einsora_pg_store_migrate(store, BASE_US, &error);
-    g_assert_no_error(error);
-    g_clear_object(&store);
-    pg->template_made = TRUE;
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("%s: %s", sql, err);
 }
 
 gchar *
-einsora_test_postgres_create_database(EinsoraTestPostgres *pg, gboolean migrated)
+einsora_test_postgres_create_database(EinsoraTestPostgres *pg, const char *template_name)
 {
     gchar *name = g_strdup_printf("einsora_test_%u", ++pg->databases);
-    g_autofree gchar *sql = NULL;
+    g_autofree gchar *sql =
+        g_strdup_printf("CREATE DATABASE %s%s%s", name, template_name != NULL ? " TEMPLATE " : "",
+                        template_name != NULL ? template_name : "");
 
-    if (migrated && !pg->template_made)
-        make_template(pg);
-    sql = g_strdup_printf("CREATE DATABASE %s%s", name, migrated ? " TEMPLATE " TEMPLATE : "");
     einsora_test_postgres_exec(pg, sql);
     return name;
 }

@@ -1,8 +1,7 @@
 /* A private PostgreSQL 15 for a test binary: initdb into a temporary
  * directory (as the postgres user when run as root: initdb refuses root),
- * a server on a Unix socket only, stopped and removed at the end. Tests
- * get fresh databases copied from a template the store's migrations made
- * once. */
+ * a server on a Unix socket only, stopped and removed at the end; each
+ * test makes databases of its own in it. */
 #pragma once
 
 #include <glib.h>
@@ -22,9 +21,8 @@ gchar *einsora_test_postgres_conninfo(EinsoraTestPostgres *pg, const char *datab
 /* Runs @sql as the server's superuser on its "postgres" database. */
 void einsora_test_postgres_exec(EinsoraTestPostgres *pg, const char *sql);
 
-/* A new database, its name returned: an empty one, or (with @migrated) a
- * copy of the template the built-in migrations made. */
-gchar *einsora_test_postgres_create_database(EinsoraTestPostgres *pg, gboolean migrated);
+/* A new database, its name returned: empty, or a copy of @template_name. */
+gchar *einsora_test_postgres_create_database(EinsoraTestPostgres *pg, const char *template_name);
 void einsora_test_postgres_drop_database(EinsoraTestPostgres *pg, const char *database);
 
 /* Where the server's files and socket are; its postmaster's PID. */

@@ -163,7 +163,7 @@ GPtrArray *einsora_pg_store_list_tenant_events(EinsoraStore *store, const char *
 gboolean einsora_pg_store_last_event_seq(EinsoraStore *store, const char *tenant_id, gint64 *seq,
                                          GError **error);
 
-/* einsora-pg-store-auth.c: accounts, API tokens and browser sessions. */
+/* einsora-pg-store-auth.c: accounts, machine sharing and revocation. */
 gboolean einsora_pg_store_insert_user(EinsoraStore *store, const EinsoraUser *user, GError **error);
 EinsoraUser *einsora_pg_store_get_user(EinsoraStore *store, const char *tenant_id,
                                        const char *user_id, GError **error);
@@ -185,7 +185,8 @@ gboolean einsora_pg_store_set_user_disabled(EinsoraStore *store, const char *ten
 gboolean einsora_pg_store_set_user_password(EinsoraStore *store, const char *tenant_id,
                                             const char *user_id, const char *password_hash,
                                             gboolean must_change, GError **error);
-/* einsora-pg-store-audit.c: the audit trail. */
+/* einsora-pg-store-audit.c: the audit trail, workload counts, API tokens and
+ * browser sessions. */
 gboolean einsora_pg_store_insert_audit_event(EinsoraStore *store, const EinsoraAuditEvent *event,
                                              GError **error);
 GPtrArray *einsora_pg_store_list_audit_events(EinsoraStore *store, const char *tenant_id,
