@@ -3095,6 +3095,44 @@ test_transaction_commit(Fixture *f, gconstpointer data)
     write_context_clear(&ctx);
 }
 
+/* A write the store refuses (a duplicate key, a missing parent) changes
+ * nothing, and the transaction goes on: a controller pass's group keeps
+ * the other workloads' steps when one loses. */
+static void
+test_transaction_refused_write_goes_on(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) acme = add_tenant(f, "acme", FALSE);
+    g_autoptr(EinsoraWorkload) workload = add_workload(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) orphan = workload_new_for(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkload) second = workload_new_for(f, acme->id, "notebook");
+    g_autoptr(EinsoraWorkloadEvent) created =
+        event_new_for(f, second, FALSE, 0, EINSORA_WORKLOAD_STATE_PENDING, "created");
+    g_autoptr(EinsoraWorkload) got = NULL;
+    g_autoptr(GPtrArray) events = NULL;
+
+    replace_string(&orphan->tenant_id, new_id(f));
+    g_assert_true(einsora_store_begin(f->store, &error));
+    g_assert_no_error(error);
+    g_assert_false(einsora_store_insert_workload(f->store, workload, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_CONFLICT);
+    g_clear_error(&error);
+    g_assert_false(einsora_store_insert_workload(f->store, orphan, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    g_assert_true(einsora_store_insert_workload(f->store, second, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_append_event(f->store, created, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_commit(f->store, &error));
+    g_assert_no_error(error);
+
+    got = get_workload(f, acme->id, second->id);
+    assert_workload_equal(got, second);
+    events = list_events(f, acme->id, second->id);
+    g_assert_cmpuint(events->len, ==, 1);
+}
+
 static void
 test_transaction_rollback_on_false(Fixture *f, gconstpointer data)
 {
@@ -3846,6 +3884,7 @@ static const struct {
     {"workload/list-for-metering", test_workload_list_for_metering},
     {"transaction/commit", test_transaction_commit},
     {"transaction/rollback-on-false", test_transaction_rollback_on_false},
+    {"transaction/refused-write-goes-on", test_transaction_refused_write_goes_on},
     {"transaction/nested-begin-fails", test_transaction_nested_begin_fails},
     {"transaction/commit-without-begin-fails", test_transaction_commit_without_begin},
     {"schema/columns", test_schema_columns},

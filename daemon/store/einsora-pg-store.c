@@ -171,6 +171,64 @@ einsora_pg_store_query_one(EinsoraPgStore *self, const char *sql, int n_params,
     return g_steal_pointer(&res);
 }
 
+/* Inside a transaction, a statement PostgreSQL refuses aborts the whole
+ * transaction, where SQLite refuses the statement alone and goes on; a
+ * caller that hears CONFLICT may go on (a controller pass's group does).
+ * So the statement runs between SAVEPOINT and RELEASE, the three sent in
+ * one pipeline (one round trip); a refused one is rolled back to the
+ * savepoint. Returns the statement's result; NULL only when the
+ * connection failed. */
+static PGresult *
+run_in_savepoint(EinsoraPgStore *self, const char *sql, int n_params, const char *const *params)
+{
+    PGresult *statement = NULL;
+    gboolean refused = FALSE;
+
+    if (!PQenterPipelineMode(self->conn))
+        return NULL;
+    if (!PQsendQueryParams(self->conn, "SAVEPOINT einsora_write", 0, NULL, NULL, NULL, NULL, 0) ||
+        !PQsendQueryParams(self->conn, sql, n_params, NULL, params, NULL, NULL, 0) ||
+        !PQsendQueryParams(self->conn, "RELEASE SAVEPOINT einsora_write", 0, NULL, NULL, NULL, NULL,
+                           0) ||
+        !PQpipelineSync(self->conn)) {
+        PQexitPipelineMode(self->conn);
+        return NULL;
+    }
+    /* Three results, each followed by NULL, then the sync. */
+    for (guint i = 0; i < 3; i++) {
+        PGresult *res = PQgetResult(self->conn);
+
+        if (res == NULL) {
+            g_clear_pointer(&statement, PQclear);
+            return NULL; /* the connection broke */
+        }
+        if (i == 1)
+            statement = res;
+        else
+            PQclear(res);
+        while ((res = PQgetResult(self->conn)) != NULL)
+            PQclear(res);
+    }
+    {
+        g_autoptr(PGresult) sync = PQgetResult(self->conn);
+        if (PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
+            g_clear_pointer(&statement, PQclear);
+            return NULL;
+        }
+    }
+    PQexitPipelineMode(self->conn);
+    refused = PQresultStatus(statement) != PGRES_COMMAND_OK &&
+              PQresultStatus(statement) != PGRES_TUPLES_OK;
+    if (refused) {
+        g_autoptr(PGresult) undo = PQexec(self->conn, "ROLLBACK TO SAVEPOINT einsora_write; "
+                                                      "RELEASE SAVEPOINT einsora_write");
+        if (PQresultStatus(undo) != PGRES_COMMAND_OK)
+            g_message("rolling back a refused statement: postgres: %s",
+                      PQresultErrorField(undo, PG_DIAG_MESSAGE_PRIMARY));
+    }
+    return statement;
+}
+
 gboolean
 einsora_pg_store_write(EinsoraPgStore *self, const char *sql, int n_params,
                        const char *const *params, const char *conflict_message,
@@ -181,13 +239,16 @@ einsora_pg_store_write(EinsoraPgStore *self, const char *sql, int n_params,
 
     if (!ensure_connected(self, error))
         return FALSE;
-    res = run(self, sql, n_params, params);
+    if (self->in_transaction && (conflict_message != NULL || missing_message != NULL))
+        res = run_in_savepoint(self, sql, n_params, params);
+    else
+        res = run(self, sql, n_params, params);
     if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
         if (rows != NULL)
             *rows = g_ascii_strtoll(PQcmdTuples(res), NULL, 10);
         return TRUE;
     }
-    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     /* 23505 a unique key; P0001 the timeline's trigger refusing a
      * rewrite; 23503 a foreign key. */
     if (conflict_message != NULL &&
