@@ -6,6 +6,7 @@
 
 #include <gio/gio.h>
 #include <libpq-fe.h>
+#include <string.h>
 
 #include "einsora-error.h"
 #include "einsora-migrations.h"
@@ -13,6 +14,7 @@
 #include "einsora-store-conformance.h"
 #include "einsora-test-postgres.h"
 #include "einsora-timestamp.h"
+#include "einsora-uuid.h"
 
 /* 2026-01-01T00:00:00Z */
 #define BASE_US G_GINT64_CONSTANT(1767225600000000)
@@ -122,6 +124,293 @@ static const EinsoraStoreHarness pg_harness = {
     .data = NULL,
 };
 
+/* Postgres-specific tests: each gets an empty database of its own. */
+
+typedef struct {
+    gchar *database;
+    gchar *conninfo;
+    EinsoraPgStore *store; /* opened, not migrated */
+} Fixture;
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    f->database = einsora_test_postgres_create_database(postgres, NULL);
+    f->conninfo = einsora_test_postgres_conninfo(postgres, f->database);
+    f->store = einsora_pg_store_open(f->conninfo, &error);
+    g_assert_no_error(error);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+    g_clear_object(&f->store);
+    einsora_test_postgres_drop_database(postgres, f->database);
+    g_free(f->database);
+    g_free(f->conninfo);
+}
+
+static void
+migrate(Fixture *f)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(einsora_pg_store_migrate(f->store, BASE_US, &error));
+    g_assert_no_error(error);
+}
+
+/* Runs @sql on its own connection to the fixture's database. */
+static void
+admin_exec(Fixture *f, const char *sql)
+{
+    PGconn *conn = PQconnectdb(f->conninfo);
+    PGresult *res;
+
+    g_assert_cmpint(PQstatus(conn), ==, CONNECTION_OK);
+    res = PQexec(conn, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+        g_error("%s: %s", sql, PQerrorMessage(conn));
+    PQclear(res);
+    PQfinish(conn);
+}
+
+static gint64
+admin_query_int(Fixture *f, const char *sql)
+{
+    PGconn *conn = PQconnectdb(f->conninfo);
+    g_autoptr(PGresult) res = NULL;
+    gint64 value;
+
+    g_assert_cmpint(PQstatus(conn), ==, CONNECTION_OK);
+    res = PQexec(conn, sql);
+    g_assert_cmpint(PQresultStatus(res), ==, PGRES_TUPLES_OK);
+    value = g_ascii_strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQfinish(conn);
+    return value;
+}
+
+static void
+test_open_refuses_empty(void)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_null(einsora_pg_store_open("", &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+}
+
+/* A server that isn't there is UNAVAILABLE, and the message, which names
+ * where it looked, never carries the password. */
+static void
+test_open_unreachable_hides_password(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *missing = g_build_filename(g_get_tmp_dir(), "einsora-no-such-dir", NULL);
+    g_autofree gchar *conninfo = g_strdup_printf(
+        "postgresql://einsora:Sup3rSecretPassw0rd@localhost/einsora?host=%s", missing);
+
+    g_assert_null(einsora_pg_store_open(conninfo, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_assert_null(strstr(error->message, "Sup3rSecretPassw0rd"));
+    g_assert_nonnull(strstr(error->message, "can't connect to PostgreSQL"));
+}
+
+/* Tables without schema_migrations: another program's, left as found. */
+static void
+test_open_refuses_foreign_database(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraPgStore) store = NULL;
+
+    admin_exec(f, "CREATE TABLE invoices (id BIGINT PRIMARY KEY)");
+    store = einsora_pg_store_open(f->conninfo, &error);
+    g_assert_null(store);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    g_assert_nonnull(strstr(error->message, "invoices"));
+    g_assert_cmpint(admin_query_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                       "'public'"),
+                    ==, 1);
+}
+
+static void
+test_migrations_builtin(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) builtin = einsora_migrations_load_builtin_dialect("postgres", &error);
+    g_autoptr(GPtrArray) sqlite = einsora_migrations_load_builtin_dialect("sqlite", &error);
+
+    g_assert_no_error(error);
+    /* The same versions, by the same names, in both dialects. */
+    g_assert_cmpuint(builtin->len, ==, sqlite->len);
+    for (guint i = 0; i < builtin->len; i++) {
+        const EinsoraMigration *pg = g_ptr_array_index(builtin, i);
+        const EinsoraMigration *lite = g_ptr_array_index(sqlite, i);
+        g_assert_cmpstr(pg->name, ==, lite->name);
+    }
+    g_assert_false(einsora_store_check_ready(EINSORA_STORE(f->store), &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_FAILED);
+    g_clear_error(&error);
+    migrate(f);
+    g_assert_true(einsora_store_check_ready(EINSORA_STORE(f->store), &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(admin_query_int(f, "SELECT max(version) FROM schema_migrations"), ==,
+                    builtin->len);
+    /* Again: nothing to do. */
+    migrate(f);
+    g_assert_cmpint(admin_query_int(f, "SELECT count(*) FROM schema_migrations"), ==, builtin->len);
+}
+
+static void
+test_migrations_newer_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    migrate(f);
+    admin_exec(f, "INSERT INTO schema_migrations (version, name, sha256, applied_at) VALUES "
+                  "(999, '00999_future', 'x', '2027-01-01T00:00:00.000000Z')");
+    g_assert_false(einsora_pg_store_migrate(f->store, BASE_US, &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+    g_assert_nonnull(strstr(error->message, "newer"));
+}
+
+static void
+test_migrations_edited_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+
+    migrate(f);
+    admin_exec(f, "UPDATE schema_migrations SET sha256 = 'edited' WHERE version = 2");
+    g_assert_false(einsora_pg_store_migrate(f->store, BASE_US, &error));
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    g_assert_nonnull(strstr(error->message, "changed after it was applied"));
+}
+
+/* A migration that fails leaves nothing of itself, and the ones before it
+ * stay applied. */
+static void
+test_migrations_failure_rolls_back(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) migrations =
+        g_ptr_array_new_with_free_func((GDestroyNotify)einsora_migration_free);
+
+    g_ptr_array_add(migrations, einsora_migration_new(1, "00001_one", "CREATE TABLE one (x INT)"));
+    g_ptr_array_add(migrations, einsora_migration_new(2, "00002_two",
+                                                      "CREATE TABLE two (x INT); "
+                                                      "SELECT no_such_function()"));
+    g_assert_false(einsora_pg_store_migrate_with(f->store, migrations, BASE_US, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "00002_two"));
+    g_assert_cmpint(admin_query_int(f, "SELECT max(version) FROM schema_migrations"), ==, 1);
+    g_assert_cmpint(admin_query_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'two'"),
+                    ==, 0);
+}
+
+/* The server ends the daemon's session (pg_terminate_backend, a restart,
+ * a failover): the call that finds it gone is UNAVAILABLE, the next
+ * reconnects by itself. Inside a transaction the transaction is lost. */
+static void
+test_connection_terminated(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraTenant) tenant = NULL;
+    g_autoptr(EinsoraTenant) got = NULL;
+    g_autofree gchar *id = einsora_uuid_v7_new(BASE_US / 1000);
+    g_autofree gchar *at = einsora_timestamp_format(BASE_US);
+    g_autofree gchar *kill = NULL;
+    EinsoraStore *store = EINSORA_STORE(f->store);
+
+    migrate(f);
+    tenant = einsora_tenant_new(id, "acme", FALSE, at);
+    kill = g_strdup_printf("SELECT pg_terminate_backend(%d)",
+                           PQbackendPID(einsora_pg_store_get_connection(f->store)));
+
+    /* Outside a transaction. */
+    admin_exec(f, kill);
+    got = einsora_store_get_tenant(store, id, &error);
+    g_assert_null(got);
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
+    g_assert_no_error(error);
+
+    /* Inside one: it fails, rolls back, and the next begins anew. */
+    g_clear_pointer(&kill, g_free);
+    kill = g_strdup_printf("SELECT pg_terminate_backend(%d)",
+                           PQbackendPID(einsora_pg_store_get_connection(f->store)));
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    admin_exec(f, kill);
+    g_assert_false(einsora_store_set_quota(store, id, "l40s-48gb", 2, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    g_assert_false(einsora_store_commit(store, &error));
+    g_assert_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE);
+    g_clear_error(&error);
+    einsora_store_rollback(store);
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_set_quota(store, id, "l40s-48gb", 3, &error));
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_commit(store, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(admin_query_int(f, "SELECT gpus FROM quotas"), ==, 3);
+}
+
+/* Two daemons' transactions take turns (the store's advisory lock): the
+ * second begin waits until the first commits, then sees what it wrote. */
+typedef struct {
+    const char *conninfo;
+    const char *tenant_id;
+    gint64 gpus_seen;
+    gint64 waited_us;
+} SecondWriter;
+
+static gpointer
+second_writer(gpointer data)
+{
+    SecondWriter *writer = data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EinsoraPgStore) store = einsora_pg_store_open(writer->conninfo, &error);
+    gint64 started = g_get_monotonic_time();
+
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_begin(EINSORA_STORE(store), &error));
+    g_assert_no_error(error);
+    writer->waited_us = g_get_monotonic_time() - started;
+    g_assert_true(einsora_store_get_quota(EINSORA_STORE(store), writer->tenant_id, "l40s-48gb",
+                                          &writer->gpus_seen, &error));
+    g_assert_true(einsora_store_commit(EINSORA_STORE(store), &error));
+    g_assert_no_error(error);
+    return NULL;
+}
+
+static void
+test_transactions_take_turns(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *id = einsora_uuid_v7_new(BASE_US / 1000);
+    g_autofree gchar *at = einsora_timestamp_format(BASE_US);
+    g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(id, "acme", FALSE, at);
+    SecondWriter writer = {.conninfo = f->conninfo, .tenant_id = id};
+    EinsoraStore *store = EINSORA_STORE(f->store);
+    GThread *thread;
+
+    migrate(f);
+    g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
+    g_assert_true(einsora_store_begin(store, &error));
+    g_assert_no_error(error);
+    thread = g_thread_new("second-writer", second_writer, &writer);
+    g_usleep(300 * 1000);
+    g_assert_true(einsora_store_set_quota(store, id, "l40s-48gb", 5, &error));
+    g_assert_true(einsora_store_commit(store, &error));
+    g_assert_no_error(error);
+    g_thread_join(thread);
+    g_assert_cmpint(writer.waited_us, >=, 250 * 1000);
+    g_assert_cmpint(writer.gpus_seen, ==, 5);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -135,6 +424,23 @@ main(int argc, char **argv)
     }
     make_template();
     einsora_store_conformance_add_tests(&pg_harness);
+    g_test_add_func("/postgres/open/refuses-empty", test_open_refuses_empty);
+    g_test_add_func("/postgres/open/unreachable-hides-password",
+                    test_open_unreachable_hides_password);
+    g_test_add("/postgres/open/refuses-foreign-database", Fixture, NULL, fixture_set_up,
+               test_open_refuses_foreign_database, fixture_tear_down);
+    g_test_add("/postgres/migrations/builtin", Fixture, NULL, fixture_set_up,
+               test_migrations_builtin, fixture_tear_down);
+    g_test_add("/postgres/migrations/newer-database-refused", Fixture, NULL, fixture_set_up,
+               test_migrations_newer_refused, fixture_tear_down);
+    g_test_add("/postgres/migrations/edited-refused", Fixture, NULL, fixture_set_up,
+               test_migrations_edited_refused, fixture_tear_down);
+    g_test_add("/postgres/migrations/failure-rolls-back", Fixture, NULL, fixture_set_up,
+               test_migrations_failure_rolls_back, fixture_tear_down);
+    g_test_add("/postgres/connection/terminated", Fixture, NULL, fixture_set_up,
+               test_connection_terminated, fixture_tear_down);
+    g_test_add("/postgres/transactions/take-turns", Fixture, NULL, fixture_set_up,
+               test_transactions_take_turns, fixture_tear_down);
     status = g_test_run();
     einsora_test_postgres_stop(postgres);
     return status;
