@@ -2,8 +2,8 @@
  * Tenant A is Solo's first-run owner; tenant B an account made with
  * `einsora-daemon account create`. Every secret used is collected, and the
  * last test checks that none of them is anywhere in the daemon's log. */
-#include <sqlite3.h>
 
+#include "einsora-test-daemon-sql.h"
 #include "einsora-test-daemon.h"
 #include "einsora-test-workload-rows.h"
 
@@ -61,31 +61,22 @@ test_health(void)
 {
     g_autoptr(EinsoraTestResponse) live = call("GET", "/healthz", NULL, NULL);
     g_autoptr(EinsoraTestResponse) ready = call("GET", "/readyz", NULL, NULL);
-    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
-    sqlite3 *handle = NULL;
 
     g_assert_cmpuint(live->status, ==, 200);
     g_assert_cmpuint(ready->status, ==, 200);
     g_assert_cmpstr(einsora_test_response_string(ready, "status"), ==, "ready");
 
     /* A schema the server_daemon doesn't know: not ready (503), then ready again. */
-    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
-    sqlite3_busy_timeout(handle, 15000);
-    g_assert_cmpint(sqlite3_exec(handle,
+    einsora_test_daemon_exec_sql(server_daemon,
                                  "INSERT INTO schema_migrations VALUES (99, '00099_future', '"
                                  "0000000000000000000000000000000000000000000000000000000000000000"
-                                 "', '2030-01-01T00:00:00.000000Z')",
-                                 NULL, NULL, NULL),
-                    ==, SQLITE_OK);
+                                 "', '2030-01-01T00:00:00.000000Z')");
     {
         g_autoptr(EinsoraTestResponse) not_ready = call("GET", "/readyz", NULL, NULL);
         g_assert_cmpuint(not_ready->status, ==, 503);
         g_assert_cmpstr(soup_message_headers_get_one(not_ready->headers, "Retry-After"), ==, "5");
     }
-    g_assert_cmpint(
-        sqlite3_exec(handle, "DELETE FROM schema_migrations WHERE version = 99", NULL, NULL, NULL),
-        ==, SQLITE_OK);
-    sqlite3_close(handle);
+    einsora_test_daemon_exec_sql(server_daemon, "DELETE FROM schema_migrations WHERE version = 99");
     {
         g_autoptr(EinsoraTestResponse) again = call("GET", "/readyz", NULL, NULL);
         g_assert_cmpuint(again->status, ==, 200);
@@ -653,11 +644,9 @@ static gchar *
 insert_machine_for_a(void)
 {
     g_autoptr(EinsoraTestResponse) me = call("GET", "/v1/me", server_daemon->owner_token, NULL);
-    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
     g_autofree gchar *now = NULL;
     g_autofree gchar *sql = NULL;
     const char *id = "0190b5d2-7c4e-7abc-8def-0000000000c1";
-    sqlite3 *handle = NULL;
     g_autoptr(GDateTime) dt = g_date_time_new_now_utc();
 
     now = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%S.000000Z");
@@ -666,10 +655,7 @@ insert_machine_for_a(void)
                           "('%s', '%s', 'workstation', 'local', 'linux', 16, 65536, 'private', "
                           "NULL, '%s', '%s')",
                           id, einsora_test_response_string(me, "tenant_id"), now, now);
-    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
-    sqlite3_busy_timeout(handle, 15000);
-    g_assert_cmpint(sqlite3_exec(handle, sql, NULL, NULL, NULL), ==, SQLITE_OK);
-    sqlite3_close(handle);
+    einsora_test_daemon_exec_sql(server_daemon, sql);
     return g_strdup(id);
 }
 
@@ -741,29 +727,27 @@ static void
 test_internal_error(void)
 {
     const char *key[] = {"Idempotency-Key", "after-the-table-is-gone", NULL};
-    g_autofree gchar *db = g_build_filename(server_daemon->data_dir, "einsora.db", NULL);
     g_autoptr(EinsoraTestResponse) response = NULL;
     g_autofree gchar *log = NULL;
     g_autofree gchar *needle = NULL;
-    sqlite3 *handle = NULL;
 
-    g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
-    sqlite3_busy_timeout(handle, 15000);
-    g_assert_cmpint(sqlite3_exec(handle, "DROP TABLE idempotency_keys", NULL, NULL, NULL), ==,
-                    SQLITE_OK);
-    sqlite3_close(handle);
+    einsora_test_daemon_exec_sql(server_daemon, "DROP TABLE idempotency_keys");
 
     response = einsora_test_request(
         server_daemon, "POST", "/v1/workloads", server_daemon->owner_token, JSON,
         "{\"kind\":\"notebook\",\"gpu_class\":\"cpu-2c-4g\",\"image\":\"jupyter-notebook\"}", key);
     assert_error(response, 500, "internal");
     g_assert_null(strstr(response->body, "sqlite"));
+    g_assert_null(strstr(response->body, "postgres"));
     g_assert_null(strstr(response->body, "idempotency_keys"));
     log = einsora_test_daemon_read_log(server_daemon);
     needle = g_strdup_printf("request_id=%s",
                              soup_message_headers_get_one(response->headers, "X-Request-ID"));
     g_assert_nonnull(strstr(log, needle));
-    g_assert_nonnull(strstr(log, "no such table: idempotency_keys"));
+    /* The store's own words are for the operator's log. */
+    g_assert_nonnull(strstr(log, einsora_test_daemon_on_postgres()
+                                     ? "relation \"idempotency_keys\" does not exist"
+                                     : "no such table: idempotency_keys"));
 }
 
 /* POST /v1/workloads/{id}/access refuses what isn't a running notebook,
@@ -959,21 +943,11 @@ test_access_link(void)
      * and in no line of the log. */
     db = g_build_filename(daemon->data_dir, "einsora.db", NULL);
     {
-        sqlite3 *handle = NULL;
-        sqlite3_stmt *stmt = NULL;
         g_autofree gchar *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, secret, -1);
-        gboolean found = FALSE;
+        g_auto(GStrv) hashes =
+            einsora_test_daemon_query_sql(daemon, "SELECT ticket_sha256 FROM access_tickets");
 
-        g_assert_cmpint(sqlite3_open(db, &handle), ==, SQLITE_OK);
-        sqlite3_busy_timeout(handle, 15000);
-        g_assert_cmpint(
-            sqlite3_prepare_v2(handle, "SELECT ticket_sha256 FROM access_tickets", -1, &stmt, NULL),
-            ==, SQLITE_OK);
-        while (sqlite3_step(stmt) == SQLITE_ROW)
-            found |= g_strcmp0((const char *)sqlite3_column_text(stmt, 0), hash) == 0;
-        sqlite3_finalize(stmt);
-        sqlite3_close(handle);
-        g_assert_true(found);
+        g_assert_true(g_strv_contains((const char *const *)hashes, hash));
     }
     {
         const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -1075,15 +1049,16 @@ test_usage(void)
     const char *window = "?from=2026-03-01&to=2026-03-04";
     gint64 waited = 0;
 
+    einsora_test_insert_history(
+        server_daemon->data_dir, einsora_test_daemon_database_url(server_daemon),
+        einsora_test_response_string(me_a, "tenant_id"), USAGE_A, "usage-a", "cpu-2c-4g", a_steps);
     einsora_test_insert_history(server_daemon->data_dir,
-                                einsora_test_response_string(me_a, "tenant_id"), USAGE_A, "usage-a",
-                                "cpu-2c-4g", a_steps);
-    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_daemon_database_url(server_daemon),
                                 einsora_test_response_string(me_a, "tenant_id"), USAGE_A2,
                                 "usage-a2", "cpu-2c-4g", a2_steps);
-    einsora_test_insert_history(server_daemon->data_dir,
-                                einsora_test_response_string(me_b, "tenant_id"), USAGE_B, "usage-b",
-                                "cpu-2c-4g", b_steps);
+    einsora_test_insert_history(
+        server_daemon->data_dir, einsora_test_daemon_database_url(server_daemon),
+        einsora_test_response_string(me_b, "tenant_id"), USAGE_B, "usage-b", "cpu-2c-4g", b_steps);
     /* The metering step runs every second here (main()); a pass may come
      * between the inserts, so both tenants' totals are waited for. */
     for (;;) {

@@ -783,7 +783,7 @@ insert_usage_history(const char *tenant_id, GDateTime *busy, GDateTime *quiet)
             step("deleted", runs[i].day, runs[i].to_hour, runs[i].to_minute + 1);
         const char *const steps[] = {pending, provisioning, running, deleting, deleted, NULL};
 
-        einsora_test_insert_history(data_dir, tenant_id, runs[i].id, runs[i].name,
+        einsora_test_insert_history(data_dir, NULL, tenant_id, runs[i].id, runs[i].name,
                                     runs[i].gpu_class, steps);
     }
 }

@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "einsora-cli.h"
+#include "einsora-test-daemon-sql.h"
 #include "einsora-test-daemon.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-workload-rows.h"
@@ -1103,10 +1104,12 @@ insert_usage_history(const char *tenant_id)
         "pending 2026-02-11T09:00:00.000000Z", "provisioning 2026-02-11T09:00:30.000000Z",
         "running 2026-02-11T09:01:00.000000Z", "failed 2026-02-11T11:31:00.000000Z", NULL};
 
-    einsora_test_insert_history(server_daemon->data_dir, tenant_id, USAGE_ANALYSIS, "analysis",
-                                "cpu-2c-4g", analysis);
-    einsora_test_insert_history(server_daemon->data_dir, tenant_id, USAGE_TRAIN, "train",
-                                "nvidia-l4-24gb", train);
+    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_daemon_database_url(server_daemon), tenant_id,
+                                USAGE_ANALYSIS, "analysis", "cpu-2c-4g", analysis);
+    einsora_test_insert_history(server_daemon->data_dir,
+                                einsora_test_daemon_database_url(server_daemon), tenant_id,
+                                USAGE_TRAIN, "train", "nvidia-l4-24gb", train);
 }
 
 static void
@@ -1207,7 +1210,7 @@ main(int argc, char **argv)
         g_autofree gchar *tenant_d = g_strdup(einsora_test_response_string(me, "tenant_id"));
 
         einsora_test_daemon_stop(server_daemon);
-        einsora_test_insert_workloads(server_daemon->data_dir, tenant_d, D_WORKLOADS, "page");
+        einsora_test_insert_workloads(server_daemon, tenant_d, D_WORKLOADS, "page");
         insert_reporting_machines(tenant_d);
         insert_usage_history(einsora_test_response_string(me_e, "tenant_id"));
         einsora_test_daemon_start(server_daemon);

@@ -784,7 +784,7 @@ main(int argc, char **argv)
         g_autofree gchar *tenant_d = g_strdup(einsora_test_response_string(me, "tenant_id"));
 
         einsora_test_daemon_stop(server_daemon);
-        einsora_test_insert_workloads(server_daemon->data_dir, tenant_d, D_WORKLOADS, "many");
+        einsora_test_insert_workloads(server_daemon, tenant_d, D_WORKLOADS, "many");
         einsora_test_daemon_start(server_daemon);
     }
 

@@ -578,7 +578,7 @@ main(int argc, char **argv)
         tenant_b = g_strdup(einsora_test_response_string(me, "tenant_id"));
     }
     einsora_test_daemon_stop(server_daemon);
-    einsora_test_insert_workloads(server_daemon->data_dir, tenant_b, BIG_TENANT_WORKLOADS, "big");
+    einsora_test_insert_workloads(server_daemon, tenant_b, BIG_TENANT_WORKLOADS, "big");
     einsora_test_daemon_start(server_daemon);
 
     g_test_add_func("/pages/workloads/walk-stable-under-creates-and-deletes",
