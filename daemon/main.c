@@ -54,6 +54,11 @@ typedef struct {
      * the environment only (never a flag, which ps shows), removed from
      * it at once (workloads inherit nothing of it), and never logged. */
     gchar *database_url;
+    /* EINSORA_ROLE (--role): which parts run here (docs/adr/0062). */
+    gchar *role;
+    gboolean runs_machine; /* the controller, the hub, this machine, the access proxy */
+    gboolean runs_meter;
+    gboolean runs_api;
     gchar *api_addr;
     gchar *access_addr;
     gchar *region;
@@ -109,6 +114,7 @@ settings_clear(EinsoraDaemonSettings *settings)
     if (settings->database_url != NULL)
         explicit_bzero(settings->database_url, strlen(settings->database_url));
     g_clear_pointer(&settings->database_url, g_free);
+    g_clear_pointer(&settings->role, g_free);
     g_clear_pointer(&settings->api_addr, g_free);
     g_clear_pointer(&settings->access_addr, g_free);
     g_clear_pointer(&settings->region, g_free);
@@ -151,6 +157,34 @@ resolve_setting(gchar **value, const char *variable, const char *option, const c
     }
     if (*value == NULL && fallback != NULL)
         *value = g_strdup(fallback);
+    return TRUE;
+}
+
+/* The parts a role runs (docs/adr/0062). Several processes, on one host
+ * or several, share one Postgres: only there do they hear each other's
+ * events, so a role other than all needs EINSORA_DATABASE_URL. */
+static gboolean
+resolve_role(EinsoraDaemonSettings *settings, GError **error)
+{
+    const char *role = settings->role;
+
+    settings->runs_api = !g_str_equal(role, "metering");
+    settings->runs_machine = g_str_equal(role, "all") || g_str_equal(role, "controller");
+    settings->runs_meter = g_str_equal(role, "all") || g_str_equal(role, "metering");
+    if (!g_str_equal(role, "all") && !g_str_equal(role, "api") &&
+        !g_str_equal(role, "controller") && !g_str_equal(role, "metering")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_ROLE (--role): \"%s\" is none of api, controller, metering and all",
+                    role);
+        return FALSE;
+    }
+    if (!g_str_equal(role, "all") && settings->database_url == NULL) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "EINSORA_ROLE (--role) %s shares the work with other processes, which needs "
+                    "the store they share: set EINSORA_DATABASE_URL to a PostgreSQL database",
+                    role);
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -245,6 +279,7 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
     }
     if (!resolve_setting(&settings->data_dir, "EINSORA_DATA_DIR", "--data-dir", default_data_dir,
                          error) ||
+        !resolve_setting(&settings->role, "EINSORA_ROLE", "--role", "all", error) ||
         !resolve_setting(&settings->api_addr, "EINSORA_API_ADDR", "--listen", "127.0.0.1:8080",
                          error) ||
         !resolve_setting(&settings->access_addr, "EINSORA_ACCESS_ADDR", "--access-listen",
@@ -378,6 +413,8 @@ resolve_settings(EinsoraDaemonSettings *settings, GError **error)
         return FALSE;
     }
     settings->wakes_controller = g_str_equal(settings->controller_wake, "on");
+    if (!resolve_role(settings, error))
+        return FALSE;
     if (!parse_duration(settings->metering_interval, &settings->metering_interval_us) ||
         settings->metering_interval_us < 100 * 1000 ||
         settings->metering_interval_us > G_GINT64_CONSTANT(3600) * G_USEC_PER_SEC) {
@@ -1309,6 +1346,64 @@ run_account_create(const EinsoraDaemonSettings *settings, const char *tenant, co
     return EXIT_SUCCESS;
 }
 
+/* Events another process sharing the Postgres store appended. */
+typedef struct {
+    EinsoraService *service;
+    EinsoraController *controller; /* NULL where no controller runs */
+    EinsoraHub *hub;               /* likewise */
+} EventsElsewhere;
+
+static void
+on_events_elsewhere(EinsoraPgStore *store, const char *tenant_id, gpointer user_data)
+{
+    EventsElsewhere *elsewhere = user_data;
+
+    einsora_service_events_added_elsewhere(elsewhere->service, tenant_id);
+    /* A create or a stop through another process's API: act now. */
+    if (elsewhere->controller != NULL)
+        einsora_controller_wake(elsewhere->controller);
+}
+
+/* Another process's controller placed on, or took off, a machine whose
+ * agent may be syncing here. */
+static void
+on_machine_changed_elsewhere(EinsoraPgStore *store, const char *machine_id, gpointer user_data)
+{
+    EventsElsewhere *elsewhere = user_data;
+
+    if (elsewhere->hub != NULL)
+        einsora_hub_wake_machine(elsewhere->hub, machine_id);
+}
+
+/* HOST:PORT's port (checked by then). */
+static guint
+address_port(const char *address)
+{
+    g_autoptr(GInetSocketAddress) parsed = einsora_http_address_parse(address, NULL);
+
+    return parsed != NULL ? g_inet_socket_address_get_port(parsed) : 0;
+}
+
+/* The access proxy, beside the hub whose agent hands it the way in. */
+static gboolean
+start_access_proxy(const EinsoraDaemonSettings *settings, EinsoraService *service,
+                   EinsoraAuth *auth, LocalMachine *machine, EinsoraMetrics *metrics,
+                   EinsoraDaemonTls *tls, EinsoraAccessProxy **out, GError **error)
+{
+    g_autoptr(EinsoraAccessProxy) access = einsora_access_proxy_new(
+        service, auth, EINSORA_WORKLOAD_ACCESS(machine->hub), einsora_now_real, NULL);
+
+    einsora_access_proxy_set_metrics(access, metrics);
+    if (tls != NULL)
+        einsora_access_proxy_set_tls_certificate(access, einsora_daemon_tls_get_certificate(tls));
+    if (!einsora_access_proxy_listen(access, settings->access_addr, error)) {
+        g_prefix_error(error, "EINSORA_ACCESS_ADDR (--access-listen): ");
+        return FALSE;
+    }
+    *out = g_steal_pointer(&access);
+    return TRUE;
+}
+
 static int
 run_daemon(const EinsoraDaemonSettings *settings)
 {
@@ -1327,6 +1422,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
     guint reload_id = 0;
     guint watchdog_id = 0;
     g_auto(LocalMachine) machine = {NULL};
+    EventsElsewhere elsewhere = {NULL};
     GMainLoop *loop = NULL;
     g_auto(GStrv) gpu_classes = NULL;
     g_autofree gchar *uri = NULL;
@@ -1391,27 +1487,43 @@ run_daemon(const EinsoraDaemonSettings *settings)
 
     /* Its first pass runs before the API listens, so that usage read at
      * once after a start is already what the timeline says. */
-    meter = einsora_meter_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
-    einsora_meter_start(meter, settings->metering_interval_us);
+    if (settings->runs_meter) {
+        meter = einsora_meter_new(EINSORA_STORE(store), catalog, einsora_now_real, NULL);
+        einsora_meter_start(meter, settings->metering_interval_us);
+    }
 
     machine.loop = g_main_loop_new(NULL, FALSE);
     loop = machine.loop;
-    if (!start_machine(settings, EINSORA_STORE(store), catalog, service, metrics, region, &machine,
-                       &error)) {
+    if (settings->runs_machine && !start_machine(settings, EINSORA_STORE(store), catalog, service,
+                                                 metrics, region, &machine, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
+    /* Other processes sharing the store (docs/adr/0062): their events
+     * reach this one's change feeds, and wake its controller. */
+    if (EINSORA_IS_PG_STORE(store)) {
+        elsewhere = (EventsElsewhere){
+            .service = service, .controller = machine.controller, .hub = machine.hub};
+        /* Other processes' hubs may hold some of the region's syncs. */
+        if (machine.hub != NULL)
+            einsora_hub_set_shared(machine.hub, TRUE);
+        if (!einsora_pg_store_listen(EINSORA_PG_STORE(store), &error)) {
+            g_printerr("einsora-daemon: EINSORA_DATABASE_URL: %s\n", error->message);
+            return EXIT_FAILURE;
+        }
+        g_signal_connect(store, "events-appended", G_CALLBACK(on_events_elsewhere), &elsewhere);
+        g_signal_connect(store, "machine-changed", G_CALLBACK(on_machine_changed_elsewhere),
+                         &elsewhere);
+    }
+    if (!settings->runs_api)
+        goto serve;
 
     /* Before either listener counts what it may hold. */
     einsora_http_raise_open_file_limit();
     /* The access proxy, beside the hub whose agent hands it the way in. */
-    access = einsora_access_proxy_new(service, auth, EINSORA_WORKLOAD_ACCESS(machine.hub),
-                                      einsora_now_real, NULL);
-    einsora_access_proxy_set_metrics(access, metrics);
-    if (access_tls)
-        einsora_access_proxy_set_tls_certificate(access, einsora_daemon_tls_get_certificate(tls));
-    if (!einsora_access_proxy_listen(access, settings->access_addr, &error)) {
-        g_printerr("einsora-daemon: EINSORA_ACCESS_ADDR (--access-listen): %s\n", error->message);
+    if (settings->runs_machine && !start_access_proxy(settings, service, auth, &machine, metrics,
+                                                      access_tls ? tls : NULL, &access, &error)) {
+        g_printerr("einsora-daemon: %s\n", error->message);
         return EXIT_FAILURE;
     }
     {
@@ -1424,11 +1536,15 @@ run_daemon(const EinsoraDaemonSettings *settings)
                            text);
                 return EXIT_FAILURE;
             }
-            einsora_access_proxy_set_websocket_max_message(access, bytes);
+            if (access != NULL)
+                einsora_access_proxy_set_websocket_max_message(access, bytes);
         }
     }
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
-    einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
+    /* An api process's links lead to the access proxy the controller
+     * process beside it serves at EINSORA_ACCESS_ADDR. */
+    einsora_api_server_set_access_port(api, access != NULL ? einsora_access_proxy_get_port(access)
+                                                           : address_port(settings->access_addr));
     einsora_api_server_set_access_tls(api, access_tls);
     einsora_api_server_set_metrics_open_to_loopback(
         api, g_str_equal(settings->metrics_open, "loopback"));
@@ -1443,10 +1559,10 @@ run_daemon(const EinsoraDaemonSettings *settings)
             g_printerr("einsora-daemon: the CA for agents' certificates: %s\n", error->message);
             return EXIT_FAILURE;
         }
-        einsora_api_server_set_agent_hub(api, EINSORA_SYNC_TRANSPORT(machine.hub));
-        /* Agents' streams, for opening what runs on their machines
-         * (docs/adr/0059): only where agents can join. */
-        {
+        /* Agents sync with, and open streams to, the process whose hub
+         * holds their machines (docs/adr/0059, 0062). */
+        if (machine.hub != NULL) {
+            einsora_api_server_set_agent_hub(api, EINSORA_SYNC_TRANSPORT(machine.hub));
             g_autoptr(EinsoraTunnels) tunnels = einsora_tunnels_new();
 
             einsora_tunnels_set_want(tunnels, want_tunnels, machine.hub);
@@ -1460,9 +1576,9 @@ run_daemon(const EinsoraDaemonSettings *settings)
     }
     uri = einsora_api_server_get_uri(api);
 
-    g_unix_signal_add(SIGINT, quit_on_signal, loop);
-    g_unix_signal_add(SIGTERM, quit_on_signal, loop);
-    if (access_tls) {
+    if (access == NULL) {
+        /* No proxy here: the controller process's serves the links. */
+    } else if (access_tls) {
         g_autofree gchar *access_uri = einsora_access_proxy_get_uri(access);
         g_message("access proxy listening on %s (TLS: browsers open notebooks through the relay "
                   "`einsora open` runs on their machine)",
@@ -1472,21 +1588,27 @@ run_daemon(const EinsoraDaemonSettings *settings)
                   "http://w-<id>.localhost:%u/)",
                   einsora_access_proxy_get_port(access), einsora_access_proxy_get_port(access));
     g_message("api listening on %s", uri);
-    if (tls != NULL) {
+    if (tls != NULL && api_tls) {
         g_message("TLS certificate %s, fingerprint %s", einsora_daemon_tls_describe(tls),
                   einsora_daemon_tls_get_fingerprint(tls));
-        reload = (TlsReload){
-            .tls = tls, .api = api_tls ? api : NULL, .access = access_tls ? access : NULL};
+        reload = (TlsReload){.tls = tls, .api = api, .access = access_tls ? access : NULL};
         reload_id = g_unix_signal_add(SIGHUP, reload_on_signal, &reload);
     }
     warn_if_plain_off_loopback(settings);
     if (owner != NULL && !einsora_address_is_loopback(settings->api_addr))
         explain_first_lab_start(settings, uri, tls);
-    g_message("ready: region %s, data in %s, catalog %s", region, settings->data_dir,
-              einsora_catalog_get_origin(catalog));
-    start_probes(settings, &machine);
+
+serve:
+    g_unix_signal_add(SIGINT, quit_on_signal, loop);
+    g_unix_signal_add(SIGTERM, quit_on_signal, loop);
+    g_message("ready: role %s, region %s, data in %s, catalog %s", settings->role, region,
+              settings->data_dir, einsora_catalog_get_origin(catalog));
+    if (settings->runs_machine)
+        start_probes(settings, &machine);
     {
-        g_autofree gchar *status = g_strdup_printf("READY=1\nSTATUS=api on %s", uri);
+        g_autofree gchar *status = uri != NULL
+                                       ? g_strdup_printf("READY=1\nSTATUS=api on %s", uri)
+                                       : g_strdup_printf("READY=1\nSTATUS=%s", settings->role);
         einsora_service_notify(status);
     }
     watchdog_id = einsora_service_notify_start_watchdog();
@@ -1494,9 +1616,14 @@ run_daemon(const EinsoraDaemonSettings *settings)
     einsora_service_notify("STOPPING=1");
     g_clear_handle_id(&watchdog_id, g_source_remove);
     g_clear_handle_id(&reload_id, g_source_remove);
-    einsora_meter_stop(meter);
-    einsora_controller_stop(machine.controller);
-    einsora_agent_stop(machine.agent);
+    if (meter != NULL)
+        einsora_meter_stop(meter);
+    if (machine.controller != NULL) {
+        einsora_controller_stop(machine.controller);
+        einsora_agent_stop(machine.agent);
+    }
+    if (EINSORA_IS_PG_STORE(store))
+        g_signal_handlers_disconnect_by_data(store, &elsewhere);
     if (machine.fatal != NULL) {
         g_printerr("einsora-daemon: %s\n", machine.fatal->message);
         return EXIT_FAILURE;
@@ -1521,6 +1648,10 @@ main(int argc, char **argv)
     const GOptionEntry entries[] = {
         {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &settings.data_dir,
          "Where the database and the token file live (EINSORA_DATA_DIR)", "DIR"},
+        {"role", 0, 0, G_OPTION_ARG_STRING, &settings.role,
+         "Which parts run here: api, controller, metering or all (EINSORA_ROLE, default all); "
+         "all but all need EINSORA_DATABASE_URL",
+         "ROLE"},
         {"listen", 0, 0, G_OPTION_ARG_STRING, &settings.api_addr,
          "The /v1 API's address (EINSORA_API_ADDR, default 127.0.0.1:8080)", "HOST:PORT"},
         {"access-listen", 0, 0, G_OPTION_ARG_STRING, &settings.access_addr,

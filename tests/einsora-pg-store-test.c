@@ -411,6 +411,141 @@ test_transactions_take_turns(Fixture *f, gconstpointer data)
     g_assert_cmpint(writer.gpus_seen, ==, 5);
 }
 
+/* LISTEN/NOTIFY: another process's appends reach the listener after its
+ * commit (not before, not after a rollback); the listener's own don't;
+ * after a lost listening connection it says NULL, "look again". */
+typedef struct {
+    GPtrArray *heard; /* tenant IDs, "" for NULL */
+} Heard;
+
+static void
+on_events_appended(EinsoraPgStore *store, const char *tenant_id, gpointer user_data)
+{
+    Heard *heard = user_data;
+
+    g_ptr_array_add(heard->heard, g_strdup(tenant_id != NULL ? tenant_id : ""));
+}
+
+static void
+wait_heard(Heard *heard, guint count)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (heard->heard->len < count) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+}
+
+static void
+settle(void)
+{
+    gint64 until = g_get_monotonic_time() + 300 * 1000;
+
+    while (g_get_monotonic_time() < until) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+}
+
+static EinsoraWorkload *
+notebook_for(const char *tenant_id, const char *id, const char *at)
+{
+    EinsoraWorkload *workload = einsora_workload_new();
+
+    workload->id = g_strdup(id);
+    workload->tenant_id = g_strdup(tenant_id);
+    workload->kind = EINSORA_WORKLOAD_KIND_NOTEBOOK;
+    workload->name = g_strdup("nb");
+    workload->state = EINSORA_WORKLOAD_STATE_PENDING;
+    workload->region = g_strdup("local");
+    workload->gpu_class = g_strdup("cpu-2c-4g");
+    workload->image = g_strdup("jupyter-notebook");
+    workload->created_by = g_strdup("test");
+    workload->created_at = g_strdup(at);
+    workload->updated_at = g_strdup(at);
+    workload->version = 1;
+    return workload;
+}
+
+static EinsoraWorkloadEvent *
+created_event(const EinsoraWorkload *workload, guint n)
+{
+    EinsoraWorkloadEvent *event = einsora_workload_event_new();
+
+    event->id = einsora_uuid_v7_new(BASE_US / 1000 + n);
+    event->tenant_id = g_strdup(workload->tenant_id);
+    event->workload_id = g_strdup(workload->id);
+    event->to_state = EINSORA_WORKLOAD_STATE_PENDING;
+    event->reason = g_strdup("created");
+    event->created_at = g_strdup(workload->created_at);
+    return event;
+}
+
+static void
+test_listen(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *tenant_id = einsora_uuid_v7_new(BASE_US / 1000);
+    g_autofree gchar *workload_id = einsora_uuid_v7_new(BASE_US / 1000 + 1);
+    g_autofree gchar *at = einsora_timestamp_format(BASE_US);
+    g_autoptr(EinsoraTenant) tenant = einsora_tenant_new(tenant_id, "acme", FALSE, at);
+    g_autoptr(EinsoraWorkload) workload = notebook_for(tenant_id, workload_id, at);
+    g_autoptr(EinsoraPgStore) other = NULL;
+    g_autoptr(EinsoraWorkloadEvent) first = created_event(workload, 2);
+    g_autoptr(EinsoraWorkloadEvent) rolled_back = created_event(workload, 3);
+    g_autoptr(EinsoraWorkloadEvent) in_transaction = created_event(workload, 4);
+    g_autoptr(EinsoraWorkloadEvent) own = created_event(workload, 5);
+    Heard heard = {g_ptr_array_new_with_free_func(g_free)};
+    EinsoraStore *store = EINSORA_STORE(f->store);
+
+    migrate(f);
+    other = einsora_pg_store_open(f->conninfo, &error);
+    g_assert_no_error(error);
+    g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
+    g_assert_true(einsora_store_insert_workload(store, workload, &error));
+    g_assert_no_error(error);
+    g_signal_connect(f->store, "events-appended", G_CALLBACK(on_events_appended), &heard);
+    g_assert_true(einsora_pg_store_listen(f->store, &error));
+    g_assert_no_error(error);
+
+    /* Another process's append, outside a transaction. */
+    g_assert_true(einsora_store_append_event(EINSORA_STORE(other), first, &error));
+    g_assert_no_error(error);
+    wait_heard(&heard, 1);
+    g_assert_cmpstr(g_ptr_array_index(heard.heard, 0), ==, tenant_id);
+
+    /* Rolled back: never heard. Committed: heard once, after commit. */
+    g_assert_true(einsora_store_begin(EINSORA_STORE(other), &error));
+    g_assert_true(einsora_store_append_event(EINSORA_STORE(other), rolled_back, &error));
+    g_assert_no_error(error);
+    einsora_store_rollback(EINSORA_STORE(other));
+    g_assert_true(einsora_store_begin(EINSORA_STORE(other), &error));
+    g_assert_true(einsora_store_append_event(EINSORA_STORE(other), in_transaction, &error));
+    g_assert_no_error(error);
+    settle();
+    g_assert_cmpuint(heard.heard->len, ==, 1);
+    g_assert_true(einsora_store_commit(EINSORA_STORE(other), &error));
+    g_assert_no_error(error);
+    wait_heard(&heard, 2);
+    g_assert_cmpstr(g_ptr_array_index(heard.heard, 1), ==, tenant_id);
+
+    /* Its own append: not repeated. */
+    g_assert_true(einsora_store_append_event(store, own, &error));
+    g_assert_no_error(error);
+    settle();
+    g_assert_cmpuint(heard.heard->len, ==, 2);
+
+    /* The listening connection ended by the server: back within the
+     * first retry, saying NULL. */
+    admin_exec(f, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                  "WHERE datname = current_database() AND query LIKE 'LISTEN%'");
+    wait_heard(&heard, 3);
+    g_assert_cmpstr(g_ptr_array_index(heard.heard, 2), ==, "");
+    g_ptr_array_unref(heard.heard);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -439,6 +574,7 @@ main(int argc, char **argv)
                test_migrations_failure_rolls_back, fixture_tear_down);
     g_test_add("/postgres/connection/terminated", Fixture, NULL, fixture_set_up,
                test_connection_terminated, fixture_tear_down);
+    g_test_add("/postgres/listen", Fixture, NULL, fixture_set_up, test_listen, fixture_tear_down);
     g_test_add("/postgres/transactions/take-turns", Fixture, NULL, fixture_set_up,
                test_transactions_take_turns, fixture_tear_down);
     status = g_test_run();

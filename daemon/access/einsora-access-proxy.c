@@ -294,7 +294,8 @@ on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_da
 
     g_hash_table_iter_init(&iter, self->sessions);
     while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&session)) {
-        if (session->target != NULL && g_strcmp0(session->tenant_id, tenant_id) == 0)
+        if (session->target != NULL &&
+            (tenant_id == NULL || g_strcmp0(session->tenant_id, tenant_id) == 0))
             g_clear_pointer(&session->target, target_free);
     }
 }

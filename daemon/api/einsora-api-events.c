@@ -333,7 +333,7 @@ on_events_added(EinsoraService *service, const char *tenant_id, gpointer user_da
 {
     Feed *feed = user_data;
 
-    if (g_strcmp0(tenant_id, feed->tenant_id) == 0)
+    if (tenant_id == NULL || g_strcmp0(tenant_id, feed->tenant_id) == 0)
         feed_pump(feed);
 }
 

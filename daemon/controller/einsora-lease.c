@@ -13,6 +13,7 @@ struct _EinsoraLease {
     EinsoraNowFunc now;
     gpointer now_data;
     gint64 renewed_us; /* when it was last renewed; 0 when not held */
+    gboolean standing_by; /* found another holder, and said so */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraLease, einsora_lease, G_TYPE_OBJECT)
@@ -88,8 +89,10 @@ einsora_lease_hold(EinsoraLease *self, GError **error)
         return FALSE;
     if (held && self->renewed_us == 0)
         g_message("%s: leading", self->name);
-    if (!held && self->renewed_us != 0)
+    /* Once per turn: a standby tries at every pass. */
+    if (!held && !self->standing_by)
         g_message("%s: another controller holds it now; standing by", self->name);
+    self->standing_by = !held;
     self->renewed_us = held ? now_us : 0;
     return held;
 }

@@ -42,7 +42,8 @@ einsora_service_class_init(EinsoraServiceClass *klass)
 
     /**
      * EinsoraService::events-added:
-     * @tenant_id: whose timeline grew
+     * @tenant_id: (nullable): whose timeline grew; NULL: any tenant's may
+     * have (another process's, while this one wasn't listening)
      *
      * Emitted after a transaction that appended workload events has
      * committed (never from inside one, never after a rollback), so a
@@ -73,6 +74,14 @@ void
 einsora_service_events_added(EinsoraService *self, const char *tenant_id)
 {
     g_signal_emit(self, signals[SIGNAL_EVENTS_ADDED], 0, tenant_id);
+}
+
+void
+einsora_service_events_added_elsewhere(EinsoraService *self, const char *tenant_id)
+{
+    g_return_if_fail(EINSORA_IS_SERVICE(self));
+
+    einsora_service_events_added(self, tenant_id);
 }
 
 void

@@ -260,6 +260,12 @@ gboolean einsora_service_group_failed(EinsoraService *self);
  * seconds; 0 (the default): none. */
 void einsora_service_set_default_idle_timeout(EinsoraService *self, gint64 seconds);
 
+/* Another process sharing the store appended events for @tenant_id, or,
+ * with NULL, events of any tenant may have been appended unseen: emits
+ * EinsoraService::events-added as this process's own commits do, so that
+ * change feeds and the access proxy look again. */
+void einsora_service_events_added_elsewhere(EinsoraService *self, const char *tenant_id);
+
 /* Activity through the access proxy (einsora-service-activity.c), kept in
  * memory: a restarted daemon counts from its start, so it never stops a
  * workload early. */

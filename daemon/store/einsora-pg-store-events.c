@@ -74,12 +74,15 @@ einsora_pg_store_append_event(EinsoraStore *store, const EinsoraWorkloadEvent *e
      * (and held by begin already inside a transaction), makes seq order
      * commit order across processes: a sequence alone doesn't, and the
      * change feed, which reads after the last seq it saw, would skip an
-     * event committed late with a smaller seq. */
+     * event committed late with a smaller seq. The notification goes out
+     * at commit, to every process sharing the database (the same one
+     * twice in a transaction is sent once). */
     return einsora_pg_store_write(
         EINSORA_PG_STORE(store),
         "INSERT INTO workload_events (" EVENT_INSERT_COLUMNS ") "
         "SELECT $1, $2, $3, $4, $5, $6, $7::bigint, $8, $9 "
-        "FROM (SELECT pg_advisory_xact_lock(" EINSORA_PG_STORE_LOCK ")) AS store_lock",
+        "FROM (SELECT pg_advisory_xact_lock(" EINSORA_PG_STORE_LOCK "), "
+        "pg_notify('" EINSORA_PG_STORE_EVENTS_CHANNEL "', $2)) AS store_lock",
         G_N_ELEMENTS(params), params, "an event with this ID already exists", "no such workload",
         NULL, error);
 }

@@ -21,7 +21,18 @@ struct _EinsoraPgStore {
     EinsoraMetrics *metrics;
     EinsoraMetric *transactions;
     gint64 began_us; /* monotonic; 0 while none is open */
+    /* What other processes appended (einsora_pg_store_listen). */
+    PGconn *listener;
+    GSource *listener_source;
+    guint listener_retry_id;
+    guint listener_backoff_s;
 };
+
+/* The channel every append notifies, its payload the tenant's ID. */
+#define EINSORA_PG_STORE_EVENTS_CHANNEL "einsora_events"
+/* And the one a workload's move notifies, its payload the machine's ID
+ * (the one it leaves and the one it joins). */
+#define EINSORA_PG_STORE_MACHINES_CHANNEL "einsora_machines"
 
 /* The advisory lock every transaction takes (begin) and migrations take:
  * "eins" in ASCII. */

@@ -240,10 +240,15 @@ einsora_pg_store_update_workload_state(EinsoraStore *store, const EinsoraWorkloa
     gboolean exists = FALSE;
     gint64 rows = 0;
 
+    /* The machines it leaves and joins are told at commit: their agents'
+     * syncs may be held by another process's hub (docs/adr/0062). */
     if (!einsora_pg_store_write(
             self,
             "UPDATE workloads SET state = $1, placed_class = $2, machine_id = $3, "
             "driver = $4, attempt = $5, updated_at = $6, gpu_mask = $11, version = version + 1 "
+            "FROM (SELECT pg_notify('" EINSORA_PG_STORE_MACHINES_CHANNEL "', coalesce($3, '')), "
+            "pg_notify('" EINSORA_PG_STORE_MACHINES_CHANNEL "', coalesce((SELECT machine_id "
+            "FROM workloads WHERE tenant_id = $7 AND id = $8), ''))) AS machines_told "
             "WHERE tenant_id = $7 AND id = $8 AND state = $9 AND version = $10",
             G_N_ELEMENTS(params), params, NULL, "no such machine", &rows, error))
         return FALSE;

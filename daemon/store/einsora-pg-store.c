@@ -4,6 +4,8 @@
 
 #include "einsora-pg-store-private.h"
 
+#include <glib-unix.h>
+
 #include "einsora-error.h"
 #include "einsora-migrations.h"
 #include "einsora-pg-migrations.h"
@@ -13,6 +15,16 @@
 #define LOCK_TIMEOUT "15s"
 #define STATEMENT_TIMEOUT "60s"
 #define CONNECT_TIMEOUT_S "10"
+
+#define LISTEN_RETRY_MAX_S 30
+
+enum {
+    SIGNAL_EVENTS_APPENDED,
+    SIGNAL_MACHINE_CHANGED,
+    N_SIGNALS,
+};
+
+static guint signals[N_SIGNALS];
 
 static void einsora_pg_store_iface_init(EinsoraStoreInterface *iface);
 
@@ -454,11 +466,122 @@ einsora_pg_store_iface_init(EinsoraStoreInterface *iface)
     iface->set_metering_cursor = einsora_pg_store_set_metering_cursor;
 }
 
+/* Listening */
+
+static void listener_stop(EinsoraPgStore *self);
+static gboolean listener_start(EinsoraPgStore *self, GError **error);
+
+static gboolean
+retry_listening(gpointer user_data)
+{
+    EinsoraPgStore *self = user_data;
+    g_autoptr(GError) error = NULL;
+
+    self->listener_retry_id = 0;
+    if (!listener_start(self, &error)) {
+        g_message("listening for other processes' events: %s; again in %u s", error->message,
+                  self->listener_backoff_s);
+        self->listener_retry_id =
+            g_timeout_add_seconds(self->listener_backoff_s, retry_listening, self);
+        self->listener_backoff_s = MIN(self->listener_backoff_s * 2, LISTEN_RETRY_MAX_S);
+        return G_SOURCE_REMOVE;
+    }
+    g_message("listening for other processes' events again");
+    /* What was appended while nobody listened is unknown. */
+    g_signal_emit(self, signals[SIGNAL_EVENTS_APPENDED], 0, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+listener_lost(EinsoraPgStore *self)
+{
+    g_message("the connection listening for other processes' events was lost; trying again");
+    listener_stop(self);
+    self->listener_backoff_s = 1;
+    self->listener_retry_id = g_timeout_add_seconds(1, retry_listening, self);
+}
+
+static gboolean
+on_listener_readable(gint fd, GIOCondition condition, gpointer user_data)
+{
+    EinsoraPgStore *self = user_data;
+    int own_pid = self->conn != NULL ? PQbackendPID(self->conn) : 0;
+    PGnotify *notify;
+
+    if (!PQconsumeInput(self->listener) || PQstatus(self->listener) != CONNECTION_OK) {
+        listener_lost(self);
+        return G_SOURCE_REMOVE;
+    }
+    while ((notify = PQnotifies(self->listener)) != NULL) {
+        /* This store's own appends: the service said so already. */
+        if (notify->be_pid == own_pid || notify->extra == NULL || notify->extra[0] == '\0') {
+            /* its own, or a move with no machine */
+        } else if (g_str_equal(notify->relname, EINSORA_PG_STORE_EVENTS_CHANNEL)) {
+            g_signal_emit(self, signals[SIGNAL_EVENTS_APPENDED], 0, notify->extra);
+        } else if (g_str_equal(notify->relname, EINSORA_PG_STORE_MACHINES_CHANNEL)) {
+            g_signal_emit(self, signals[SIGNAL_MACHINE_CHANGED], 0, notify->extra);
+        }
+        PQfreemem(notify);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+listener_start(EinsoraPgStore *self, GError **error)
+{
+    g_autoptr(PGresult) res = NULL;
+
+    self->listener = connect_to(self->conninfo, error);
+    if (self->listener == NULL)
+        return FALSE;
+    res = PQexec(self->listener, "LISTEN " EINSORA_PG_STORE_EVENTS_CHANNEL
+                                 "; LISTEN " EINSORA_PG_STORE_MACHINES_CHANNEL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        g_autofree gchar *message = connection_message(self->listener);
+        g_set_error(error, EINSORA_ERROR, EINSORA_ERROR_UNAVAILABLE, "LISTEN: %s", message);
+        g_clear_pointer(&self->listener, PQfinish);
+        return FALSE;
+    }
+    /* Reads happen only when the socket is readable: never blocks the
+     * loop. */
+    if (PQsetnonblocking(self->listener, 1) != 0) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                            "can't make the listening connection non-blocking");
+        g_clear_pointer(&self->listener, PQfinish);
+        return FALSE;
+    }
+    self->listener_source = g_unix_fd_source_new(PQsocket(self->listener), G_IO_IN);
+    g_source_set_callback(self->listener_source, G_SOURCE_FUNC(on_listener_readable), self, NULL);
+    g_source_attach(self->listener_source, g_main_context_get_thread_default());
+    return TRUE;
+}
+
+static void
+listener_stop(EinsoraPgStore *self)
+{
+    if (self->listener_source != NULL) {
+        g_source_destroy(self->listener_source);
+        g_clear_pointer(&self->listener_source, g_source_unref);
+    }
+    g_clear_pointer(&self->listener, PQfinish);
+}
+
+gboolean
+einsora_pg_store_listen(EinsoraPgStore *self, GError **error)
+{
+    g_return_val_if_fail(EINSORA_IS_PG_STORE(self), FALSE);
+    g_return_val_if_fail(self->listener == NULL && self->listener_retry_id == 0, FALSE);
+
+    return listener_start(self, error);
+}
+
 static void
 einsora_pg_store_finalize(GObject *object)
 {
     EinsoraPgStore *self = EINSORA_PG_STORE(object);
 
+    g_clear_handle_id(&self->listener_retry_id, g_source_remove);
+    listener_stop(self);
     g_clear_pointer(&self->conn, PQfinish);
     if (self->conninfo != NULL)
         explicit_bzero(self->conninfo, strlen(self->conninfo));
@@ -471,6 +594,19 @@ static void
 einsora_pg_store_class_init(EinsoraPgStoreClass *klass)
 {
     G_OBJECT_CLASS(klass)->finalize = einsora_pg_store_finalize;
+
+    /**
+     * EinsoraPgStore::events-appended:
+     * @tenant_id: (nullable): whose timeline another process added to;
+     * NULL when events may have been missed (listening again after a lost
+     * connection)
+     *
+     * Emitted after the other process's commit, from the main context
+     * that was thread-default when einsora_pg_store_listen() was called.
+     */
+    signals[SIGNAL_EVENTS_APPENDED] =
+        g_signal_new("events-appended", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void

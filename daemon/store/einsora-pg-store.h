@@ -40,6 +40,15 @@ void einsora_pg_store_set_clock(EinsoraPgStore *self, EinsoraNowFunc now, gpoint
 /* As einsora_sqlite_store_set_metrics(). */
 void einsora_pg_store_set_metrics(EinsoraPgStore *self, EinsoraMetrics *metrics);
 
+/* Listens, on a second connection watched from the thread-default main
+ * context, for events other processes append (LISTEN/NOTIFY, not
+ * polling), and emits EinsoraPgStore::events-appended with the tenant's
+ * ID after each of their commits, and ::machine-changed with a machine's
+ * ID when they moved a workload onto or off it; this store's own aren't
+ * repeated. A lost connection is made again (1 s, doubling to 30 s), and
+ * then the signal says NULL: anything may have been missed. */
+gboolean einsora_pg_store_listen(EinsoraPgStore *self, GError **error);
+
 /* The connection, for tests. */
 PGconn *einsora_pg_store_get_connection(EinsoraPgStore *self);
 

@@ -71,6 +71,7 @@ struct _EinsoraHub {
     gint64 created_us;
     gint64 long_poll_us;
     gint64 offline_after_us; /* EINSORA_HUB_OFFLINE_AFTER_US unless a test shortens it */
+    gboolean shared;         /* other processes' hubs hold some syncs */
     gint64 away_too_long_us; /* EINSORA_HUB_AWAY_TOO_LONG_US, likewise */
     gchar *away_reason;
     GMainContext *context;
@@ -296,6 +297,22 @@ einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us)
     g_return_if_fail(EINSORA_IS_HUB(self));
     g_return_if_fail(long_poll_us > 0);
     self->long_poll_us = long_poll_us;
+}
+
+void
+einsora_hub_set_shared(EinsoraHub *self, gboolean shared)
+{
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    self->shared = shared;
+}
+
+/* Held by another process's hub: not synced here, seen lately there. */
+static gboolean
+synced_elsewhere(EinsoraHub *self, const EinsoraMachine *machine, const MachineState *state,
+                 gint64 now_us)
+{
+    return self->shared && (state == NULL || state->last_sync_us == 0) &&
+           einsora_machine_seen_within(machine, now_us, self->offline_after_us);
 }
 
 static gint64
@@ -935,6 +952,8 @@ machine_capacity(EinsoraHub *self, const EinsoraMachine *machine, MachineState *
         if (gpu_class != NULL)
             einsora_machine_capacity_add_gpu(capacity, gpu_class, i);
     }
+    /* One held elsewhere is offline here: what runs on it, its agent
+     * reports to the hub it syncs with, whose controller stands by. */
     capacity->online = synced_recently(state, now_us) && !state->refused;
     return capacity;
 }
@@ -955,7 +974,9 @@ einsora_hub_capacity(EinsoraBackend *backend, const char *region, GError **error
         const EinsoraMachine *machine = g_ptr_array_index(machines, i);
         MachineState *state = g_hash_table_lookup(self->machines, machine->id);
 
-        if (state == NULL || state->last_sync_us == 0)
+        /* ...and no reason to wait while settling. */
+        if ((state == NULL || state->last_sync_us == 0) &&
+            !synced_elsewhere(self, machine, state, now_us))
             all_synced = FALSE;
         notice_offline(state, now_us);
         g_ptr_array_add(capacity->machines, machine_capacity(self, machine, state, now_us));
@@ -1004,6 +1025,16 @@ wake(EinsoraHub *self, const EinsoraWorkloadSpec *spec)
         g_source_attach(self->wake_source, self->context);
     }
     return TRUE;
+}
+
+void
+einsora_hub_wake_machine(EinsoraHub *self, const char *machine_id)
+{
+    EinsoraWorkloadSpec spec = {.machine_id = (gchar *)machine_id};
+
+    g_return_if_fail(EINSORA_IS_HUB(self));
+    if (machine_id != NULL && g_hash_table_contains(self->machines, machine_id))
+        wake(self, &spec);
 }
 
 static gboolean

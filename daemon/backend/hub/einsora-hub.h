@@ -51,6 +51,19 @@ void einsora_hub_set_offline_limits(EinsoraHub *self, gint64 offline_after_us,
  * from now on. */
 void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
 
+/* Whether other processes' hubs hold syncs of this region's machines too
+ * (several controller processes on one Postgres, docs/adr/0062). Then a
+ * machine whose sync another hub held within the placeable window (the
+ * store says when) isn't waited for while settling: it is offline here,
+ * since its reports reach the other hub. Off by default: one hub holds
+ * every sync. */
+void einsora_hub_set_shared(EinsoraHub *self, gboolean shared);
+
+/* Another process changed what runs on @machine_id: its waiting sync, if
+ * this hub holds it, is answered with the new desired state now rather
+ * than at the end of its long poll. */
+void einsora_hub_wake_machine(EinsoraHub *self, const char *machine_id);
+
 /* Counts into @metrics (docs/adr/0043-metrics.md): the syncs held open
  * now (einsora_hub_syncs_held) and the syncs answered, by how
  * (einsora_hub_syncs_answered_total). */
