@@ -46,6 +46,12 @@ postgres_database_url(void)
     return einsora_test_postgres_conninfo(test_postgres, name);
 }
 
+EinsoraTestPostgres *
+einsora_test_daemon_get_postgres(void)
+{
+    return test_postgres;
+}
+
 gboolean
 einsora_test_daemon_on_postgres(void)
 {

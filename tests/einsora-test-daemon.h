@@ -33,6 +33,8 @@ const char *einsora_test_daemon_path(void);
 /* Whether this run's daemons use the Postgres store (EINSORA_TEST_STORE=
  * postgres): each gets a database of its own on a private server. */
 gboolean einsora_test_daemon_on_postgres(void);
+/* That server, once a daemon was made on it; NULL before. */
+struct _EinsoraTestPostgres *einsora_test_daemon_get_postgres(void);
 EinsoraTestDaemon *einsora_test_daemon_new(void);
 /* Runs `einsora-daemon account create` on the (stopped) daemon's data
  * directory; returns the new account's API token. */

@@ -58,31 +58,15 @@ hand_to_postgres(const char *path)
         g_assert_cmpint(chown(path, pw->pw_uid, pw->pw_gid), ==, 0);
 }
 
-EinsoraTestPostgres *
-einsora_test_postgres_start(void)
+/* The server on its data directory, answering once it is ready. */
+static void
+spawn_server(EinsoraTestPostgres *pg)
 {
-    EinsoraTestPostgres *pg;
-    g_autofree gchar *initdb = g_build_filename(PG_BIN, "initdb", NULL);
     g_autofree gchar *postgres = g_build_filename(PG_BIN, "postgres", NULL);
+    g_autofree gchar *pg_isready = g_build_filename(PG_BIN, "pg_isready", NULL);
     g_autoptr(GSubprocessLauncher) launcher = NULL;
     g_autoptr(GError) error = NULL;
-    g_autofree gchar *pg_isready = g_build_filename(PG_BIN, "pg_isready", NULL);
     gint64 deadline;
-
-    if (!g_file_test(initdb, G_FILE_TEST_IS_EXECUTABLE))
-        return NULL;
-    if (geteuid() == 0 && getpwnam("postgres") == NULL)
-        return NULL;
-
-    pg = g_new0(EinsoraTestPostgres, 1);
-    pg->root = einsora_test_dir_new();
-    pg->data = g_build_filename(pg->root, "data", NULL);
-    pg->socket_dir = g_build_filename(pg->root, "run", NULL);
-    g_assert_cmpint(g_mkdir(pg->socket_dir, 0700), ==, 0);
-    hand_to_postgres(pg->root);
-    hand_to_postgres(pg->socket_dir);
-    run_as_postgres(pg, (const char *const[]){initdb, "-D", pg->data, "--no-sync", "-A", "trust",
-                                              "-U", "einsora", "-E", "UTF8", "--locale=C", NULL});
 
     launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
                                          G_SUBPROCESS_FLAGS_STDERR_SILENCE);
@@ -106,7 +90,49 @@ einsora_test_postgres_start(void)
             g_error("PostgreSQL didn't start in %s", pg->root);
         g_usleep(20000);
     }
+}
+
+EinsoraTestPostgres *
+einsora_test_postgres_start(void)
+{
+    EinsoraTestPostgres *pg;
+    g_autofree gchar *initdb = g_build_filename(PG_BIN, "initdb", NULL);
+
+    if (!g_file_test(initdb, G_FILE_TEST_IS_EXECUTABLE))
+        return NULL;
+    if (geteuid() == 0 && getpwnam("postgres") == NULL)
+        return NULL;
+
+    pg = g_new0(EinsoraTestPostgres, 1);
+    pg->root = einsora_test_dir_new();
+    pg->data = g_build_filename(pg->root, "data", NULL);
+    pg->socket_dir = g_build_filename(pg->root, "run", NULL);
+    g_assert_cmpint(g_mkdir(pg->socket_dir, 0700), ==, 0);
+    hand_to_postgres(pg->root);
+    hand_to_postgres(pg->socket_dir);
+    run_as_postgres(pg, (const char *const[]){initdb, "-D", pg->data, "--no-sync", "-A", "trust",
+                                              "-U", "einsora", "-E", "UTF8", "--locale=C", NULL});
+
+    spawn_server(pg);
     return pg;
+}
+
+void
+einsora_test_postgres_pause(EinsoraTestPostgres *pg)
+{
+    if (pg->server == NULL)
+        return;
+    /* SIGINT: the fast shutdown, which ends the sessions still open. */
+    g_subprocess_send_signal(pg->server, SIGINT);
+    g_subprocess_wait(pg->server, NULL, NULL);
+    g_clear_object(&pg->server);
+}
+
+void
+einsora_test_postgres_resume(EinsoraTestPostgres *pg)
+{
+    g_assert_null(pg->server);
+    spawn_server(pg);
 }
 
 void
@@ -114,12 +140,7 @@ einsora_test_postgres_stop(EinsoraTestPostgres *pg)
 {
     if (pg == NULL)
         return;
-    if (pg->server != NULL) {
-        /* SIGINT: the fast shutdown, which ends the sessions still open. */
-        g_subprocess_send_signal(pg->server, SIGINT);
-        g_subprocess_wait(pg->server, NULL, NULL);
-        g_clear_object(&pg->server);
-    }
+    einsora_test_postgres_pause(pg);
     einsora_test_dir_remove(pg->root);
     g_free(pg->root);
     g_free(pg->data);

@@ -14,6 +14,10 @@ typedef struct _EinsoraTestPostgres EinsoraTestPostgres;
  * a failure to start it is fatal. */
 EinsoraTestPostgres *einsora_test_postgres_start(void);
 void einsora_test_postgres_stop(EinsoraTestPostgres *pg);
+/* The server down (a fast shutdown: sessions ended) and up again, on the
+ * same data. */
+void einsora_test_postgres_pause(EinsoraTestPostgres *pg);
+void einsora_test_postgres_resume(EinsoraTestPostgres *pg);
 
 /* A connection string for @database ("postgres" for the server's own). */
 gchar *einsora_test_postgres_conninfo(EinsoraTestPostgres *pg, const char *database);
