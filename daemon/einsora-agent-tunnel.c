@@ -68,8 +68,20 @@ typedef struct {
     gboolean idle;
     gboolean upgrade;
     guint life_id;
-    GString *head; /* the request head as the workload gets it: holds the token */
+    GString *head;               /* the request head as the workload gets it: holds the token */
+    const struct _Wait *waiting; /* what read_until waits for */
 } Stream;
+
+/* What a stream reads up to: @needle within @max bytes of the buffer.
+ * @found gets where it ends (after the needle) and what the buffer holds;
+ * @failed is called past @max (@too_long) or at the connection's end or
+ * error. */
+typedef struct _Wait {
+    const char *needle;
+    gsize max;
+    void (*found)(Stream *stream, gsize end, gsize available);
+    void (*failed)(Stream *stream, gboolean too_long, const GError *error);
+} Wait;
 
 static void top_up(EinsoraAgentTunnel *self);
 
@@ -254,6 +266,43 @@ buffered_find(GInputStream *in, const char *needle, gsize *available)
     return found != NULL ? (gsize)(found - data) + strlen(needle) : 0;
 }
 
+static void read_until(Stream *stream, const Wait *wait);
+
+static void
+on_filled(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    Stream *stream = user_data;
+    g_autoptr(GError) error = NULL;
+    gssize got =
+        g_buffered_input_stream_fill_finish(G_BUFFERED_INPUT_STREAM(source), result, &error);
+
+    if (got <= 0) {
+        stream->waiting->failed(stream, FALSE, error);
+        return;
+    }
+    read_until(stream, stream->waiting);
+}
+
+/* Reads into the buffer until it holds @wait's needle, then hands over. */
+static void
+read_until(Stream *stream, const Wait *wait)
+{
+    gsize available = 0;
+    gsize end = buffered_find(stream->in, wait->needle, &available);
+
+    if (end != 0) {
+        wait->found(stream, end, available);
+        return;
+    }
+    if (available >= wait->max) {
+        wait->failed(stream, TRUE, NULL);
+        return;
+    }
+    stream->waiting = wait;
+    g_buffered_input_stream_fill_async(G_BUFFERED_INPUT_STREAM(stream->in), -1, G_PRIORITY_DEFAULT,
+                                       stream->cancellable, on_filled, stream);
+}
+
 static void relay(Stream *stream);
 
 static void
@@ -299,43 +348,21 @@ rewrite_head(Stream *stream, const char *head, gsize length)
     return out;
 }
 
-static void read_request_head(Stream *stream);
-
 static void
-on_request_head_filled(GObject *source, GAsyncResult *result, gpointer user_data)
+request_head_failed(Stream *stream, gboolean too_long, const GError *error)
 {
-    Stream *stream = user_data;
-    g_autoptr(GError) error = NULL;
-    gssize got =
-        g_buffered_input_stream_fill_finish(G_BUFFERED_INPUT_STREAM(source), result, &error);
-
-    if (got <= 0) {
-        stream_end(stream, FALSE);
-        return;
-    }
-    read_request_head(stream);
+    if (too_long)
+        g_message("tunnel to workload %s: a request head over %d KiB", stream->workload_id,
+                  REQUEST_HEAD_MAX / 1024);
+    stream_end(stream, FALSE);
 }
 
 static void
-read_request_head(Stream *stream)
+request_head_found(Stream *stream, gsize end, gsize available)
 {
-    gsize available = 0;
-    gsize end = buffered_find(stream->in, "\r\n\r\n", &available);
-    const char *data;
+    const char *data =
+        g_buffered_input_stream_peek_buffer(G_BUFFERED_INPUT_STREAM(stream->in), &available);
 
-    if (end == 0) {
-        if (available >= REQUEST_HEAD_MAX) {
-            g_message("tunnel to workload %s: a request head over %d KiB", stream->workload_id,
-                      REQUEST_HEAD_MAX / 1024);
-            stream_end(stream, FALSE);
-            return;
-        }
-        g_buffered_input_stream_fill_async(G_BUFFERED_INPUT_STREAM(stream->in), -1,
-                                           G_PRIORITY_DEFAULT, stream->cancellable,
-                                           on_request_head_filled, stream);
-        return;
-    }
-    data = g_buffered_input_stream_peek_buffer(G_BUFFERED_INPUT_STREAM(stream->in), &available);
     stream->head = rewrite_head(stream, data, end);
     /* What came with the head (a body's start) goes with it: the relay
      * reads the connection itself, as a buffered stream's read would wait
@@ -346,6 +373,9 @@ read_request_head(Stream *stream)
                                     stream->head->str, stream->head->len, G_PRIORITY_DEFAULT,
                                     stream->cancellable, on_head_written, stream);
 }
+
+static const Wait request_head = {"\r\n\r\n", REQUEST_HEAD_MAX, request_head_found,
+                                  request_head_failed};
 
 static void
 on_workload_connected(GObject *source, GAsyncResult *result, gpointer user_data)
@@ -362,7 +392,7 @@ on_workload_connected(GObject *source, GAsyncResult *result, gpointer user_data)
         stream_end(stream, FALSE);
         return;
     }
-    read_request_head(stream);
+    read_until(stream, &request_head);
 }
 
 /* Both ways until either side ends; the token masked on the way back. */
@@ -456,89 +486,45 @@ take_request(Stream *stream, const char *line, gsize length)
                                   on_workload_connected, stream);
 }
 
-static void wait_for_request(Stream *stream);
-
+/* The server let it go (it keeps a few), or it was replaced. */
 static void
-on_request_line_filled(GObject *source, GAsyncResult *result, gpointer user_data)
+request_line_failed(Stream *stream, gboolean too_long, const GError *error)
 {
-    Stream *stream = user_data;
-    g_autoptr(GError) error = NULL;
-    gssize got =
-        g_buffered_input_stream_fill_finish(G_BUFFERED_INPUT_STREAM(source), result, &error);
-
-    /* The server let it go (it keeps a few), or it was replaced. */
-    if (got <= 0) {
-        stream_end(stream, FALSE);
-        return;
-    }
-    wait_for_request(stream);
+    if (too_long)
+        g_message("a tunnel's request line is over %d bytes: closed", EINSORA_TUNNELS_PREAMBLE_MAX);
+    stream_end(stream, FALSE);
 }
 
 static void
-wait_for_request(Stream *stream)
+request_line_found(Stream *stream, gsize end, gsize available)
 {
-    gsize available = 0;
-    gsize end = buffered_find(stream->in, "\n", &available);
-    g_autofree gchar *line = NULL;
+    g_autofree gchar *line = g_malloc(end);
 
-    if (end == 0) {
-        if (available >= EINSORA_TUNNELS_PREAMBLE_MAX) {
-            g_message("a tunnel's request line is over %d bytes: closed",
-                      EINSORA_TUNNELS_PREAMBLE_MAX);
-            stream_end(stream, FALSE);
-            return;
-        }
-        g_buffered_input_stream_fill_async(G_BUFFERED_INPUT_STREAM(stream->in), -1,
-                                           G_PRIORITY_DEFAULT, stream->cancellable,
-                                           on_request_line_filled, stream);
-        return;
-    }
-    line = g_malloc(end);
     g_input_stream_read_all(stream->in, line, end, NULL, NULL, NULL);
     take_request(stream, line, end - 1);
 }
 
-static void read_answer(Stream *stream);
+static const Wait request_line = {"\n", EINSORA_TUNNELS_PREAMBLE_MAX, request_line_found,
+                                  request_line_failed};
 
 static void
-on_answer_filled(GObject *source, GAsyncResult *result, gpointer user_data)
+answer_failed(Stream *stream, gboolean too_long, const GError *error)
 {
-    Stream *stream = user_data;
-    g_autoptr(GError) error = NULL;
-    gssize got =
-        g_buffered_input_stream_fill_finish(G_BUFFERED_INPUT_STREAM(source), result, &error);
-
-    if (got <= 0) {
-        if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-            g_message("%s closed a tunnel before answering%s%s", stream->self->server,
-                      error != NULL ? ": " : "", error != NULL ? error->message : "");
-        stream_end(stream, TRUE);
-        return;
-    }
-    read_answer(stream);
+    if (!too_long && !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        g_message("%s closed a tunnel before answering%s%s", stream->self->server,
+                  error != NULL ? ": " : "", error != NULL ? error->message : "");
+    stream_end(stream, TRUE);
 }
 
 /* The server's answer to the upgrade: 101, or why not. */
 static void
-read_answer(Stream *stream)
+answer_found(Stream *stream, gsize end, gsize available)
 {
     EinsoraAgentTunnel *self = stream->self;
-    gsize available = 0;
-    gsize end = buffered_find(stream->in, "\r\n\r\n", &available);
     g_autoptr(SoupMessageHeaders) headers = NULL;
     g_autofree gchar *text = NULL;
     guint status = 0;
 
-    if (end == 0) {
-        if (available >= ANSWER_HEAD_MAX) {
-            stream_end(stream, TRUE);
-            return;
-        }
-        g_buffered_input_stream_fill_async(G_BUFFERED_INPUT_STREAM(stream->in), -1,
-                                           G_PRIORITY_DEFAULT, stream->cancellable,
-                                           on_answer_filled, stream);
-        return;
-    }
     text = g_strndup(
         g_buffered_input_stream_peek_buffer(G_BUFFERED_INPUT_STREAM(stream->in), &available), end);
     headers = soup_message_headers_new(SOUP_MESSAGE_HEADERS_RESPONSE);
@@ -558,8 +544,10 @@ read_answer(Stream *stream)
     self->backoff_ms = BACKOFF_MIN_MS;
     g_clear_handle_id(&stream->life_id, g_source_remove);
     stream->life_id = g_timeout_add_seconds(IDLE_LIFE_S, on_time_up, stream);
-    wait_for_request(stream);
+    read_until(stream, &request_line);
 }
+
+static const Wait answer = {"\r\n\r\n", ANSWER_HEAD_MAX, answer_found, answer_failed};
 
 static void
 on_upgrade_sent(GObject *source, GAsyncResult *result, gpointer user_data)
@@ -573,7 +561,7 @@ on_upgrade_sent(GObject *source, GAsyncResult *result, gpointer user_data)
     }
     stream->in = g_buffered_input_stream_new_sized(g_io_stream_get_input_stream(stream->connection),
                                                    REQUEST_HEAD_MAX);
-    read_answer(stream);
+    read_until(stream, &answer);
 }
 
 static void
