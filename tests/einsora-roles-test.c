@@ -277,6 +277,36 @@ test_role_settings(void)
     }
 }
 
+/* `einsora-daemon migrate` on Postgres: the schema made, said without the
+ * connection string (it may hold a password), and again a no-op. */
+static void
+test_migrate(void)
+{
+    g_autoptr(EinsoraTestDaemon) daemon = einsora_test_daemon_new();
+
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+            G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GSubprocess) process = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree gchar *out = NULL;
+        g_autofree gchar *err = NULL;
+
+        g_subprocess_launcher_setenv(launcher, "EINSORA_DATABASE_URL", database_url(daemon), TRUE);
+        process = g_subprocess_launcher_spawn(launcher, &error, einsora_test_daemon_path(),
+                                              "--data-dir", daemon->data_dir, "migrate", NULL);
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_communicate_utf8(process, NULL, NULL, &out, &err, &error));
+        g_assert_cmpint(g_subprocess_get_exit_status(process), ==, 0);
+        g_assert_nonnull(strstr(out, "the PostgreSQL database is up to date"));
+        g_assert_null(strstr(out, database_url(daemon)));
+        g_assert_null(strstr(err, database_url(daemon)));
+    }
+    /* The daemon starts on what migrate made. */
+    einsora_test_daemon_start(daemon);
+    einsora_test_daemon_stop(daemon);
+}
+
 /* The metering role runs no listener: it starts, says so, and stops. */
 static void
 test_metering_role(void)
@@ -321,6 +351,7 @@ main(int argc, char **argv)
         return 77;
     }
     g_test_add_func("/roles/settings", test_role_settings);
+    g_test_add_func("/roles/migrate", test_migrate);
     g_test_add_func("/roles/api-and-controller", test_api_and_controller);
     g_test_add_func("/roles/metering", test_metering_role);
     g_test_add_func("/roles/controller-failover", test_controller_failover);
