@@ -59,26 +59,6 @@ wait_for_state(EinsoraTestDaemon *daemon, const char *id, const char *state)
     }
 }
 
-static gboolean
-log_has(EinsoraTestDaemon *daemon, const char *needle)
-{
-    g_autofree gchar *log = einsora_test_daemon_read_log(daemon);
-
-    return strstr(log, needle) != NULL;
-}
-
-static void
-wait_for_log(EinsoraTestDaemon *daemon, const char *needle)
-{
-    gint64 deadline = g_get_monotonic_time() + WAIT_SECONDS * G_USEC_PER_SEC;
-
-    while (!log_has(daemon, needle)) {
-        if (g_get_monotonic_time() > deadline)
-            g_error("\"%s\" not in the log within %u s", needle, WAIT_SECONDS);
-        g_usleep(100 * 1000);
-    }
-}
-
 static EinsoraTestDaemon *
 start_daemon(void)
 {
@@ -115,7 +95,8 @@ test_sessions_terminated(void)
     /* At most the request that found the connection gone, and the
      * controller's pass may have found it first. */
     g_assert_cmpuint(unavailable, <=, 1);
-    wait_for_log(daemon, "listening for other processes' events again");
+    einsora_test_daemon_wait_for_log(daemon, "listening for other processes' events again",
+                                     WAIT_SECONDS);
     after = create_notebook(daemon, "after-terminate");
     wait_for_state(daemon, after, "running");
     wait_for_state(daemon, id, "running");
@@ -153,10 +134,10 @@ test_server_down(void)
         g_assert_cmpuint(refused->status, ==, 503);
         g_assert_nonnull(soup_message_headers_get_one(refused->headers, "Retry-After"));
     }
-    wait_for_log(daemon, "controller paused");
+    einsora_test_daemon_wait_for_log(daemon, "controller paused", WAIT_SECONDS);
     einsora_test_postgres_resume(postgres);
     wait_for_state(daemon, id, "running");
-    wait_for_log(daemon, "controller resumed");
+    einsora_test_daemon_wait_for_log(daemon, "controller resumed", WAIT_SECONDS);
     {
         g_auto(GStrv) during =
             einsora_test_daemon_query_sql(daemon, "SELECT id FROM workloads WHERE name = 'during'");

@@ -73,26 +73,6 @@ wait_for_state(EinsoraTestDaemon *daemon, const char *id, const char *state, gui
     }
 }
 
-static gboolean
-log_has(EinsoraTestDaemon *daemon, const char *needle)
-{
-    g_autofree gchar *log = einsora_test_daemon_read_log(daemon);
-
-    return strstr(log, needle) != NULL;
-}
-
-static void
-wait_for_log(EinsoraTestDaemon *daemon, const char *needle, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + seconds * G_USEC_PER_SEC;
-
-    while (!log_has(daemon, needle)) {
-        if (g_get_monotonic_time() > deadline)
-            g_error("\"%s\" not in the log within %u s", needle, seconds);
-        g_usleep(100 * 1000);
-    }
-}
-
 /* The change feed of @daemon, read as raw lines: GET /v1/events?follow. */
 static GDataInputStream *
 open_feed(EinsoraTestDaemon *daemon, GSocketConnection **connection)
@@ -155,8 +135,8 @@ test_api_and_controller(void)
     einsora_test_daemon_start(controller);
     api = daemon_beside(controller, "api");
     einsora_test_daemon_start(api);
-    g_assert_true(log_has(api, "ready: role api"));
-    g_assert_false(log_has(api, "leading"));
+    g_assert_true(einsora_test_daemon_log_has(api, "ready: role api"));
+    g_assert_false(einsora_test_daemon_log_has(api, "leading"));
 
     feed = open_feed(api, &connection);
     started = g_get_monotonic_time();
@@ -197,12 +177,13 @@ test_controller_failover(void)
     einsora_test_daemon_setenv(first, "EINSORA_SIM_CPUS", "64");
     einsora_test_daemon_setenv(first, "EINSORA_CONTROLLER_INTERVAL", "1s");
     einsora_test_daemon_start(first);
-    wait_for_log(first, "controller:local: leading", WAIT_SECONDS);
+    einsora_test_daemon_wait_for_log(first, "controller:local: leading", WAIT_SECONDS);
     second = daemon_beside(first, "controller");
     einsora_test_daemon_setenv(second, "EINSORA_DRIVERS", "sim");
     einsora_test_daemon_setenv(second, "EINSORA_CONTROLLER_INTERVAL", "1s");
     einsora_test_daemon_start(second);
-    wait_for_log(second, "controller:local: another controller holds it now", WAIT_SECONDS);
+    einsora_test_daemon_wait_for_log(second, "controller:local: another controller holds it now",
+                                     WAIT_SECONDS);
 
     for (guint i = 0; i < 4; i++) {
         g_autofree gchar *name = g_strdup_printf("failover-%u", i);
@@ -213,7 +194,7 @@ test_controller_failover(void)
 
     einsora_test_daemon_kill(first);
     killed = g_get_monotonic_time();
-    wait_for_log(second, "controller:local: leading", TAKEOVER_SECONDS);
+    einsora_test_daemon_wait_for_log(second, "controller:local: leading", TAKEOVER_SECONDS);
     g_test_message("took over after %.1f s",
                    (double)(g_get_monotonic_time() - killed) / G_USEC_PER_SEC);
 

@@ -291,6 +291,26 @@ einsora_test_daemon_read_log(EinsoraTestDaemon *daemon)
     return log;
 }
 
+gboolean
+einsora_test_daemon_log_has(EinsoraTestDaemon *daemon, const char *needle)
+{
+    g_autofree gchar *log = einsora_test_daemon_read_log(daemon);
+
+    return strstr(log, needle) != NULL;
+}
+
+void
+einsora_test_daemon_wait_for_log(EinsoraTestDaemon *daemon, const char *needle, guint seconds)
+{
+    gint64 deadline = g_get_monotonic_time() + seconds * G_USEC_PER_SEC;
+
+    while (!einsora_test_daemon_log_has(daemon, needle)) {
+        if (g_get_monotonic_time() > deadline)
+            g_error("\"%s\" not in the daemon's log within %u s", needle, seconds);
+        g_usleep(100 * 1000);
+    }
+}
+
 static gboolean
 accept_own_certificate(SoupMessage *message, GTlsCertificate *certificate,
                        GTlsCertificateFlags errors, gpointer user_data)

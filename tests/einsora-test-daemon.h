@@ -48,6 +48,10 @@ void einsora_test_daemon_stop(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_kill(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_free(EinsoraTestDaemon *daemon);
 gchar *einsora_test_daemon_read_log(EinsoraTestDaemon *daemon);
+/* Whether its log (every run's) holds @needle; and waiting until it does,
+ * failing the test after @seconds. */
+gboolean einsora_test_daemon_log_has(EinsoraTestDaemon *daemon, const char *needle);
+void einsora_test_daemon_wait_for_log(EinsoraTestDaemon *daemon, const char *needle, guint seconds);
 
 /* @headers: NULL-terminated name, value pairs. @token: a bearer token. */
 EinsoraTestResponse *einsora_test_request(EinsoraTestDaemon *daemon, const char *method,

@@ -12,7 +12,7 @@ struct _EinsoraLease {
     gint64 duration_us;
     EinsoraNowFunc now;
     gpointer now_data;
-    gint64 renewed_us; /* when it was last renewed; 0 when not held */
+    gint64 renewed_us;    /* when it was last renewed; 0 when not held */
     gboolean standing_by; /* found another holder, and said so */
 };
 

@@ -720,19 +720,10 @@ einsora_pg_store_set_clock(EinsoraPgStore *self, EinsoraNowFunc now, gpointer no
 void
 einsora_pg_store_set_metrics(EinsoraPgStore *self, EinsoraMetrics *metrics)
 {
-    static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    15};
-    static const char *const labels[] = {"outcome", NULL};
-
     g_return_if_fail(EINSORA_IS_PG_STORE(self));
     g_return_if_fail(EINSORA_IS_METRICS(metrics));
     g_set_object(&self->metrics, metrics);
-    self->transactions = einsora_metrics_histogram(
-        metrics, "einsora_store_transaction_duration_seconds",
-        "Time from BEGIN (the wait for the write lock included) to COMMIT or ROLLBACK, by outcome.",
-        labels, bounds, G_N_ELEMENTS(bounds));
-    einsora_metric_touch(self->transactions, (const char *const[]){"commit", NULL});
-    einsora_metric_touch(self->transactions, (const char *const[]){"rollback", NULL});
+    self->transactions = einsora_store_transactions_metric(metrics);
 }
 
 PGconn *

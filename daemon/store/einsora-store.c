@@ -730,3 +730,23 @@ einsora_store_set_metering_cursor(EinsoraStore *self, const char *name, gint64 l
     return EINSORA_STORE_GET_IFACE(self)->set_metering_cursor(self, name, last_seq, updated_at,
                                                               error);
 }
+
+EinsoraMetric *
+einsora_store_transactions_metric(EinsoraMetrics *metrics)
+{
+    /* From a tenth of a millisecond (one small write) to the busy
+     * timeout (another process holding the lock). */
+    static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    15};
+    static const char *const labels[] = {"outcome", NULL};
+    EinsoraMetric *transactions;
+
+    g_return_val_if_fail(EINSORA_IS_METRICS(metrics), NULL);
+    transactions = einsora_metrics_histogram(
+        metrics, "einsora_store_transaction_duration_seconds",
+        "Time from BEGIN (the wait for the write lock included) to COMMIT or ROLLBACK, by outcome.",
+        labels, bounds, G_N_ELEMENTS(bounds));
+    einsora_metric_touch(transactions, (const char *const[]){"commit", NULL});
+    einsora_metric_touch(transactions, (const char *const[]){"rollback", NULL});
+    return transactions;
+}

@@ -18,6 +18,7 @@
 #include "einsora-api-token.h"
 #include "einsora-idempotency-record.h"
 #include "einsora-machine.h"
+#include "einsora-metrics.h"
 #include "einsora-session.h"
 #include "einsora-audit-event.h"
 #include "einsora-enrolment.h"
@@ -452,5 +453,10 @@ gboolean einsora_store_get_metering_cursor(EinsoraStore *self, const char *name,
                                            GError **error);
 gboolean einsora_store_set_metering_cursor(EinsoraStore *self, const char *name, gint64 last_seq,
                                            const char *updated_at, GError **error);
+
+/* The histogram both stores count each transaction's time in, by outcome
+ * (commit or rollback; docs/adr/0043-metrics.md), registered in @metrics,
+ * which owns it. */
+EinsoraMetric *einsora_store_transactions_metric(EinsoraMetrics *metrics);
 
 G_END_DECLS
