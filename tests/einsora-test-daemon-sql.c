@@ -1,6 +1,7 @@
 #include "einsora-test-daemon-sql.h"
 
 #include <sqlite3.h>
+#include <string.h>
 
 #define PSQL "/usr/lib/postgresql/15/bin/psql"
 
@@ -87,4 +88,86 @@ einsora_test_daemon_query_sql(EinsoraTestDaemon *daemon, const char *sql)
     sqlite3_finalize(stmt);
     sqlite3_close(handle);
     return g_strv_builder_end(builder);
+}
+
+/* psql's rows, tab between columns and a zero byte after each row, so
+ * that a newline in a value stays in its row. */
+static GStrv
+psql_rows(const char *database_url, const char *sql)
+{
+    g_autoptr(GSubprocess) psql = NULL;
+    g_autoptr(GBytes) in = g_bytes_new(sql, strlen(sql));
+    g_autoptr(GBytes) out = NULL;
+    g_autoptr(GBytes) err = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+    const char *data;
+    gsize size, at = 0;
+
+    psql = g_subprocess_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                            &error, PSQL, "-X", "-q", "-A", "-t", "-F", "\t", "-0", "-v",
+                            "ON_ERROR_STOP=1", "-d", database_url, "-f", "-", NULL);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_communicate(psql, in, NULL, &out, &err, &error));
+    g_assert_no_error(error);
+    if (g_subprocess_get_exit_status(psql) != 0)
+        g_error("%.200s: %.*s", sql, (int)g_bytes_get_size(err),
+                (const char *)g_bytes_get_data(err, NULL));
+    data = g_bytes_get_data(out, &size);
+    while (at < size) {
+        const char *end = memchr(data + at, '\0', size - at);
+
+        g_assert_nonnull(end);
+        g_autofree gchar *row = g_strndup(data + at, (gsize)(end - (data + at)));
+
+        g_strv_builder_add(builder, row);
+        at = (gsize)(end - data) + 1;
+    }
+    return g_strv_builder_end(builder);
+}
+
+GStrv
+einsora_test_daemon_query_rows(EinsoraTestDaemon *daemon, const char *sql)
+{
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new();
+    g_autofree gchar *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    sqlite3 *handle = NULL;
+    int step;
+
+    if (einsora_test_daemon_database_url(daemon) != NULL)
+        return psql_rows(einsora_test_daemon_database_url(daemon), sql);
+    db = g_build_filename(daemon->data_dir, "einsora.db", NULL);
+    g_assert_cmpint(sqlite3_open_v2(db, &handle, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    sqlite3_busy_timeout(handle, 15000);
+    if (sqlite3_prepare_v2(handle, sql, -1, &stmt, NULL) != SQLITE_OK)
+        g_error("%.200s: %s", sql, sqlite3_errmsg(handle));
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        g_autoptr(GString) row = g_string_new(NULL);
+
+        for (int i = 0; i < sqlite3_column_count(stmt); i++) {
+            const char *text = (const char *)sqlite3_column_text(stmt, i);
+
+            if (i > 0)
+                g_string_append_c(row, '\t');
+            g_string_append(row, text != NULL ? text : "");
+        }
+        g_strv_builder_add(builder, row->str);
+    }
+    if (step != SQLITE_DONE)
+        g_error("%.200s: %s", sql, sqlite3_errmsg(handle));
+    sqlite3_finalize(stmt);
+    sqlite3_close(handle);
+    return g_strv_builder_end(builder);
+}
+
+GStrv
+einsora_test_row_fields(const char *row, guint n_fields)
+{
+    GStrv fields = g_strsplit(row, "\t", -1);
+
+    if (g_strv_length(fields) != n_fields)
+        g_error("a row of %u columns, not %u: %s", g_strv_length(fields), n_fields, row);
+    return fields;
 }

@@ -17,5 +17,13 @@ const char *einsora_test_daemon_database_url(EinsoraTestDaemon *daemon);
 void einsora_test_daemon_exec_sql(EinsoraTestDaemon *daemon, const char *sql);
 /* The first column of every row. */
 GStrv einsora_test_daemon_query_sql(EinsoraTestDaemon *daemon, const char *sql);
+/* Every row, its columns joined by tabs (split it with
+ * einsora_test_row_fields); NULL reads as "", as psql prints it. SQLite's
+ * file is opened read-only: a -wal file a kill left is the daemon's to
+ * recover at its next start, not the test's. */
+GStrv einsora_test_daemon_query_rows(EinsoraTestDaemon *daemon, const char *sql);
+/* @row's @n_fields columns; fatal when it has another number of them (a
+ * value with a tab in it, say). */
+GStrv einsora_test_row_fields(const char *row, guint n_fields);
 
 G_END_DECLS
