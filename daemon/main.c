@@ -1543,8 +1543,10 @@ run_daemon(const EinsoraDaemonSettings *settings)
     api = einsora_api_server_new(service, auth, einsora_now_real, NULL);
     /* An api process's links lead to the access proxy the controller
      * process beside it serves at EINSORA_ACCESS_ADDR. */
-    einsora_api_server_set_access_port(api, access != NULL ? einsora_access_proxy_get_port(access)
-                                                           : address_port(settings->access_addr));
+    if (access != NULL)
+        einsora_api_server_set_access_port(api, einsora_access_proxy_get_port(access));
+    else if (address_port(settings->access_addr) > 0)
+        einsora_api_server_set_access_port(api, address_port(settings->access_addr));
     einsora_api_server_set_access_tls(api, access_tls);
     einsora_api_server_set_metrics_open_to_loopback(
         api, g_str_equal(settings->metrics_open, "loopback"));
@@ -1601,7 +1603,7 @@ run_daemon(const EinsoraDaemonSettings *settings)
 serve:
     g_unix_signal_add(SIGINT, quit_on_signal, loop);
     g_unix_signal_add(SIGTERM, quit_on_signal, loop);
-    g_message("ready: role %s, region %s, data in %s, catalog %s", settings->role, region,
+    g_message("ready: region %s, role %s, data in %s, catalog %s", region, settings->role,
               settings->data_dir, einsora_catalog_get_origin(catalog));
     if (settings->runs_machine)
         start_probes(settings, &machine);

@@ -415,7 +415,8 @@ test_transactions_take_turns(Fixture *f, gconstpointer data)
  * commit (not before, not after a rollback); the listener's own don't;
  * after a lost listening connection it says NULL, "look again". */
 typedef struct {
-    GPtrArray *heard; /* tenant IDs, "" for NULL */
+    GPtrArray *heard;    /* tenant IDs, "" for NULL */
+    GPtrArray *machines; /* machine IDs */
 } Heard;
 
 static void
@@ -424,6 +425,14 @@ on_events_appended(EinsoraPgStore *store, const char *tenant_id, gpointer user_d
     Heard *heard = user_data;
 
     g_ptr_array_add(heard->heard, g_strdup(tenant_id != NULL ? tenant_id : ""));
+}
+
+static void
+on_machine_changed(EinsoraPgStore *store, const char *machine_id, gpointer user_data)
+{
+    Heard *heard = user_data;
+
+    g_ptr_array_add(heard->machines, g_strdup(machine_id));
 }
 
 static void
@@ -497,8 +506,11 @@ test_listen(Fixture *f, gconstpointer data)
     g_autoptr(EinsoraWorkloadEvent) rolled_back = created_event(workload, 3);
     g_autoptr(EinsoraWorkloadEvent) in_transaction = created_event(workload, 4);
     g_autoptr(EinsoraWorkloadEvent) own = created_event(workload, 5);
-    Heard heard = {g_ptr_array_new_with_free_func(g_free)};
+    Heard heard = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new_with_free_func(g_free)};
     EinsoraStore *store = EINSORA_STORE(f->store);
+    g_autoptr(EinsoraMachine) machine = einsora_machine_new();
+    g_autoptr(EinsoraWorkload) placed = NULL;
+    gint64 deadline;
 
     migrate(f);
     other = einsora_pg_store_open(f->conninfo, &error);
@@ -506,7 +518,18 @@ test_listen(Fixture *f, gconstpointer data)
     g_assert_true(einsora_store_insert_tenant(store, tenant, &error));
     g_assert_true(einsora_store_insert_workload(store, workload, &error));
     g_assert_no_error(error);
+    machine->id = einsora_uuid_v7_new(BASE_US / 1000 + 9);
+    machine->tenant_id = g_strdup(tenant_id);
+    machine->name = g_strdup("ws");
+    machine->region = g_strdup("local");
+    machine->os = g_strdup("linux");
+    machine->cpus = 16;
+    machine->memory_mib = 65536;
+    machine->created_at = g_strdup(at);
+    g_assert_true(einsora_store_insert_machine(store, machine, &error));
+    g_assert_no_error(error);
     g_signal_connect(f->store, "events-appended", G_CALLBACK(on_events_appended), &heard);
+    g_signal_connect(f->store, "machine-changed", G_CALLBACK(on_machine_changed), &heard);
     g_assert_true(einsora_pg_store_listen(f->store, &error));
     g_assert_no_error(error);
 
@@ -537,6 +560,25 @@ test_listen(Fixture *f, gconstpointer data)
     settle();
     g_assert_cmpuint(heard.heard->len, ==, 2);
 
+    /* Another process places the workload on a machine: that machine's
+     * hub, wherever it runs, hears of it. */
+    placed = einsora_workload_copy(workload);
+    placed->state = EINSORA_WORKLOAD_STATE_PROVISIONING;
+    placed->machine_id = g_strdup(machine->id);
+    placed->placed_class = g_strdup("cpu-2c-4g");
+    placed->driver = g_strdup("sim");
+    placed->attempt = 1;
+    g_assert_true(einsora_store_update_workload_state(
+        EINSORA_STORE(other), placed, EINSORA_WORKLOAD_STATE_PENDING, workload->version, &error));
+    g_assert_no_error(error);
+    deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (heard.machines->len == 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    g_assert_cmpstr(g_ptr_array_index(heard.machines, 0), ==, machine->id);
+
     /* The listening connection ended by the server: back within the
      * first retry, saying NULL. */
     admin_exec(f, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -544,6 +586,7 @@ test_listen(Fixture *f, gconstpointer data)
     wait_heard(&heard, 3);
     g_assert_cmpstr(g_ptr_array_index(heard.heard, 2), ==, "");
     g_ptr_array_unref(heard.heard);
+    g_ptr_array_unref(heard.machines);
 }
 
 int

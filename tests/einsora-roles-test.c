@@ -135,7 +135,7 @@ test_api_and_controller(void)
     einsora_test_daemon_start(controller);
     api = daemon_beside(controller, "api");
     einsora_test_daemon_start(api);
-    g_assert_true(einsora_test_daemon_log_has(api, "ready: role api"));
+    g_assert_true(einsora_test_daemon_log_has(api, "role api, data in"));
     g_assert_false(einsora_test_daemon_log_has(api, "leading"));
 
     feed = open_feed(api, &connection);
@@ -313,7 +313,7 @@ test_metering_role(void)
         g_assert_no_error(error);
         g_assert_nonnull(line);
         g_assert_null(strstr(line, "listening on"));
-        if (strstr(line, "ready: role metering") != NULL)
+        if (strstr(line, "role metering, data in") != NULL)
             break;
     }
     g_subprocess_send_signal(process, SIGTERM);

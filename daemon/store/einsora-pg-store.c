@@ -607,6 +607,16 @@ einsora_pg_store_class_init(EinsoraPgStoreClass *klass)
     signals[SIGNAL_EVENTS_APPENDED] =
         g_signal_new("events-appended", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                      NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+
+    /**
+     * EinsoraPgStore::machine-changed:
+     * @machine_id: a machine another process moved a workload onto or off
+     *
+     * Emitted after the other process's commit, as ::events-appended is.
+     */
+    signals[SIGNAL_MACHINE_CHANGED] =
+        g_signal_new("machine-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                     NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void
