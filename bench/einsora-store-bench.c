@@ -10,10 +10,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <libpq-fe.h>
-#include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "einsora-controller.h"
@@ -29,7 +26,6 @@
 #define CREATES 2000
 #define MAX_ROUNDS 15
 #define GPU_CLASS "bench-gpu"
-#define PG_BIN "/usr/lib/postgresql/15/bin"
 
 typedef enum { STORE_SQLITE, STORE_PG, STORE_KINDS } StoreKind;
 
@@ -306,93 +302,22 @@ pg_show(EinsoraTestPostgres *pg, const char *setting)
     return value;
 }
 
-/* initdb and postgres refuse root: run them as the postgres user; and a
- * bench that aborts takes its server down too. */
+/* The tests' server runs without fsync; a Lab's runs with it, and so
+ * does this one (synchronous_commit is on by default): every commit is
+ * durable, as SQLite's with synchronous=FULL. */
 static void
-as_postgres_user(gpointer data)
-{
-    struct passwd *pw = data;
-
-    if (pw != NULL && (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0))
-        _exit(126);
-    prctl(PR_SET_PDEATHSIG, SIGINT);
-}
-
-static gboolean
-pg_ready(EinsoraTestPostgres *pg)
-{
-    g_autofree gchar *pg_isready = g_build_filename(PG_BIN, "pg_isready", NULL);
-    int status = 1;
-
-    g_spawn_sync(NULL,
-                 (gchar *[]){pg_isready, "-q", "-h",
-                             (gchar *)einsora_test_postgres_get_socket_dir(pg), NULL},
-                 NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL,
-                 NULL, &status, NULL);
-    return g_spawn_check_wait_status(status, NULL);
-}
-
-/* The tests' server runs with "-c fsync=off" on its command line, which
- * outranks ALTER SYSTEM (postgresql.auto.conf), so a reload can't turn it
- * on: stop that server (fast shutdown) and start the same cluster again,
- * same socket, fsync and synchronous_commit on, the way a Lab would run
- * it. The helper's conninfo, exec and databases keep working. Returns
- * the new server, to stop before einsora_test_postgres_stop(). */
-static GSubprocess *
 pg_durable(EinsoraTestPostgres *pg)
 {
-    const char *socket_dir = einsora_test_postgres_get_socket_dir(pg);
-    g_autofree gchar *root = g_path_get_dirname(socket_dir);
-    g_autofree gchar *data = g_build_filename(root, "data", NULL);
-    g_autofree gchar *pid_file = g_build_filename(data, "postmaster.pid", NULL);
-    g_autofree gchar *postgres = g_build_filename(PG_BIN, "postgres", NULL);
-    g_autoptr(GSubprocessLauncher) launcher = NULL;
-    g_autoptr(GError) error = NULL;
-    GSubprocess *server;
-    gint64 deadline;
+    g_autofree gchar *fsync = NULL;
+    g_autofree gchar *synchronous_commit = NULL;
 
-    g_assert_true(g_file_test(pid_file, G_FILE_TEST_EXISTS));
-    g_assert_cmpint(kill(einsora_test_postgres_get_pid(pg), SIGINT), ==, 0);
-    deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    while (g_file_test(pid_file, G_FILE_TEST_EXISTS)) {
-        if (g_get_monotonic_time() > deadline)
-            g_error("the tests' PostgreSQL didn't stop");
-        g_usleep(20000);
-    }
-
-    launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
-                                         G_SUBPROCESS_FLAGS_STDERR_SILENCE);
-    g_subprocess_launcher_set_child_setup(launcher, as_postgres_user,
-                                          geteuid() == 0 ? getpwnam("postgres") : NULL, NULL);
-    server = g_subprocess_launcher_spawn(
-        launcher, &error, postgres, "-D", data, "-k", socket_dir, "-c", "listen_addresses=", "-c",
-        "fsync=on", "-c", "synchronous_commit=on", "-c", "max_connections=200", NULL);
-    g_assert_no_error(error);
-    deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-    while (!pg_ready(pg)) {
-        if (g_get_monotonic_time() > deadline)
-            g_error("PostgreSQL didn't start again with fsync on");
-        g_usleep(20000);
-    }
-    {
-        g_autofree gchar *fsync = pg_show(pg, "fsync");
-        g_autofree gchar *synchronous_commit = pg_show(pg, "synchronous_commit");
-
-        if (!g_str_equal(fsync, "on") || !g_str_equal(synchronous_commit, "on"))
-            g_error("PostgreSQL runs fsync=%s, synchronous_commit=%s", fsync, synchronous_commit);
-    }
+    einsora_test_postgres_set_durable(pg);
+    fsync = pg_show(pg, "fsync");
+    synchronous_commit = pg_show(pg, "synchronous_commit");
+    if (!g_str_equal(fsync, "on") || !g_str_equal(synchronous_commit, "on"))
+        g_error("PostgreSQL runs fsync=%s, synchronous_commit=%s", fsync, synchronous_commit);
     /* Every page the databases copy from template1 on disk first. */
     einsora_test_postgres_exec(pg, "CHECKPOINT");
-    return server;
-}
-
-static void
-pg_durable_stop(GSubprocess *server)
-{
-    /* SIGINT: the fast shutdown, which ends the sessions still open. */
-    g_subprocess_send_signal(server, SIGINT);
-    g_subprocess_wait(server, NULL, NULL);
-    g_object_unref(server);
 }
 
 static void
@@ -422,7 +347,6 @@ main(int argc, char **argv)
     g_autofree gchar *pg_full_page_writes = NULL;
     g_autofree gchar *pg_shared_buffers = NULL;
     EinsoraTestPostgres *pg;
-    GSubprocess *server;
     gint64 start = g_get_monotonic_time();
 
     g_assert_no_error(error);
@@ -434,7 +358,7 @@ main(int argc, char **argv)
         einsora_test_dir_remove(root);
         return 77;
     }
-    server = pg_durable(pg);
+    pg_durable(pg);
     pg_version = pg_show(pg, "server_version");
     pg_fsync = pg_show(pg, "fsync");
     pg_sync_commit = pg_show(pg, "synchronous_commit");
@@ -468,7 +392,6 @@ main(int argc, char **argv)
         end_round(&round);
         einsora_test_dir_remove(dir);
     }
-    pg_durable_stop(server);
     einsora_test_postgres_stop(pg);
     einsora_test_dir_remove(root);
 

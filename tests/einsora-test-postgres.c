@@ -17,6 +17,7 @@ struct _EinsoraTestPostgres {
     gchar *data;
     gchar *socket_dir;
     GSubprocess *server;
+    gboolean durable; /* fsync on: for benches, not tests */
     guint databases;
 };
 
@@ -74,7 +75,8 @@ spawn_server(EinsoraTestPostgres *pg)
                                           geteuid() == 0 ? getpwnam("postgres") : NULL, NULL);
     pg->server = g_subprocess_launcher_spawn(launcher, &error, postgres, "-D", pg->data, "-k",
                                              pg->socket_dir, "-c", "listen_addresses=", "-c",
-                                             "fsync=off", "-c", "max_connections=200", NULL);
+                                             pg->durable ? "fsync=on" : "fsync=off", "-c",
+                                             "max_connections=200", NULL);
     g_assert_no_error(error);
 
     deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
@@ -133,6 +135,14 @@ einsora_test_postgres_resume(EinsoraTestPostgres *pg)
 {
     g_assert_null(pg->server);
     spawn_server(pg);
+}
+
+void
+einsora_test_postgres_set_durable(EinsoraTestPostgres *pg)
+{
+    pg->durable = TRUE;
+    einsora_test_postgres_pause(pg);
+    einsora_test_postgres_resume(pg);
 }
 
 void

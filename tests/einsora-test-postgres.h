@@ -18,6 +18,9 @@ void einsora_test_postgres_stop(EinsoraTestPostgres *pg);
  * same data. */
 void einsora_test_postgres_pause(EinsoraTestPostgres *pg);
 void einsora_test_postgres_resume(EinsoraTestPostgres *pg);
+/* Restarts the server with fsync on (tests run without), for a bench to
+ * compare durable commits with SQLite's. */
+void einsora_test_postgres_set_durable(EinsoraTestPostgres *pg);
 
 /* A connection string for @database ("postgres" for the server's own). */
 gchar *einsora_test_postgres_conninfo(EinsoraTestPostgres *pg, const char *database);
