@@ -1372,6 +1372,49 @@ test_settling(Fixture *f, gconstpointer data)
     g_assert_false(capacity->settling);
 }
 
+/* Several controller processes on one Postgres (docs/adr/0062): a hub
+ * sharing its region doesn't wait for machines another hub syncs with
+ * since it started, and counts them offline (their reports go there); one
+ * seen only before it started is its own, reconnecting: it waits. */
+static void
+test_settling_shared(Fixture *f, gconstpointer data)
+{
+    g_autoptr(EinsoraHub) shared = NULL;
+    g_autoptr(EinsoraHub) alone = NULL;
+    g_autoptr(EinsoraCapacity) capacity = NULL;
+    g_autoptr(EinsoraDesiredState) box = NULL;
+    g_autoptr(EinsoraDesiredState) studio = NULL;
+    g_autoptr(EinsoraDesiredState) box_again = NULL;
+    g_autoptr(EinsoraDesiredState) studio_again = NULL;
+
+    box = connect_machine(f, f->box_id, linux_inventory());
+    studio = connect_machine(f, f->studio_id, mac_inventory(32768));
+    f->clock.now_us += SECONDS(5);
+    shared = hub_new(f);
+    einsora_hub_set_shared(shared, TRUE);
+    alone = hub_new(f);
+
+    /* Seen before it started: as after a restart, it waits. */
+    capacity = capacity_of(shared);
+    g_assert_true(capacity->settling);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    /* Both sync with the other hub since: nothing to wait for, and
+     * neither is offered here. */
+    f->clock.now_us += SECONDS(5);
+    box_again = connect_machine(f, f->box_id, linux_inventory());
+    studio_again = connect_machine(f, f->studio_id, mac_inventory(32768));
+    capacity = capacity_of(shared);
+    g_assert_false(capacity->settling);
+    g_assert_false(machine_in(capacity, f->box_id)->online);
+    g_assert_false(machine_in(capacity, f->studio_id)->online);
+    g_clear_pointer(&capacity, einsora_capacity_free);
+
+    /* A hub that holds every sync of its region still waits. */
+    capacity = capacity_of(alone);
+    g_assert_true(capacity->settling);
+}
+
 static void
 test_capacity_from_inventory(Fixture *f, gconstpointer data)
 {
@@ -1983,6 +2026,7 @@ main(int argc, char **argv)
         test_controller_pass_reads_each_machine_once);
     ADD("/hub/offline/fails-after-10m", test_away_fails_after_10m);
     ADD("/hub/capacity/settling", test_settling);
+    ADD("/hub/capacity/settling-shared", test_settling_shared);
     ADD("/hub/capacity/from-inventory", test_capacity_from_inventory);
     ADD("/hub/capacity/refused-inventory", test_refused_inventory);
     ADD("/hub/capacity/stored-inventory-read-as-the-api-shows-it",

@@ -306,13 +306,17 @@ einsora_hub_set_shared(EinsoraHub *self, gboolean shared)
     self->shared = shared;
 }
 
-/* Held by another process's hub: not synced here, seen lately there. */
+/* Held by another process's hub: not synced here, seen there since this
+ * hub started (a sync this process's last run took, before a restart,
+ * doesn't count: that machine is reconnecting here). */
 static gboolean
 synced_elsewhere(EinsoraHub *self, const EinsoraMachine *machine, const MachineState *state,
                  gint64 now_us)
 {
-    return self->shared && (state == NULL || state->last_sync_us == 0) &&
-           einsora_machine_seen_within(machine, now_us, self->offline_after_us);
+    gint64 window_us = MIN(self->offline_after_us, now_us - self->created_us);
+
+    return self->shared && (state == NULL || state->last_sync_us == 0) && window_us > 0 &&
+           einsora_machine_seen_within(machine, now_us, window_us);
 }
 
 static gint64

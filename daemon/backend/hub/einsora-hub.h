@@ -53,10 +53,10 @@ void einsora_hub_set_long_poll(EinsoraHub *self, gint64 long_poll_us);
 
 /* Whether other processes' hubs hold syncs of this region's machines too
  * (several controller processes on one Postgres, docs/adr/0062). Then a
- * machine whose sync another hub held within the placeable window (the
- * store says when) isn't waited for while settling: it is offline here,
- * since its reports reach the other hub. Off by default: one hub holds
- * every sync. */
+ * machine another hub synced with since this one started, within the
+ * placeable window (the store says when), isn't waited for while
+ * settling: it is offline here, since its reports reach the other hub.
+ * Off by default: one hub holds every sync. */
 void einsora_hub_set_shared(EinsoraHub *self, gboolean shared);
 
 /* Another process changed what runs on @machine_id: its waiting sync, if
