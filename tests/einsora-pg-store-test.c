@@ -6,6 +6,7 @@
 
 #include <gio/gio.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <string.h>
 
 #include "einsora-error.h"
@@ -589,6 +590,48 @@ test_listen(Fixture *f, gconstpointer data)
     g_ptr_array_unref(heard.machines);
 }
 
+/* Reconnecting the listener never holds the main loop, even with a
+ * server that accepts a connection and never answers (its postmaster
+ * stopped): a blocking connect would hold it until the server woke or
+ * connect_timeout (10 s) passed. */
+static void
+test_listen_reconnect_never_blocks(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    Heard heard = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new_with_free_func(g_free)};
+    GPid postmaster = einsora_test_postgres_get_pid(postgres);
+    gint64 longest = 0;
+    gint64 last;
+    gint64 until;
+
+    migrate(f);
+    g_signal_connect(f->store, "events-appended", G_CALLBACK(on_events_appended), &heard);
+    g_assert_true(einsora_pg_store_listen(f->store, &error));
+    g_assert_no_error(error);
+    admin_exec(f, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                  "WHERE datname = current_database() AND query LIKE 'LISTEN%'");
+    g_assert_cmpint(kill(postmaster, SIGSTOP), ==, 0);
+    /* The retry starts within about two seconds (1 s, whole seconds). */
+    last = g_get_monotonic_time();
+    until = last + 4 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < until) {
+        gint64 now;
+
+        g_main_context_iteration(NULL, FALSE);
+        now = g_get_monotonic_time();
+        longest = MAX(longest, now - last);
+        last = now;
+        g_usleep(1000);
+    }
+    g_assert_cmpint(kill(postmaster, SIGCONT), ==, 0);
+    g_assert_cmpint(longest, <, G_USEC_PER_SEC / 2);
+    /* Once the server answers, the listener is back and says "look again". */
+    wait_heard(&heard, 1);
+    g_assert_cmpstr(g_ptr_array_index(heard.heard, 0), ==, "");
+    g_ptr_array_unref(heard.heard);
+    g_ptr_array_unref(heard.machines);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -618,6 +661,8 @@ main(int argc, char **argv)
     g_test_add("/postgres/connection/terminated", Fixture, NULL, fixture_set_up,
                test_connection_terminated, fixture_tear_down);
     g_test_add("/postgres/listen", Fixture, NULL, fixture_set_up, test_listen, fixture_tear_down);
+    g_test_add("/postgres/listen/reconnect-never-blocks", Fixture, NULL, fixture_set_up,
+               test_listen_reconnect_never_blocks, fixture_tear_down);
     g_test_add("/postgres/transactions/take-turns", Fixture, NULL, fixture_set_up,
                test_transactions_take_turns, fixture_tear_down);
     status = g_test_run();

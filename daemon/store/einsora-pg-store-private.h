@@ -25,6 +25,7 @@ struct _EinsoraPgStore {
     PGconn *listener;
     GSource *listener_source;
     guint listener_retry_id;
+    guint listener_deadline_id; /* while reconnecting */
     guint listener_backoff_s;
 };
 

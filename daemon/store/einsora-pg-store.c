@@ -14,7 +14,8 @@
  * included), as SQLite's busy timeout; and how long one may run. */
 #define LOCK_TIMEOUT "15s"
 #define STATEMENT_TIMEOUT "60s"
-#define CONNECT_TIMEOUT_S "10"
+#define CONNECT_TIMEOUT_SECONDS 10
+#define CONNECT_TIMEOUT_S G_STRINGIFY(CONNECT_TIMEOUT_SECONDS)
 
 #define LISTEN_RETRY_MAX_S 30
 
@@ -183,6 +184,19 @@ einsora_pg_store_query_one(EinsoraPgStore *self, const char *sql, int n_params,
     return g_steal_pointer(&res);
 }
 
+static void
+leave_pipeline(EinsoraPgStore *self)
+{
+    /* A connection left in pipeline mode refuses every later synchronous
+     * call while libpq still calls it OK. Results that can't be drained
+     * mean the session is unusable: it goes, and the next call outside a
+     * transaction connects anew. */
+    if (!PQexitPipelineMode(self->conn)) {
+        g_message("store: dropping a PostgreSQL session stuck in pipeline mode");
+        g_clear_pointer(&self->conn, PQfinish);
+    }
+}
+
 /* Inside a transaction, a statement PostgreSQL refuses aborts the whole
  * transaction, where SQLite refuses the statement alone and goes on; a
  * caller that hears CONFLICT may go on (a controller pass's group does).
@@ -203,7 +217,7 @@ run_in_savepoint(EinsoraPgStore *self, const char *sql, int n_params, const char
         !PQsendQueryParams(self->conn, "RELEASE SAVEPOINT einsora_write", 0, NULL, NULL, NULL, NULL,
                            0) ||
         !PQpipelineSync(self->conn)) {
-        PQexitPipelineMode(self->conn);
+        leave_pipeline(self);
         return NULL;
     }
     /* Three results, each followed by NULL, then the sync. */
@@ -212,7 +226,8 @@ run_in_savepoint(EinsoraPgStore *self, const char *sql, int n_params, const char
 
         if (res == NULL) {
             g_clear_pointer(&statement, PQclear);
-            return NULL; /* the connection broke */
+            leave_pipeline(self); /* the connection broke */
+            return NULL;
         }
         if (i == 1)
             statement = res;
@@ -225,10 +240,15 @@ run_in_savepoint(EinsoraPgStore *self, const char *sql, int n_params, const char
         g_autoptr(PGresult) sync = PQgetResult(self->conn);
         if (PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
             g_clear_pointer(&statement, PQclear);
+            leave_pipeline(self);
             return NULL;
         }
     }
-    PQexitPipelineMode(self->conn);
+    leave_pipeline(self);
+    if (self->conn == NULL) {
+        g_clear_pointer(&statement, PQclear);
+        return NULL;
+    }
     refused = PQresultStatus(statement) != PGRES_COMMAND_OK &&
               PQresultStatus(statement) != PGRES_TUPLES_OK;
     if (refused) {
@@ -470,25 +490,151 @@ einsora_pg_store_iface_init(EinsoraStoreInterface *iface)
 
 static void listener_stop(EinsoraPgStore *self);
 static gboolean listener_start(EinsoraPgStore *self, GError **error);
+static gboolean on_listener_readable(gint fd, GIOCondition condition, gpointer user_data);
+static gboolean retry_listening(gpointer user_data);
 
+/* The listener's socket watched for @condition, calling @func; the socket
+ * may change while libpq connects (another address), so each step makes
+ * its own source. */
+static void
+listener_watch(EinsoraPgStore *self, GIOCondition condition, GUnixFDSourceFunc func)
+{
+    if (self->listener_source != NULL) {
+        g_source_destroy(self->listener_source);
+        g_clear_pointer(&self->listener_source, g_source_unref);
+    }
+    self->listener_source = g_unix_fd_source_new(PQsocket(self->listener), condition);
+    g_source_set_callback(self->listener_source, G_SOURCE_FUNC(func), self, NULL);
+    g_source_attach(self->listener_source, g_main_context_get_thread_default());
+}
+
+static void
+retry_later(EinsoraPgStore *self, const char *why)
+{
+    g_message("listening for other processes' events: %s; again in %u s", why,
+              self->listener_backoff_s);
+    listener_stop(self);
+    self->listener_retry_id =
+        g_timeout_add_seconds(self->listener_backoff_s, retry_listening, self);
+    self->listener_backoff_s = MIN(self->listener_backoff_s * 2, LISTEN_RETRY_MAX_S);
+}
+
+static void
+retry_after_failure(EinsoraPgStore *self)
+{
+    g_autofree gchar *message = connection_message(self->listener);
+
+    retry_later(self, message);
+}
+
+static gboolean
+on_listening_deadline(gpointer user_data)
+{
+    EinsoraPgStore *self = user_data;
+
+    self->listener_deadline_id = 0;
+    retry_later(self, "PostgreSQL didn't answer within " CONNECT_TIMEOUT_S " s");
+    return G_SOURCE_REMOVE;
+}
+
+/* LISTEN was sent on the new connection: once both are answered, the
+ * listener is back. */
+static gboolean
+on_listen_answered(gint fd, GIOCondition condition, gpointer user_data)
+{
+    EinsoraPgStore *self = user_data;
+    PGresult *res;
+
+    if (condition & G_IO_OUT) {
+        int flushed = PQflush(self->listener);
+
+        if (flushed > 0)
+            return G_SOURCE_CONTINUE; /* more to send */
+        if (flushed < 0) {
+            retry_after_failure(self);
+            return G_SOURCE_REMOVE;
+        }
+    }
+    if (!PQconsumeInput(self->listener)) {
+        retry_after_failure(self);
+        return G_SOURCE_REMOVE;
+    }
+    /* Each result as it is whole: PQgetResult() would wait for the next. */
+    while (!PQisBusy(self->listener) && (res = PQgetResult(self->listener)) != NULL) {
+        gboolean listening = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+        PQclear(res);
+        if (!listening) {
+            retry_after_failure(self);
+            return G_SOURCE_REMOVE;
+        }
+    }
+    if (PQisBusy(self->listener)) {
+        /* Sent: from now on, only the answers. */
+        if (condition & G_IO_OUT)
+            listener_watch(self, G_IO_IN, on_listen_answered);
+        return G_SOURCE_CONTINUE;
+    }
+    g_clear_handle_id(&self->listener_deadline_id, g_source_remove);
+    listener_watch(self, G_IO_IN, on_listener_readable);
+    g_message("listening for other processes' events again");
+    /* What was appended while nobody listened is unknown. */
+    g_signal_emit(self, signals[SIGNAL_EVENTS_APPENDED], 0, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+/* One step of libpq's non-blocking connect, each time the socket is ready
+ * for what it waits on. */
+static gboolean
+on_listener_connecting(gint fd, GIOCondition condition, gpointer user_data)
+{
+    EinsoraPgStore *self = user_data;
+
+    switch (PQconnectPoll(self->listener)) {
+    case PGRES_POLLING_READING:
+        listener_watch(self, G_IO_IN, on_listener_connecting);
+        break;
+    case PGRES_POLLING_WRITING:
+        listener_watch(self, G_IO_OUT, on_listener_connecting);
+        break;
+    case PGRES_POLLING_OK:
+        if (!PQsendQuery(self->listener, "LISTEN " EINSORA_PG_STORE_EVENTS_CHANNEL
+                                         "; LISTEN " EINSORA_PG_STORE_MACHINES_CHANNEL)) {
+            retry_after_failure(self);
+            break;
+        }
+        listener_watch(self, G_IO_IN | G_IO_OUT, on_listen_answered);
+        break;
+    case PGRES_POLLING_FAILED:
+    default:
+        retry_after_failure(self);
+        break;
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* Reconnecting never blocks the loop, whatever the server does (down,
+ * or accepting and never answering): libpq's non-blocking connect driven
+ * by the socket, LISTEN sent without waiting, and a deadline over both,
+ * as connect_timeout bounds the blocking connect. */
 static gboolean
 retry_listening(gpointer user_data)
 {
     EinsoraPgStore *self = user_data;
-    g_autoptr(GError) error = NULL;
+    const char *const keywords[] = {"application_name", "dbname", NULL};
+    const char *const values[] = {"einsora-daemon", self->conninfo, NULL};
 
     self->listener_retry_id = 0;
-    if (!listener_start(self, &error)) {
-        g_message("listening for other processes' events: %s; again in %u s", error->message,
-                  self->listener_backoff_s);
-        self->listener_retry_id =
-            g_timeout_add_seconds(self->listener_backoff_s, retry_listening, self);
-        self->listener_backoff_s = MIN(self->listener_backoff_s * 2, LISTEN_RETRY_MAX_S);
+    self->listener = PQconnectStartParams(keywords, values, TRUE);
+    if (self->listener == NULL || PQstatus(self->listener) == CONNECTION_BAD ||
+        PQsetnonblocking(self->listener, 1) != 0) {
+        retry_after_failure(self);
         return G_SOURCE_REMOVE;
     }
-    g_message("listening for other processes' events again");
-    /* What was appended while nobody listened is unknown. */
-    g_signal_emit(self, signals[SIGNAL_EVENTS_APPENDED], 0, NULL);
+    self->listener_deadline_id =
+        g_timeout_add_seconds(CONNECT_TIMEOUT_SECONDS, on_listening_deadline, self);
+    /* libpq: after PQconnectStart, poll as if told "writing". */
+    listener_watch(self, G_IO_OUT, on_listener_connecting);
     return G_SOURCE_REMOVE;
 }
 
@@ -550,15 +696,14 @@ listener_start(EinsoraPgStore *self, GError **error)
         g_clear_pointer(&self->listener, PQfinish);
         return FALSE;
     }
-    self->listener_source = g_unix_fd_source_new(PQsocket(self->listener), G_IO_IN);
-    g_source_set_callback(self->listener_source, G_SOURCE_FUNC(on_listener_readable), self, NULL);
-    g_source_attach(self->listener_source, g_main_context_get_thread_default());
+    listener_watch(self, G_IO_IN, on_listener_readable);
     return TRUE;
 }
 
 static void
 listener_stop(EinsoraPgStore *self)
 {
+    g_clear_handle_id(&self->listener_deadline_id, g_source_remove);
     if (self->listener_source != NULL) {
         g_source_destroy(self->listener_source);
         g_clear_pointer(&self->listener_source, g_source_unref);
