@@ -566,6 +566,62 @@ test_admission_group_commit(Fixture *f, gconstpointer data)
     g_signal_handler_disconnect(f->service, handler);
 }
 
+static int
+on_statement(unsigned type, void *user_data, void *statement, void *sql)
+{
+    guint *machine_reads = user_data;
+
+    if (strstr(sqlite3_sql(statement), "FROM machines WHERE id") != NULL)
+        (*machine_reads)++;
+    return 0;
+}
+
+/* A pass that admits many workloads onto one machine reads that machine
+ * once (each read is a round trip on Postgres); the next pass reads it
+ * again, so a change between passes counts. */
+static void
+test_admission_reads_machine_once(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(EinsoraMachine) record = einsora_machine_new();
+    EinsoraMachineCapacity *capacity;
+    sqlite3 *db = einsora_sqlite_store_get_handle(EINSORA_SQLITE_STORE(f->store));
+    guint machine_reads = 0;
+
+    record->id = g_strdup("0190b5d2-7c4e-7abc-8def-0000000000e1");
+    record->tenant_id = g_strdup(TENANT_A);
+    record->name = g_strdup("box");
+    record->region = g_strdup("local");
+    record->os = g_strdup("linux");
+    record->cpus = 64;
+    record->memory_mib = 262144;
+    record->sharing = EINSORA_SHARING_PRIVATE;
+    record->created_at = g_strdup("2026-01-01T00:00:00.000000Z");
+    g_assert_true(einsora_store_insert_machine(f->store, record, &error));
+    g_assert_no_error(error);
+    capacity = einsora_machine_capacity_new(record);
+    capacity->online = TRUE;
+    g_strfreev(capacity->drivers);
+    capacity->drivers = g_strsplit("sim", ",", -1);
+    einsora_fake_backend_add_machine(f->backend, capacity);
+    for (guint i = 0; i < 10; i++)
+        g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    einsora_fake_backend_set_auto_complete(f->backend, FALSE);
+    sqlite3_trace_v2(db, SQLITE_TRACE_STMT, on_statement, &machine_reads);
+    pass(f);
+    for (guint i = 0; i < ids->len; i++)
+        g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, i)), ==,
+                        EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpuint(machine_reads, ==, 1);
+    g_ptr_array_add(ids, launch(f, f->alice, "cpu-2c-4g"));
+    pass(f);
+    g_assert_cmpint(state_of(f, TENANT_A, g_ptr_array_index(ids, ids->len - 1)), ==,
+                    EINSORA_WORKLOAD_STATE_PROVISIONING);
+    g_assert_cmpuint(machine_reads, ==, 2);
+    sqlite3_trace_v2(db, 0, NULL, NULL);
+}
+
 /* A group that doesn't commit (as after a crash mid-pass) leaves every
  * workload pending, tells nobody and runs nothing; the next pass admits
  * each once, as if the first had never been. */
@@ -1239,11 +1295,13 @@ main(int argc, char **argv)
         }
     }
     ADD("/controller/admit/settling-admits-nothing", test_settling_admits_nothing);
-    /* These count and fail commits with SQLite's commit hook; the group
-     * logic they check is the controller's, whichever store. */
+    /* These count and fail commits with SQLite's commit hook, or count
+     * statements with its trace; the group logic they check is the
+     * controller's, whichever store. */
     if (postgres == NULL) {
         ADD("/controller/admit/one-transaction-per-group", test_admission_group_commit);
         ADD("/controller/admit/lost-group-is-decided-again", test_admission_group_lost);
+        ADD("/controller/admit/reads-each-machine-once", test_admission_reads_machine_once);
     }
     ADD("/controller/runtime/unreachable-noted-once", test_runtime_unreachable_is_noted_once);
     ADD("/controller/observe/failures-with-fixed-reasons", test_failures);

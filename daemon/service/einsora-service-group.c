@@ -17,8 +17,27 @@ einsora_service_group_begin(EinsoraService *self, GError **error)
     if (!einsora_store_begin(self->store, error))
         return FALSE;
     self->group_tenants = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    self->group_machines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                 (GDestroyNotify)einsora_machine_free);
     self->group_failed = FALSE;
     return TRUE;
+}
+
+EinsoraMachine *
+einsora_service_find_machine(EinsoraService *self, const char *machine_id, GError **error)
+{
+    EinsoraMachine *machine;
+
+    if (self->group_machines == NULL)
+        return einsora_store_find_machine(self->store, machine_id, error);
+    machine = g_hash_table_lookup(self->group_machines, machine_id);
+    if (machine == NULL) {
+        machine = einsora_store_find_machine(self->store, machine_id, error);
+        if (machine == NULL)
+            return NULL;
+        g_hash_table_insert(self->group_machines, g_strdup(machine_id), machine);
+    }
+    return einsora_machine_copy(machine);
 }
 
 gboolean
@@ -37,6 +56,7 @@ einsora_service_group_rollback(EinsoraService *self)
     einsora_store_rollback(self->store);
     /* Nobody hears of a write that was undone. */
     g_clear_pointer(&self->group_tenants, g_hash_table_unref);
+    g_clear_pointer(&self->group_machines, g_hash_table_unref);
     self->group_failed = FALSE;
 }
 
@@ -61,6 +81,7 @@ einsora_service_group_commit(EinsoraService *self, GError **error)
         return FALSE;
     }
     tenants = g_steal_pointer(&self->group_tenants);
+    g_clear_pointer(&self->group_machines, g_hash_table_unref);
     /* Only now, committed, may anyone hear of it. */
     g_hash_table_iter_init(&iter, tenants);
     while (g_hash_table_iter_next(&iter, &tenant_id, NULL))

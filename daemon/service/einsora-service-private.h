@@ -20,6 +20,9 @@ struct _EinsoraService {
     /* A write in the open group failed after it may have written part of
      * itself: the group can only roll back. */
     gboolean group_failed;
+    /* And the machines its placements were checked against, read once a
+     * group (machine ID -> EinsoraMachine). */
+    GHashTable *group_machines;
     /* NULL until einsora_service_set_model_store(). */
     EinsoraModelStore *models;
     gchar *models_owner;
@@ -53,6 +56,14 @@ EinsoraWorkloadEvent *einsora_service_event_new(EinsoraService *self,
 gboolean einsora_service_write(EinsoraService *self, const char *tenant_id,
                                EinsoraStoreTransactionFunc func, gpointer user_data,
                                const gboolean *partial, GError **error);
+
+/* The machine @machine_id (NOT_FOUND when there is none), from the store,
+ * or within an open group from what the group read already: a pass admits
+ * many workloads onto few machines, and on Postgres each read is a round
+ * trip. A group reads each machine once, as a pass reads the workloads
+ * once at its start. */
+EinsoraMachine *einsora_service_find_machine(EinsoraService *self, const char *machine_id,
+                                             GError **error);
 
 /* einsora-service-transition.c */
 gboolean einsora_service_transition_in_tx(EinsoraService *self, const EinsoraWorkload *workload,

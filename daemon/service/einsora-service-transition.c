@@ -63,7 +63,7 @@ check_placement(EinsoraService *self, const EinsoraWorkload *workload,
         !g_strv_contains((const char *const *)runtime->driver_refs, placement->driver) ||
         !einsora_driver_runs(driver, workload->kind, klass->accelerator))
         return refuse_placement(error, "the driver can't run it");
-    machine = einsora_store_find_machine(self->store, placement->machine_id, &local_error);
+    machine = einsora_service_find_machine(self, placement->machine_id, &local_error);
     if (local_error != NULL &&
         !g_error_matches(local_error, EINSORA_ERROR, EINSORA_ERROR_NOT_FOUND)) {
         g_propagate_error(error, g_steal_pointer(&local_error));
