@@ -1644,6 +1644,7 @@ main(int argc, char **argv)
     gboolean password_stdin = FALSE;
     gboolean join = FALSE;
     gboolean admin = FALSE;
+    gboolean version = FALSE;
     g_autofree gchar *join_server = NULL;
     g_autofree gchar *join_token = NULL;
     g_autofree gchar *join_fingerprint = NULL;
@@ -1733,6 +1734,7 @@ main(int argc, char **argv)
          NULL},
         {"admin", 0, 0, G_OPTION_ARG_NONE, &admin,
          "account create: the account is a Lab admin (manages accounts and quotas)", NULL},
+        {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
 
         {NULL},
     };
@@ -1782,6 +1784,10 @@ main(int argc, char **argv)
     if (!g_option_context_parse(context, &argc, &argv, &error)) {
         g_printerr("einsora-daemon: %s\n", error->message);
         return 2;
+    }
+    if (version) {
+        g_print("einsora-daemon %s\n", EINSORA_VERSION);
+        return EXIT_SUCCESS;
     }
     /* Before anything is touched: without the kernel's random generator
      * no ID can be made (docs/adr/0022). */

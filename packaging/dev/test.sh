@@ -67,6 +67,15 @@ else
   echo "fuzz: skipped, no clang" >&2
 fi
 
+# The Debian packages (docs/adr/0064): built from this tree into build-deb/,
+# linted, installed, the Lab daemon run as its unit says with a notebook,
+# then purged. Needs root, as the docker tests do.
+if [ "$(id -u)" -eq 0 ]; then
+  bash packaging/dev/package-test.sh || status=1
+else
+  echo "packages: skipped, needs root"
+fi
+
 python3 "$root/packaging/dev/summarize-tests.py" build/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json || status=1
 exit $status
