@@ -7,12 +7,14 @@
 
 #include "einsora-access-relay.h"
 #include "einsora-add-machine-dialog.h"
+#include "einsora-autostart.h"
 #include "einsora-chat-window.h"
 #include "einsora-connection.h"
 #include "einsora-event-feed.h"
 #include "einsora-format.h"
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-module.h"
+#include "einsora-preferences-window.h"
 #include "einsora-server-dialog.h"
 #include "einsora-tray.h"
 #include "einsora-window.h"
@@ -36,8 +38,13 @@ struct _EinsoraApplication {
     GCancellable *logs;        /* of the log the workload page follows */
     EinsoraEventFeed *feed;
     gboolean ready;
-    EinsoraTray *tray;  /* (nullable) */
+    EinsoraTray *tray;  /* (nullable): while keep-running-in-tray */
     gboolean tray_hold; /* held while a tray shows the app */
+    /* Started with --background (at login): no window, held until one is
+     * shown, so the app runs on with no tray too (docs/adr/0066). */
+    gboolean background;
+    gboolean background_hold;
+    EinsoraAutostart *autostart;
     /* To the connected server's access proxy when it speaks TLS
      * (docs/adr/0053): one for every notebook and endpoint of the
      * connection, made when the first needs it, closed with it. */
@@ -1165,6 +1172,23 @@ on_connect_server(GSimpleAction *action, GVariant *parameter, gpointer user_data
 }
 
 static void
+on_preferences(GSimpleAction *action, GVariant *parameter, gpointer user_data)
+{
+    EinsoraApplication *self = user_data;
+    GtkWindow *parent = GTK_WINDOW(main_window(self));
+    EinsoraPreferencesWindow *window = NULL;
+
+    for (GList *l = gtk_application_get_windows(GTK_APPLICATION(self)); l != NULL; l = l->next)
+        if (EINSORA_IS_PREFERENCES_WINDOW(l->data))
+            window = l->data;
+    if (window == NULL) {
+        window = einsora_preferences_window_new(parent, self->settings, self->autostart);
+        gtk_window_set_application(GTK_WINDOW(window), GTK_APPLICATION(self));
+    }
+    gtk_window_present(GTK_WINDOW(window));
+}
+
+static void
 on_about(GSimpleAction *action, GVariant *parameter, gpointer user_data)
 {
     EinsoraApplication *self = user_data;
@@ -1195,13 +1219,15 @@ static const GActionEntry app_actions[] = {
     {"reconnect", on_reconnect, NULL, NULL, NULL, {0}},
     {"trust-certificate", on_trust_certificate, NULL, NULL, NULL, {0}},
     {"connect-server", on_connect_server, NULL, NULL, NULL, {0}},
+    {"preferences", on_preferences, NULL, NULL, NULL, {0}},
     {"about", on_about, NULL, NULL, NULL, {0}},
 };
 
 /* The tray (docs/adr/0020-tray.md): its menu opens running notebooks,
- * shows the window and quits. While a host shows it, and the user keeps
- * "keep-running-in-tray", the app holds itself once, so closing the last
- * window leaves it running; the hold goes when the tray does. */
+ * shows the window and quits. It is there while the user keeps
+ * "keep-running-in-tray" ("Show in the tray", docs/adr/0066); while a
+ * host shows it the app holds itself once, so closing the last window
+ * leaves it running; the hold goes when the tray does. */
 static void
 update_tray_hold(EinsoraApplication *self)
 {
@@ -1223,9 +1249,25 @@ on_tray_available(EinsoraTray *tray, GParamSpec *pspec, EinsoraApplication *self
     update_tray_hold(self);
 }
 
+static void start_tray(EinsoraApplication *self);
+
+static void
+stop_tray(EinsoraApplication *self)
+{
+    if (self->tray == NULL)
+        return;
+    g_signal_handlers_disconnect_by_data(self->tray, self);
+    /* Its bus name goes with it: the watcher drops the item. */
+    g_clear_object(&self->tray);
+}
+
 static void
 on_keep_running_changed(GSettings *settings, const char *key, EinsoraApplication *self)
 {
+    if (g_settings_get_boolean(settings, "keep-running-in-tray"))
+        start_tray(self);
+    else
+        stop_tray(self);
     update_tray_hold(self);
 }
 
@@ -1256,18 +1298,17 @@ start_tray(EinsoraApplication *self)
 #ifdef __APPLE__
     bus = NULL; /* no StatusNotifierWatcher: a menu bar item instead, docs/macos.md */
 #endif
-    if (bus == NULL)
-        return; /* no session bus, no tray */
+    if (bus == NULL || self->tray != NULL ||
+        !g_settings_get_boolean(self->settings, "keep-running-in-tray"))
+        return; /* no session bus, no tray; or not wanted */
     self->tray = einsora_tray_new(bus, G_LIST_MODEL(self->workloads), EINSORA_APPLICATION_ID);
     g_signal_connect(self->tray, "open-workload", G_CALLBACK(on_tray_open_workload), self);
     g_signal_connect(self->tray, "show-window", G_CALLBACK(on_tray_show_window), self);
     g_signal_connect(self->tray, "quit", G_CALLBACK(on_tray_quit), self);
     g_signal_connect(self->tray, "notify::available", G_CALLBACK(on_tray_available), self);
-    g_signal_connect(self->settings, "changed::keep-running-in-tray",
-                     G_CALLBACK(on_keep_running_changed), self);
     if (!einsora_tray_start(self->tray, &error)) {
         g_message("no tray icon: %s", error->message);
-        g_clear_object(&self->tray);
+        stop_tray(self);
     }
 }
 
@@ -1278,6 +1319,9 @@ einsora_application_startup(GApplication *application)
     static const char *const quit_accels[] = {"<Primary>q", NULL};
     static const char *const reconnect_accels[] = {"<Primary><Shift>r", NULL};
     static const char *const new_accels[] = {"<Primary>n", NULL};
+    static const char *const preferences_accels[] = {"<Primary>comma", NULL};
+    /* What starts the app at login: in the background, no window. */
+    static const char *const login_commandline[] = {"einsora-app", "--background", NULL};
 
     G_APPLICATION_CLASS(einsora_application_parent_class)->startup(application);
     self->settings = g_settings_new(EINSORA_APPLICATION_ID);
@@ -1286,6 +1330,12 @@ einsora_application_startup(GApplication *application)
     gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.quit", quit_accels);
     gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.reconnect", reconnect_accels);
     gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.new-workload", new_accels);
+    gtk_application_set_accels_for_action(GTK_APPLICATION(self), "app.preferences",
+                                          preferences_accels);
+    self->autostart = einsora_autostart_new(g_application_get_dbus_connection(application),
+                                            EINSORA_APPLICATION_ID, login_commandline);
+    g_signal_connect(self->settings, "changed::keep-running-in-tray",
+                     G_CALLBACK(on_keep_running_changed), self);
     start_tray(self);
 }
 
@@ -1295,6 +1345,17 @@ einsora_application_activate(GApplication *application)
     EinsoraApplication *self = EINSORA_APPLICATION(application);
     EinsoraWindow *window = main_window(self);
 
+    if (self->background) {
+        /* Started at login: connected (for notifications), no window. */
+        self->background = FALSE;
+        if (!self->background_hold)
+            g_application_hold(application);
+        self->background_hold = TRUE;
+        g_message("started in the background");
+        if (self->connection == NULL)
+            connect_daemon(self);
+        return;
+    }
     if (window == NULL) {
         window = einsora_window_new(GTK_APPLICATION(self), G_LIST_MODEL(self->workloads),
                                     self->settings);
@@ -1305,8 +1366,32 @@ einsora_application_activate(GApplication *application)
                                       einsora_connection_is_local(self->connection));
     }
     gtk_window_present(GTK_WINDOW(window));
+    /* The window holds the app now; once closed, the tray or nothing. */
+    if (self->background_hold)
+        g_application_release(application);
+    self->background_hold = FALSE;
     if (self->connection == NULL)
         connect_daemon(self);
+}
+
+/* --background, at login (docs/adr/0066): a first instance starts with
+ * no window; one already running is left as it is. */
+static gint
+einsora_application_handle_local_options(GApplication *application, GVariantDict *options)
+{
+    EinsoraApplication *self = EINSORA_APPLICATION(application);
+    g_autoptr(GError) error = NULL;
+
+    if (!g_variant_dict_contains(options, "background"))
+        return -1;
+    if (!g_application_register(application, NULL, &error)) {
+        g_printerr("%s\n", error->message);
+        return 1;
+    }
+    if (g_application_get_is_remote(application))
+        return 0;
+    self->background = TRUE;
+    return -1;
 }
 
 static void
@@ -1318,7 +1403,9 @@ einsora_application_shutdown(GApplication *application)
     if (self->cancellable != NULL)
         g_cancellable_cancel(self->cancellable);
     close_relay(self);
-    g_clear_object(&self->tray);
+    if (self->settings != NULL)
+        g_signal_handlers_disconnect_by_data(self->settings, self);
+    stop_tray(self);
     G_APPLICATION_CLASS(einsora_application_parent_class)->shutdown(application);
 }
 
@@ -1338,6 +1425,7 @@ einsora_application_dispose(GObject *object)
     g_clear_object(&self->client);
     g_clear_object(&self->workloads);
     g_clear_object(&self->settings);
+    g_clear_object(&self->autostart);
     G_OBJECT_CLASS(einsora_application_parent_class)->dispose(object);
 }
 
@@ -1348,6 +1436,7 @@ einsora_application_class_init(EinsoraApplicationClass *klass)
     G_APPLICATION_CLASS(klass)->startup = einsora_application_startup;
     G_APPLICATION_CLASS(klass)->activate = einsora_application_activate;
     G_APPLICATION_CLASS(klass)->shutdown = einsora_application_shutdown;
+    G_APPLICATION_CLASS(klass)->handle_local_options = einsora_application_handle_local_options;
     /* The daemon answered and the first list is in (tests wait for it). */
     signals[SIGNAL_READY] = g_signal_new("ready", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
                                          NULL, NULL, NULL, G_TYPE_NONE, 0);
@@ -1368,6 +1457,9 @@ einsora_application_init(EinsoraApplication *self)
     self->workloads = einsora_workload_list_new();
     g_signal_connect(self, "workload-event", G_CALLBACK(on_workload_event), NULL);
     g_signal_connect(self, "window-added", G_CALLBACK(on_window_added), NULL);
+    g_application_add_main_option(G_APPLICATION(self), "background", 0, G_OPTION_FLAG_NONE,
+                                  G_OPTION_ARG_NONE,
+                                  _("Start in the background, with no window (as at login)"), NULL);
 }
 
 EinsoraApplication *

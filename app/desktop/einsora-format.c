@@ -101,9 +101,11 @@ einsora_format_age(GDateTime *then, GDateTime *now)
     if (minutes < 1)
         return g_strdup(_("just now"));
     if (hours < 1)
-        return g_strdup_printf(_("%d min"), (int)minutes);
+        return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d min", "%d min", (gulong)minutes),
+                               (int)minutes);
     if (days < 1)
-        return g_strdup_printf(_("%d h"), (int)hours);
+        return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d h", "%d h", (gulong)hours),
+                               (int)hours);
     return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d day", "%d days", (gulong)days),
                            (int)days);
 }
@@ -119,13 +121,17 @@ einsora_format_ago(GDateTime *then, GDateTime *now)
 
     if (seconds < 1)
         return g_strdup(_("just now"));
-    /* TRANSLATORS: how long ago an agent last synced, in seconds */
     if (minutes < 1)
-        return g_strdup_printf(_("%d s ago"), (int)seconds);
+        return g_strdup_printf(
+            /* TRANSLATORS: how long ago an agent last synced, in seconds */
+            g_dngettext(GETTEXT_PACKAGE, "%d s ago", "%d s ago", (gulong)seconds), (int)seconds);
     if (hours < 1)
-        return g_strdup_printf(_("%d min ago"), (int)minutes);
+        return g_strdup_printf(
+            g_dngettext(GETTEXT_PACKAGE, "%d min ago", "%d min ago", (gulong)minutes),
+            (int)minutes);
     if (days < 1)
-        return g_strdup_printf(_("%d h ago"), (int)hours);
+        return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d h ago", "%d h ago", (gulong)hours),
+                               (int)hours);
     return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%d day ago", "%d days ago", (gulong)days),
                            (int)days);
 }
@@ -137,8 +143,11 @@ einsora_format_clock_offset(gint64 offset_ms)
     guint64 magnitude = offset_ms < 0 ? (guint64)0 - (guint64)offset_ms : (guint64)offset_ms;
     guint64 seconds = magnitude / 1000 + (magnitude % 1000 >= 500);
 
-    /* TRANSLATORS: how far a machine's clock is from the server's */
-    return g_strdup_printf(_("clock off by %" G_GUINT64_FORMAT " s"), seconds);
+    /* long long: xgettext can't read G_GUINT64_FORMAT in a message. */
+    return g_strdup_printf(
+        /* TRANSLATORS: how far a machine's clock is from the server's */
+        g_dngettext(GETTEXT_PACKAGE, "clock off by %llu s", "clock off by %llu s", (gulong)seconds),
+        (unsigned long long)seconds);
 }
 
 gchar *
@@ -225,11 +234,16 @@ einsora_format_usage(gint64 seconds)
     if (seconds < 60)
         return g_strdup(_("under a minute"));
     if (seconds < 3600)
-        return g_strdup_printf(_("%d min"), (int)(seconds / 60));
-    /* Translators: hours of use, to two decimals as `einsora usage`
-     * prints them: "2.75 hours". */
+        return g_strdup_printf(
+            g_dngettext(GETTEXT_PACKAGE, "%d min", "%d min", (gulong)(seconds / 60)),
+            (int)(seconds / 60));
     if (hours < 99.995)
+        /* Translators: hours of use, to two decimals as `einsora usage`
+         * prints them: "2.75 hours". A decimal, never a whole count, so
+         * no plural forms: use the form your language takes for
+         * fractions. */
         return g_strdup_printf(_("%.2f hours"), hours);
-    /* Translators: hours of use, whole, with the locale's grouping. */
-    return g_strdup_printf(_("%'.0f hours"), hours);
+    return g_strdup_printf(
+        /* Translators: hours of use, whole, with the locale's grouping */
+        g_dngettext(GETTEXT_PACKAGE, "%'.0f hour", "%'.0f hours", (gulong)(hours + 0.5)), hours);
 }

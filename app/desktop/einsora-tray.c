@@ -4,6 +4,7 @@
 
 #include <glib/gi18n.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "einsora-workload-item.h"
 
@@ -167,6 +168,11 @@ struct _EinsoraTray {
     gboolean registered;               /* the current watcher took the item */
     gboolean host_registered;          /* ... and says a host shows items */
     gboolean available;
+    /* The name the item is registered by: a watcher drops the item when
+     * its owner lets it go (dispose), which the unique name never does
+     * while the app runs. */
+    gchar *item_name;
+    guint item_name_owner;
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraTray, einsora_tray, G_TYPE_OBJECT)
@@ -899,11 +905,12 @@ on_watcher_appeared(GDBusConnection *bus, const gchar *name, const gchar *owner,
     set_available(self, FALSE);
     self->watcher_owner = g_strdup(owner);
     self->watcher_cancellable = g_cancellable_new();
-    /* A unique name: the watcher looks for the item at /StatusNotifierItem. */
-    g_dbus_connection_call(
-        bus, owner, WATCHER_PATH, WATCHER_INTERFACE, "RegisterStatusNotifierItem",
-        g_variant_new("(s)", g_dbus_connection_get_unique_name(bus)), NULL,
-        G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, self->watcher_cancellable, on_registered, self);
+    /* A bus name: the watcher looks for the item at /StatusNotifierItem.
+     * The RequestName of start went first on this connection. */
+    g_dbus_connection_call(bus, owner, WATCHER_PATH, WATCHER_INTERFACE,
+                           "RegisterStatusNotifierItem", g_variant_new("(s)", self->item_name),
+                           NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, self->watcher_cancellable,
+                           on_registered, self);
 }
 
 static void
@@ -953,6 +960,9 @@ einsora_tray_dispose(GObject *object)
     if (self->menu_registration != 0)
         g_dbus_connection_unregister_object(self->bus, self->menu_registration);
     self->menu_registration = 0;
+    if (self->item_name_owner != 0)
+        g_bus_unown_name(self->item_name_owner);
+    self->item_name_owner = 0;
     if (self->workloads != NULL)
         g_signal_handlers_disconnect_by_data(self->workloads, self);
     for (guint i = 0; self->watched != NULL && i < self->watched->len; i++)
@@ -969,6 +979,7 @@ einsora_tray_finalize(GObject *object)
     EinsoraTray *self = EINSORA_TRAY(object);
 
     g_free(self->icon_name);
+    g_free(self->item_name);
     g_hash_table_unref(self->menu_ids);
     g_ptr_array_unref(self->menu);
     g_clear_pointer(&self->node_info, g_dbus_node_info_unref);
@@ -1040,6 +1051,7 @@ einsora_tray_new(GDBusConnection *bus, GListModel *workloads, const char *icon_n
 gboolean
 einsora_tray_start(EinsoraTray *self, GError **error)
 {
+    static guint instances;
     GDBusInterfaceInfo *item_info, *menu_info;
 
     g_return_val_if_fail(EINSORA_IS_TRAY(self), FALSE);
@@ -1066,6 +1078,11 @@ einsora_tray_start(EinsoraTray *self, GError **error)
         self->menu_registration = 0;
         return FALSE;
     }
+    /* As the specification names items: one per process and instance. */
+    self->item_name =
+        g_strdup_printf("org.kde.StatusNotifierItem-%d-%u", (int)getpid(), ++instances);
+    self->item_name_owner = g_bus_own_name_on_connection(
+        self->bus, self->item_name, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, NULL, NULL, NULL, NULL);
     self->watcher_signals = g_dbus_connection_signal_subscribe(
         self->bus, WATCHER_NAME, WATCHER_INTERFACE, NULL, WATCHER_PATH, NULL,
         G_DBUS_SIGNAL_FLAGS_NONE, on_watcher_signal, self, NULL);

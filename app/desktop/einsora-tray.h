@@ -3,8 +3,10 @@
  * and no display. It follows the workload list: how many run, each
  * running notebook to open, the window, quit. Hosts find it through an
  * org.kde.StatusNotifierWatcher; "available" says whether one shows it,
- * which is when closing the window may keep the app running.
- * docs/adr/0020-tray.md. */
+ * which is when closing the window may keep the app running. It
+ * registers by a bus name of its own, org.kde.StatusNotifierItem-PID-N,
+ * which goes with the object: watchers then drop the item ("Show in the
+ * tray" off). docs/adr/0020-tray.md, 0066. */
 #pragma once
 
 #include <gio/gio.h>

@@ -224,7 +224,9 @@ update_count(EinsoraWindow *self)
         text =
             g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%u workload", "%u workloads", all), all);
     else
-        text = g_strdup_printf(_("%u of %u workloads"), shown, all);
+        text = g_strdup_printf(
+            g_dngettext(GETTEXT_PACKAGE, "%u of %u workload", "%u of %u workloads", all), shown,
+            all);
     gtk_label_set_text(self->count_label, text);
     /* Until the list is in, the window shows the connecting page, and the
      * empty page needs no icon yet. */
