@@ -310,7 +310,7 @@ test_usage_errors(void)
         {{"workloads", "extra"}, "unexpected argument “extra”"},
         {{"start"}, "missing ID"},
         {{"stop", "a", "b"}, "unexpected argument “b”"},
-        {{"events", "xyz"}, "“xyz” is neither an ID nor an ID prefix"},
+        {{"events", "xyz"}, "“xyz” is neither the name of one of your workloads nor an ID prefix"},
         {{"delete", "01a"}, "at least 4 hex digits"},
         {{"tokens", "create"}, "missing NAME"},
         {{"catalog", "extra"}, "unexpected argument “extra”"},

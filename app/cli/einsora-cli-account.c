@@ -212,7 +212,8 @@ einsora_cli_tokens(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
     /* Options up to the subcommand's name are the global ones. */
-    if (!einsora_cli_parse(cli, command, NULL, description, TRUE, &argc, &argv, error))
+    if (!einsora_cli_parse_group(cli, command, NULL, token_commands, description, &argc, &argv,
+                                 error))
         return FALSE;
     if (argc < 2)
         return tokens_list(cli, &token_commands[0], argc, argv, error);

@@ -275,7 +275,8 @@ admin_accounts(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char
     g_autofree gchar *description = einsora_cli_describe_commands(account_commands);
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
-    if (!einsora_cli_parse(cli, command, NULL, description, TRUE, &argc, &argv, error))
+    if (!einsora_cli_parse_group(cli, command, NULL, account_commands, description, &argc, &argv,
+                                 error))
         return FALSE;
     if (argc < 2)
         return accounts_list(cli, &account_commands[0], argc, argv, error);
@@ -361,8 +362,10 @@ quota_set(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **ar
         return FALSE;
     if (printed)
         return TRUE;
-    text = g_strdup_printf(_("%s may now hold %" G_GUINT64_FORMAT " GPU(s) of %s\n"), argv[1], gpus,
-                           argv[2]);
+    /* TRANSLATORS: a tenant, how many GPUs, and their class */
+    text = g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%s may now hold %llu GPU of %s\n",
+                                       "%s may now hold %llu GPUs of %s\n", (gulong)gpus),
+                           argv[1], (unsigned long long)gpus, argv[2]);
     return einsora_cli_write_text(text, error);
 }
 
@@ -378,7 +381,8 @@ admin_quota(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **
     g_autofree gchar *description = einsora_cli_describe_commands(quota_commands);
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
-    if (!einsora_cli_parse(cli, command, NULL, description, TRUE, &argc, &argv, error))
+    if (!einsora_cli_parse_group(cli, command, NULL, quota_commands, description, &argc, &argv,
+                                 error))
         return FALSE;
     if (argc < 2) {
         g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
@@ -403,7 +407,8 @@ einsora_cli_admin(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, c
     g_autofree gchar *description = einsora_cli_describe_commands(admin_commands);
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
-    if (!einsora_cli_parse(cli, command, NULL, description, TRUE, &argc, &argv, error))
+    if (!einsora_cli_parse_group(cli, command, NULL, admin_commands, description, &argc, &argv,
+                                 error))
         return FALSE;
     if (argc < 2) {
         g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,

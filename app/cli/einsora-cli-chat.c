@@ -78,12 +78,26 @@ einsora_cli_chat(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, ch
         return FALSE;
     if (wrote)
         fputc('\n', stdout);
-    if (show_usage)
-        /* TRANSLATORS: tokens in the prompt, tokens answered, seconds to the first, in all */
-        g_printerr(_("%" G_GINT64_FORMAT " prompt tokens, %" G_GINT64_FORMAT
-                     " answered; first after %.3f s, all after %.3f s\n"),
-                   usage.prompt_tokens, usage.completion_tokens,
+    if (show_usage) {
+        /* Each count a phrase of its own, so that each takes its own
+         * plural form; long long because xgettext can't read
+         * G_GINT64_FORMAT in a message. */
+        g_autofree gchar *prompt =
+            g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%lld prompt token", "%lld prompt tokens",
+                                        (gulong)MAX(usage.prompt_tokens, 0)),
+                            (long long)usage.prompt_tokens);
+        g_autofree gchar *answered =
+            /* TRANSLATORS: tokens the model answered with */
+            g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%lld answered", "%lld answered",
+                                        (gulong)MAX(usage.completion_tokens, 0)),
+                            (long long)usage.completion_tokens);
+
+        /* TRANSLATORS: the prompt's tokens ("12 prompt tokens"), the
+         * answer's ("34 answered"), then seconds to the first piece and
+         * to the last */
+        g_printerr(_("%s, %s; first after %.3f s, all after %.3f s\n"), prompt, answered,
                    usage.first_piece_us / (double)G_USEC_PER_SEC,
                    usage.total_us / (double)G_USEC_PER_SEC);
+    }
     return TRUE;
 }

@@ -37,9 +37,12 @@ agent_cell(JsonObject *machine)
      * that no offset a server sends overflows. */
     ms = json_node_get_int(offset);
     magnitude = ms < 0 ? (guint64)0 - (guint64)ms : (guint64)ms;
-    seconds = g_strdup_printf("%" G_GUINT64_FORMAT, magnitude / 1000 + (magnitude % 1000 >= 500));
+    magnitude = magnitude / 1000 + (magnitude % 1000 >= 500);
+    seconds = g_strdup_printf("%" G_GUINT64_FORMAT, magnitude);
     /* TRANSLATORS: the agent's version, then seconds its clock is off by */
-    return g_strdup_printf(_("%s, clock off by %ss"), version, seconds);
+    return g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "%s, clock off by %ss",
+                                       "%s, clock off by %ss", (gulong)magnitude),
+                           version, seconds);
 }
 
 static gboolean
@@ -262,6 +265,10 @@ einsora_cli_machines(EinsoraCli *cli, const EinsoraCliCommand *command, int argc
 {
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
+    /* Completing the word after "machines": its commands. */
+    if (cli->completion != NULL && argc < 2)
+        return einsora_cli_parse_group(cli, command, NULL, machines_commands, NULL, &argc, &argv,
+                                       error);
     /* Without a command: the list, as before there were commands. */
     for (guint i = 0; machines_commands[i].name != NULL; i++) {
         if (argc >= 2 && g_strcmp0(argv[1], machines_commands[i].name) == 0)

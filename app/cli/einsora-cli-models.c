@@ -124,8 +124,10 @@ models_add(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **a
         state = einsora_cli_get_string(object, "state");
         if (g_strcmp0(state, "importing") != 0)
             break;
+        /* The \r out of the message: translators never see it. */
+        g_printerr("\r");
         /* TRANSLATORS: bytes read so far, of how many */
-        g_printerr(_("\rimporting: %s of %s"), done, total);
+        g_printerr(_("importing: %s of %s"), done, total);
         g_usleep(IMPORT_POLL_US);
         g_clear_pointer(&import, json_node_unref);
         g_clear_pointer(&raw, g_bytes_unref);
@@ -241,7 +243,8 @@ einsora_cli_models(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     g_autofree gchar *parent = g_strdup(g_get_prgname());
 
     /* Options up to the subcommand's name are the global ones. */
-    if (!einsora_cli_parse(cli, command, NULL, description, TRUE, &argc, &argv, error))
+    if (!einsora_cli_parse_group(cli, command, NULL, model_commands, description, &argc, &argv,
+                                 error))
         return FALSE;
     if (argc < 2)
         return models_list(cli, &model_commands[0], argc, argv, error);

@@ -24,6 +24,78 @@ on_relay_failed(EinsoraAccessRelay *relay, const GError *error, gpointer user_da
     g_printerr(_("einsora: relay: %s\n"), error->message);
 }
 
+/* $BROWSER's commands in turn, as xdg-open and Python read it: each runs
+ * until it exits ("%s" becomes @url, or @url goes last); one that exits 0
+ * has opened it. */
+static gboolean
+run_browser_variable(const char *variable, const char *url)
+{
+    g_auto(GStrv) commands = g_strsplit(variable, ":", -1);
+
+    for (guint i = 0; commands[i] != NULL; i++) {
+        g_auto(GStrv) words = NULL;
+        g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+        gboolean substituted = FALSE;
+        gint status = 0;
+
+        if (*g_strstrip(commands[i]) == '\0' ||
+            !g_shell_parse_argv(commands[i], NULL, &words, NULL))
+            continue;
+        for (guint w = 0; words[w] != NULL; w++) {
+            g_auto(GStrv) parts = g_strsplit(words[w], "%s", -1);
+            substituted = substituted || g_strv_length(parts) > 1;
+            g_ptr_array_add(argv, g_strjoinv(url, parts));
+        }
+        if (!substituted)
+            g_ptr_array_add(argv, g_strdup(url));
+        g_ptr_array_add(argv, NULL);
+        if (g_spawn_sync(NULL, (gchar **)argv->pdata, NULL,
+                         G_SPAWN_SEARCH_PATH | G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, NULL, NULL,
+                         &status, NULL) &&
+            g_spawn_check_wait_status(status, NULL))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Hands @url to a browser, or says why none could start: a link opened
+ * nowhere must not look like success. */
+static gboolean
+open_in_browser(const char *url, GError **error)
+{
+    const char *variable = g_getenv("BROWSER");
+    g_autoptr(GError) local_error = NULL;
+
+    if (variable != NULL && *variable != '\0') {
+        if (run_browser_variable(variable, url))
+            return TRUE;
+        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
+                    _("no browser could be started: each command in BROWSER (%s) failed; run "
+                      "einsora open without --browser to print the link"),
+                    variable);
+        return FALSE;
+    }
+#if !defined(__APPLE__)
+    /* The desktop's browser needs the desktop: without one, GIO would
+     * start it only to see it die. */
+    if (g_getenv("DISPLAY") == NULL && g_getenv("WAYLAND_DISPLAY") == NULL) {
+        g_set_error_literal(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
+                            _("no browser could be started: there is no graphical session "
+                              "(DISPLAY or WAYLAND_DISPLAY) and BROWSER isn't set; run einsora "
+                              "open without --browser to print the link"));
+        return FALSE;
+    }
+#endif
+    if (!g_app_info_launch_default_for_uri(url, NULL, &local_error)) {
+        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
+                    _("no browser could be started: %s; run einsora open without --browser to "
+                      "print the link"),
+                    local_error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* The link as this machine reaches it: @url itself, or through a relay
  * that runs until a signal. */
 static gboolean
@@ -55,7 +127,7 @@ relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean brow
         return FALSE;
     }
     if (browser) {
-        if (!g_app_info_launch_default_for_uri(local, NULL, error))
+        if (!open_in_browser(local, error))
             return FALSE;
     } else {
         g_autofree gchar *line = g_strdup_printf("%s\n", local);
@@ -136,7 +208,7 @@ einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, ch
         return FALSE;
     }
     if (browser)
-        return g_app_info_launch_default_for_uri(url, NULL, error);
+        return open_in_browser(url, error);
     {
         g_autofree gchar *line = g_strdup_printf("%s\n", url);
         return einsora_cli_write_text(line, error);

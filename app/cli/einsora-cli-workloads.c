@@ -119,6 +119,80 @@ parse_duration_option(const char *option, const char *text, gint64 *seconds, GEr
     return FALSE;
 }
 
+/* The names in @root's @list, or NULL when @name is one of them. */
+static GPtrArray *
+names_without(JsonNode *root, const char *list, const char *name)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    JsonNode *node = root != NULL && JSON_NODE_HOLDS_OBJECT(root)
+                         ? json_object_get_member(json_node_get_object(root), list)
+                         : NULL;
+    JsonArray *array;
+
+    if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node))
+        return NULL;
+    array = json_node_get_array(node);
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+        JsonObject *object = json_array_get_object_element(array, i);
+        const char *offered = object != NULL ? einsora_cli_get_string(object, "name") : NULL;
+
+        if (offered == NULL)
+            continue;
+        if (g_str_equal(offered, name))
+            return NULL;
+        g_ptr_array_add(names, (gpointer)offered);
+    }
+    g_ptr_array_add(names, NULL);
+    return g_steal_pointer(&names);
+}
+
+/* The daemon refuses a class, image or model it doesn't know with a plain
+ * invalid_request; what it offers is one request away, and a typo is
+ * fixed faster when the message lists it. */
+static void
+explain_refusal(EinsoraClient *client, const char *gpu_class, const char *image, const char *model,
+                GError **error)
+{
+    g_autoptr(JsonNode) catalog = NULL;
+    g_autoptr(JsonNode) models = NULL;
+    g_autoptr(GPtrArray) offered = NULL;
+    g_autofree gchar *list = NULL;
+    g_autofree gchar *message = NULL;
+    GError *refusal = error != NULL ? *error : NULL;
+
+    if (refusal == NULL || refusal->domain != EINSORA_CLIENT_ERROR ||
+        g_strcmp0(einsora_client_error_get_code(refusal), "invalid_request") != 0)
+        return;
+    catalog = einsora_client_get_catalog(client, NULL, NULL);
+    if ((offered = names_without(catalog, "classes", gpu_class)) != NULL) {
+        list = g_strjoinv(", ", (gchar **)offered->pdata);
+        /* TRANSLATORS: the class given, then the classes offered */
+        message = g_strdup_printf(_("unknown class “%s”; classes offered: %s (einsora catalog "
+                                    "lists them with your quota)"),
+                                  gpu_class, list);
+    } else if (image != NULL && (offered = names_without(catalog, "images", image)) != NULL) {
+        list = g_strjoinv(", ", (gchar **)offered->pdata);
+        /* TRANSLATORS: the image given, then the images offered */
+        message = g_strdup_printf(
+            _("unknown image “%s”; images offered: %s (einsora catalog lists them)"), image, list);
+    } else if (model != NULL &&
+               (models = einsora_client_request(client, "GET", "/v1/models", NULL, NULL, NULL,
+                                                NULL)) != NULL &&
+               (offered = names_without(models, "models", model)) != NULL && offered->len > 1) {
+        list = g_strjoinv(", ", (gchar **)offered->pdata);
+        /* TRANSLATORS: the model given, then the models in the store */
+        message = g_strdup_printf(
+            _("unknown model “%s”; models in the store: %s (einsora models lists them)"), model,
+            list);
+    }
+    if (message == NULL)
+        return;
+    *error =
+        einsora_client_error_new("invalid_request", einsora_client_error_get_request_id(refusal),
+                                 einsora_client_error_get_status(refusal), message);
+    g_error_free(refusal);
+}
+
 gboolean
 einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                    GError **error)
@@ -240,8 +314,10 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
         body = json_builder_get_root(builder);
         root = einsora_client_request(client, "POST", "/v1/workloads", body, key, &raw, error);
     }
-    if (root == NULL)
+    if (root == NULL) {
+        explain_refusal(client, gpu_class, image, model, error);
         return FALSE;
+    }
     if (cli->options.json)
         return einsora_cli_write_raw(raw, TRUE, error);
 
@@ -263,9 +339,12 @@ einsora_cli_launch(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, 
     einsora_table_append_row(
         table, (const char *const[]){_("Region:"), einsora_cli_get_string(workload, "region")});
     if (json_object_has_member(workload, "idle_timeout")) {
+        gint64 idle_limit = json_object_get_int_member(workload, "idle_timeout");
         g_autofree gchar *span =
-            g_strdup_printf(_("stopped after %" G_GINT64_FORMAT "s idle"),
-                            json_object_get_int_member(workload, "idle_timeout"));
+            /* TRANSLATORS: the idle limit, in seconds */
+            g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "stopped after %llds idle",
+                                        "stopped after %llds idle", (gulong)MAX(idle_limit, 0)),
+                            (long long)idle_limit);
         einsora_table_append_row(table, (const char *const[]){_("Idle:"), span});
     }
     text = einsora_table_render(table);

@@ -7,6 +7,7 @@
 #include <glib/gi18n.h>
 #include <stdio.h>
 
+#include "einsora-cli-complete.h"
 #include "einsora-server-pins.h"
 #include "einsora-short-id.h"
 #include "einsora-table.h"
@@ -32,6 +33,7 @@ einsora_cli_clear(EinsoraCli *cli)
 {
     options_clear(&cli->options);
     g_clear_object(&cli->client);
+    g_clear_pointer(&cli->completion, einsora_cli_completion_free);
 }
 
 /* A value given later on the command line wins, as with any one option
@@ -86,9 +88,10 @@ einsora_cli_dispatch(EinsoraCli *cli, const char *parent, const EinsoraCliComman
     return FALSE;
 }
 
-gboolean
-einsora_cli_parse(EinsoraCli *cli, const EinsoraCliCommand *command, const GOptionEntry *entries,
-                  const char *description, gboolean strict, int *argc, char ***argv, GError **error)
+static gboolean
+parse_options(EinsoraCli *cli, const EinsoraCliCommand *command, const GOptionEntry *entries,
+              const EinsoraCliCommand *subcommands, const char *description, gboolean strict,
+              int *argc, char ***argv, GError **error)
 {
     g_auto(EinsoraCliOptions) later = {0};
     const GOptionEntry globals[] = {
@@ -112,6 +115,9 @@ einsora_cli_parse(EinsoraCli *cli, const EinsoraCliCommand *command, const GOpti
     for (const GOptionEntry *e = entries; e != NULL && e->long_name != NULL; e++)
         g_array_append_val(all, *e);
     g_array_append_vals(all, globals, G_N_ELEMENTS(globals));
+    if (cli->completion != NULL)
+        return einsora_cli_completion_parse(cli, command, (const GOptionEntry *)(gpointer)all->data,
+                                            subcommands, strict, argc, argv, error);
     g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
     g_option_context_add_main_entries(context, (const GOptionEntry *)(gpointer)all->data,
                                       GETTEXT_PACKAGE);
@@ -126,6 +132,21 @@ einsora_cli_parse(EinsoraCli *cli, const EinsoraCliCommand *command, const GOpti
     }
     options_merge(&cli->options, &later);
     return TRUE;
+}
+
+gboolean
+einsora_cli_parse(EinsoraCli *cli, const EinsoraCliCommand *command, const GOptionEntry *entries,
+                  const char *description, gboolean strict, int *argc, char ***argv, GError **error)
+{
+    return parse_options(cli, command, entries, NULL, description, strict, argc, argv, error);
+}
+
+gboolean
+einsora_cli_parse_group(EinsoraCli *cli, const EinsoraCliCommand *command,
+                        const GOptionEntry *entries, const EinsoraCliCommand *subcommands,
+                        const char *description, int *argc, char ***argv, GError **error)
+{
+    return parse_options(cli, command, entries, subcommands, description, TRUE, argc, argv, error);
 }
 
 gboolean
@@ -331,9 +352,41 @@ check_id_text(const char *text, GError **error)
     if (einsora_short_id_is_prefix(text))
         return TRUE;
     g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
-                _("“%s” is neither an ID nor an ID prefix of at least %d hex digits"), text,
-                EINSORA_SHORT_ID_MIN_DIGITS);
+                g_dngettext(GETTEXT_PACKAGE,
+                            "“%s” is neither an ID nor an ID prefix of at least %d hex digit",
+                            "“%s” is neither an ID nor an ID prefix of at least %d hex digits",
+                            EINSORA_SHORT_ID_MIN_DIGITS),
+                text, EINSORA_SHORT_ID_MIN_DIGITS);
     return FALSE;
+}
+
+static gboolean
+workload_is_gone(JsonObject *workload)
+{
+    const char *state = einsora_cli_get_string(workload, "state");
+    return g_strcmp0(state, "deleted") == 0 || g_strcmp0(state, "deleting") == 0;
+}
+
+/* The IDs of the workloads named exactly @name: the live ones, or when
+ * none is, the deleted ones. */
+static GPtrArray *
+find_by_name(JsonArray *workloads, const char *name)
+{
+    GPtrArray *live = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < json_array_get_length(workloads); i++) {
+        JsonObject *workload = json_array_get_object_element(workloads, i);
+        const char *id = workload != NULL ? einsora_cli_get_string(workload, "id") : NULL;
+
+        if (id == NULL || g_strcmp0(einsora_cli_get_string(workload, "name"), name) != 0)
+            continue;
+        g_ptr_array_add(workload_is_gone(workload) ? gone : live, g_strdup(id));
+    }
+    if (live->len > 0)
+        return live;
+    g_ptr_array_unref(live);
+    return g_steal_pointer(&gone);
 }
 
 gchar *
@@ -341,6 +394,7 @@ einsora_cli_resolve_workload(EinsoraCli *cli, const char *text, GError **error)
 {
     EinsoraClient *client = einsora_cli_get_client(cli, error);
     g_autoptr(JsonNode) root = NULL;
+    g_autoptr(GPtrArray) named = NULL;
     g_autoptr(GPtrArray) matches = NULL;
     JsonArray *workloads;
 
@@ -349,8 +403,6 @@ einsora_cli_resolve_workload(EinsoraCli *cli, const char *text, GError **error)
     /* A whole ID goes to the server as it is: another tenant's is its 404. */
     if (einsora_short_id_is_full(text))
         return g_ascii_strdown(text, -1);
-    if (!check_id_text(text, error))
-        return NULL;
     /* Deleted workloads keep their history, so their IDs still count. */
     root = einsora_client_list_workloads(client, TRUE, NULL, error);
     if (root == NULL)
@@ -358,18 +410,58 @@ einsora_cli_resolve_workload(EinsoraCli *cli, const char *text, GError **error)
     workloads = einsora_cli_get_array(root, "workloads", error);
     if (workloads == NULL)
         return NULL;
-    matches = find_by_prefix(workloads, text);
+    /* Names aren't unique: one name may be two workloads' (the API allows
+     * it), and a name may look like an ID prefix. */
+    named = find_by_name(workloads, text);
+    if (named->len > 1) {
+        g_autofree gchar *list = join_matches(named);
+        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                    g_dngettext(GETTEXT_PACKAGE, "“%s” is the name of %u workload: %s; give its ID",
+                                "“%s” is the name of %u workloads: %s; give one's ID", named->len),
+                    text, named->len, list);
+        return NULL;
+    }
+    matches = einsora_short_id_is_prefix(text) ? find_by_prefix(workloads, text)
+                                               : g_ptr_array_new_with_free_func(g_free);
+    if (named->len == 1) {
+        const char *id = g_ptr_array_index(named, 0);
+
+        for (guint i = 0; i < matches->len; i++) {
+            const char *other = g_ptr_array_index(matches, i);
+            if (!g_str_equal(other, id)) {
+                g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                            _("“%s” is the name of %s and the start of the ID %s; give the "
+                              "whole ID"),
+                            text, id, other);
+                return NULL;
+            }
+        }
+        return g_strdup(id);
+    }
+    if (!einsora_short_id_is_prefix(text)) {
+        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+                    g_dngettext(GETTEXT_PACKAGE,
+                                "“%s” is neither the name of one of your workloads nor an ID "
+                                "prefix of at least %d hex digit",
+                                "“%s” is neither the name of one of your workloads nor an ID "
+                                "prefix of at least %d hex digits",
+                                EINSORA_SHORT_ID_MIN_DIGITS),
+                    text, EINSORA_SHORT_ID_MIN_DIGITS);
+        return NULL;
+    }
     if (matches->len == 0) {
-        g_autofree gchar *message =
-            g_strdup_printf(_("none of your workloads has an ID that starts with “%s”"), text);
+        g_autofree gchar *message = g_strdup_printf(
+            _("none of your workloads is named “%s” or has an ID that starts with it"), text);
         g_propagate_error(error, einsora_client_error_new("not_found", NULL, 0, message));
         return NULL;
     }
     if (matches->len > 1) {
         g_autofree gchar *list = join_matches(matches);
-        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
-                    _("ambiguous ID prefix “%s”: it matches %u workloads: %s"), text, matches->len,
-                    list);
+        g_set_error(
+            error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+            g_dngettext(GETTEXT_PACKAGE, "ambiguous ID prefix “%s”: it matches %u workload: %s",
+                        "ambiguous ID prefix “%s”: it matches %u workloads: %s", matches->len),
+            text, matches->len, list);
         return NULL;
     }
     return g_strdup(g_ptr_array_index(matches, 0));
@@ -404,9 +496,11 @@ einsora_cli_resolve_token(EinsoraCli *cli, const char *text, GError **error)
     }
     if (matches->len > 1) {
         g_autofree gchar *list = join_matches(matches);
-        g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
-                    _("ambiguous ID prefix “%s”: it matches %u API tokens: %s"), text, matches->len,
-                    list);
+        g_set_error(
+            error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_USAGE,
+            g_dngettext(GETTEXT_PACKAGE, "ambiguous ID prefix “%s”: it matches %u API token: %s",
+                        "ambiguous ID prefix “%s”: it matches %u API tokens: %s", matches->len),
+            text, matches->len, list);
         return NULL;
     }
     return g_strdup(g_ptr_array_index(matches, 0));

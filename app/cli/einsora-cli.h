@@ -16,6 +16,8 @@ typedef enum {
     EINSORA_CLI_ERROR_USAGE,
     /* Something here, not the API, failed (no token, stdout): exit status 1. */
     EINSORA_CLI_ERROR_FAILED,
+    /* `einsora __complete`: the candidates are found, stop (never shown). */
+    EINSORA_CLI_ERROR_COMPLETED,
 } EinsoraCliError;
 
 GQuark einsora_cli_error_quark(void);
@@ -34,12 +36,24 @@ typedef struct {
     gboolean json;
 } EinsoraCliOptions;
 
+typedef struct _EinsoraCliCompletion EinsoraCliCompletion;
+
 typedef struct {
     EinsoraCliOptions options;
     EinsoraClient *client; /* made on first use */
+    /* Set by `einsora __complete`: einsora_cli_parse() then collects what
+     * may come next instead of parsing, and stops the command. */
+    EinsoraCliCompletion *completion;
 } EinsoraCli;
 
 typedef struct _EinsoraCliCommand EinsoraCliCommand;
+
+/* What a command's first argument is, for completing it. */
+typedef enum {
+    EINSORA_CLI_ARGUMENT_NONE,
+    EINSORA_CLI_ARGUMENT_WORKLOAD, /* one of the caller's workloads: ID or name */
+    EINSORA_CLI_ARGUMENT_SHELL,    /* bash, zsh or fish */
+} EinsoraCliArgument;
 
 /* @argv[0] is the command's name; its options are not parsed yet. */
 typedef gboolean (*EinsoraCliRunFunc)(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
@@ -50,6 +64,7 @@ struct _EinsoraCliCommand {
     const char *parameters; /* N_(): what follows the options in the usage line */
     const char *summary;    /* N_(): one line for `--help` and the command list */
     EinsoraCliRunFunc run;
+    EinsoraCliArgument argument;
 };
 
 void einsora_cli_clear(EinsoraCli *cli);
@@ -71,6 +86,11 @@ gchar *einsora_cli_describe_commands(const EinsoraCliCommand *commands);
 gboolean einsora_cli_parse(EinsoraCli *cli, const EinsoraCliCommand *command,
                            const GOptionEntry *entries, const char *description, gboolean strict,
                            int *argc, char ***argv, GError **error);
+/* einsora_cli_parse() for a command whose first argument is one of
+ * @subcommands: strict, and completing offers their names. */
+gboolean einsora_cli_parse_group(EinsoraCli *cli, const EinsoraCliCommand *command,
+                                 const GOptionEntry *entries, const EinsoraCliCommand *subcommands,
+                                 const char *description, int *argc, char ***argv, GError **error);
 /* Exactly @count arguments after the command's name, or a usage error. */
 gboolean einsora_cli_expect_arguments(const EinsoraCliCommand *command, int argc, char **argv,
                                       guint count, GError **error);
@@ -84,9 +104,12 @@ gboolean einsora_cli_check_server(const char *server, GError **error);
 /* @client trusts what the user pinned for its server (einsora login). */
 gboolean einsora_cli_apply_pin(EinsoraClient *client, GError **error);
 
-/* The ID of the caller's workload (or API token) that @text names: a whole
- * ID, or a prefix that matches exactly one. */
+/* The ID of the caller's workload that @text names: a whole ID, a prefix
+ * that matches exactly one, or the name of exactly one (a live one before
+ * a deleted one). */
 gchar *einsora_cli_resolve_workload(EinsoraCli *cli, const char *text, GError **error);
+/* The ID of the caller's API token that @text names: a whole ID, or a
+ * prefix that matches exactly one. */
 gchar *einsora_cli_resolve_token(EinsoraCli *cli, const char *text, GError **error);
 /* The short form of each ID in @objects' "id" members, as a table shows it. */
 guint einsora_cli_short_id_length(JsonArray *objects);
@@ -148,6 +171,8 @@ gboolean einsora_cli_login(EinsoraCli *cli, const EinsoraCliCommand *command, in
                            GError **error);
 gboolean einsora_cli_me(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, char **argv,
                         GError **error);
+gboolean einsora_cli_completion(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
+                                char **argv, GError **error);
 gboolean einsora_cli_tokens(EinsoraCli *cli, const EinsoraCliCommand *command, int argc,
                             char **argv, GError **error);
 

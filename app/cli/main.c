@@ -7,29 +7,35 @@
 #include <locale.h>
 #include <stdlib.h>
 
+#include "einsora-cli-complete.h"
 #include "einsora-cli.h"
 
 static const EinsoraCliCommand commands[] = {
     {"workloads", NULL, N_("List your workloads"), einsora_cli_workloads},
     {"launch", NULL, N_("Create a workload"), einsora_cli_launch},
-    {"start", N_("ID"), N_("Start a stopped or failed workload"), einsora_cli_start},
-    {"stop", N_("ID"), N_("Stop a provisioning or running workload"), einsora_cli_stop},
-    {"delete", N_("ID"), N_("Delete a workload and everything it stored"), einsora_cli_delete},
+    {"start", N_("ID"), N_("Start a stopped or failed workload"), einsora_cli_start,
+     EINSORA_CLI_ARGUMENT_WORKLOAD},
+    {"stop", N_("ID"), N_("Stop a provisioning or running workload"), einsora_cli_stop,
+     EINSORA_CLI_ARGUMENT_WORKLOAD},
+    {"delete", N_("ID"), N_("Delete a workload and everything it stored"), einsora_cli_delete,
+     EINSORA_CLI_ARGUMENT_WORKLOAD},
     {"open", N_("ID"),
      N_("Print a one-time link that opens a running notebook (--browser: open it), or a "
         "running endpoint's base URL; for a server elsewhere, relay them from this machine's "
         "loopback until Ctrl-C"),
-     einsora_cli_open},
-    {"chat", N_("ID PROMPT"), N_("Stream a running endpoint's answer to PROMPT"), einsora_cli_chat},
-    {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events},
+     einsora_cli_open, EINSORA_CLI_ARGUMENT_WORKLOAD},
+    {"chat", N_("ID PROMPT"), N_("Stream a running endpoint's answer to PROMPT"), einsora_cli_chat,
+     EINSORA_CLI_ARGUMENT_WORKLOAD},
+    {"events", N_("ID"), N_("Show a workload's timeline"), einsora_cli_events,
+     EINSORA_CLI_ARGUMENT_WORKLOAD},
     {"logs", N_("ID"),
      N_("Print a workload's output (-f: follow it while the attempt runs; --tail N, --attempt N, "
         "--since WHEN)"),
-     einsora_cli_logs},
+     einsora_cli_logs, EINSORA_CLI_ARGUMENT_WORKLOAD},
     {"watch", N_("[ID]"), N_("Print events as they happen, of all your workloads or of one"),
-     einsora_cli_watch},
+     einsora_cli_watch, EINSORA_CLI_ARGUMENT_WORKLOAD},
     {"export", N_("ID"), N_("Print a workload's complete record and timeline, as the API gives it"),
-     einsora_cli_export},
+     einsora_cli_export, EINSORA_CLI_ARGUMENT_WORKLOAD},
     {"machines", N_("[list | add]"),
      N_("List your machines; add: print the one command that enrols another"),
      einsora_cli_machines},
@@ -55,6 +61,9 @@ static const EinsoraCliCommand commands[] = {
      N_("Trust a server's TLS certificate: check its fingerprint and pin it (--fingerprint "
         "SHA256:… for scripts)"),
      einsora_cli_login},
+    {"completion", N_("bash|zsh|fish"),
+     N_("Print the shell's completion script (the package installs them already)"),
+     einsora_cli_completion, EINSORA_CLI_ARGUMENT_SHELL},
     {NULL},
 };
 
@@ -82,6 +91,32 @@ report(const GError *error)
     return EINSORA_CLI_EXIT_FAILED;
 }
 
+/* einsora __complete WORD…: the words after "einsora" up to the cursor's
+ * (the last, maybe empty); prints what may go there, one a line. Never an
+ * error: a shell is asking, not a person. */
+static int
+complete(const EinsoraCliCommand *root, const GOptionEntry *entries, int count, char **words)
+{
+    g_auto(EinsoraCli) cli = {0};
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(GError) error = NULL;
+    int args_count;
+    char **args_vector;
+
+    cli.completion = einsora_cli_completion_new(count > 0 ? words[count - 1] : "");
+    g_ptr_array_add(args, "einsora");
+    for (int i = 0; i + 1 < count; i++)
+        g_ptr_array_add(args, words[i]);
+    g_ptr_array_add(args, NULL);
+    args_count = (int)args->len - 1;
+    args_vector = (char **)args->pdata;
+    if (einsora_cli_parse_group(&cli, root, entries, commands, NULL, &args_count, &args_vector,
+                                &error))
+        einsora_cli_dispatch(&cli, "einsora", commands, args_count - 1, args_vector + 1, &error);
+    einsora_cli_completion_print(cli.completion);
+    return EINSORA_CLI_EXIT_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -105,6 +140,8 @@ main(int argc, char **argv)
     bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
     textdomain(GETTEXT_PACKAGE);
     g_set_prgname("einsora");
+    if (argc >= 2 && g_str_equal(argv[1], "__complete"))
+        return complete(&root, entries, argc - 2, argv + 2);
 
     list = einsora_cli_describe_commands(commands);
     description = g_strdup_printf("%s\n\n%s", list,
