@@ -9,6 +9,8 @@
  * go to EINSORA_ARTIFACTS_DIR (else the build's tests/artifacts). */
 #include <adwaita.h>
 #include <glib/gstdio.h>
+#include <libintl.h>
+#include <locale.h>
 #include <signal.h>
 
 #include "einsora-application.h"
@@ -16,6 +18,7 @@
 #include "einsora-connection.h"
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-window.h"
+#include "einsora-server-dialog.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-port.h"
 #include "einsora-test-workload-rows.h"
@@ -910,6 +913,89 @@ set_up_daemon_env(void)
     g_setenv("EINSORA_DOCKER_HOST", "unix:///nonexistent/docker.sock", TRUE);
 }
 
+static gboolean
+toplevel_shown(gpointer type)
+{
+    return find_toplevel(GPOINTER_TO_SIZE(type)) != NULL;
+}
+
+/* The window of @type that @action opens, shown and closed. */
+static void
+save_window_screenshot(const char *action, GType type, const char *name)
+{
+    g_action_group_activate_action(G_ACTION_GROUP(fixture.app), action, NULL);
+    g_assert_true(wait_for(toplevel_shown, GSIZE_TO_POINTER(type), 30));
+    save_screenshot(find_toplevel(type), name);
+    gtk_window_destroy(find_toplevel(type));
+}
+
+/* The main window in German (tests/run-in-german.sh): this build's
+ * catalogs, a notebook running, what the app owns in German (docs/adr/0063)
+ * and a screenshot to look at for cut-off labels. */
+static void
+test_main_window_german(void)
+{
+    EinsoraWindow *window;
+    GtkWidget *count_label;
+    AdwViewStack *view_stack;
+    GtkDropDown *filter;
+    g_autoptr(JsonNode) created = NULL;
+
+    start_app();
+    window = main_window();
+    created = call("POST", "/v1/workloads",
+                   "{\"kind\": \"notebook\", \"name\": \"" NOTEBOOK_NAME "\", "
+                   "\"gpu_class\": \"cpu-1c-2g\", \"image\": \"jupyter-linux\"}");
+    g_assert_true(wait_for(notebook_in_state, "running", 120));
+    /* The notification is the app's own text. */
+    g_assert_true(wait_for(notified, NOTEBOOK_NAME " läuft|", 30));
+
+    /* A plural form (ngettext), the view switcher's pages (a template's
+     * translatable properties) and the filter's items (a GtkStringList's). */
+    count_label = (GtkWidget *)gtk_widget_get_template_child(GTK_WIDGET(window),
+                                                             EINSORA_TYPE_WINDOW, "count_label");
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(count_label)), ==, "1 Workload");
+    view_stack = (AdwViewStack *)gtk_widget_get_template_child(GTK_WIDGET(window),
+                                                               EINSORA_TYPE_WINDOW, "view_stack");
+    g_assert_cmpstr(adw_view_stack_page_get_title(adw_view_stack_get_page(
+                        view_stack, adw_view_stack_get_child_by_name(view_stack, "machines"))),
+                    ==, "Rechner");
+    g_assert_cmpstr(adw_view_stack_page_get_title(adw_view_stack_get_page(
+                        view_stack, adw_view_stack_get_child_by_name(view_stack, "usage"))),
+                    ==, "Nutzung");
+    filter = (GtkDropDown *)gtk_widget_get_template_child(GTK_WIDGET(window), EINSORA_TYPE_WINDOW,
+                                                          "filter_dropdown");
+    g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(gtk_drop_down_get_model(filter)), 0),
+                    ==, "Alle");
+    settle(5500); /* toasts go (libadwaita's 5 s) */
+    save_screenshot(GTK_WIDGET(window), "main-window-de.png");
+
+    /* The rest of the app in German, to look at for cut-off text. */
+    g_action_group_activate_action(
+        G_ACTION_GROUP(fixture.app), "show-workload",
+        g_variant_new_string(einsora_workload_item_get_id(notebook_item())));
+    g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    save_screenshot(GTK_WIDGET(window), "workload-page-de.png");
+    einsora_window_show_list(window);
+    einsora_window_show_machines(window);
+    settle(1000);
+    save_screenshot(GTK_WIDGET(window), "machines-de.png");
+    einsora_window_show_usage(window);
+    settle(1000);
+    save_screenshot(GTK_WIDGET(window), "usage-view-de.png");
+    g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
+    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    {
+        EinsoraNewWorkloadDialog *dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
+
+        g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "notebook"));
+        save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-de.png");
+        gtk_window_destroy(GTK_WINDOW(dialog));
+    }
+    save_window_screenshot("preferences", ADW_TYPE_PREFERENCES_WINDOW, "preferences-de.png");
+    save_window_screenshot("connect-server", EINSORA_TYPE_SERVER_DIALOG, "server-dialog-de.png");
+}
+
 /* The app leaves its daemon running, as it should: stop it here. */
 static void
 stop_daemon(void)
@@ -946,11 +1032,25 @@ main(int argc, char **argv)
     fixture.notification_ids = g_array_new(FALSE, FALSE, sizeof(guint32));
     set_up_daemon_env();
     serve_notifications();
-    adw_init();
+    adw_init(); /* setlocale(LC_ALL, "") */
+    if (g_getenv("EINSORA_TEST_LOCALEDIR") != NULL) {
+        /* As the app's main() does, with this build's catalogs. */
+        bindtextdomain(GETTEXT_PACKAGE, g_getenv("EINSORA_TEST_LOCALEDIR"));
+        bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+        textdomain(GETTEXT_PACKAGE);
+        /* The daemon and Jupyter it starts run in the C locale, as in the
+         * English run: only this process is German. */
+        g_unsetenv("LC_ALL");
+        g_unsetenv("LANGUAGE");
+        g_unsetenv("LOCPATH");
+    }
     fixture.app = einsora_application_new();
     g_test_add_func("/app/ui/notebook-through-the-ui", test_notebook_through_the_ui);
     g_test_add_func("/app/ui/endpoint-through-the-dialog", test_endpoint_through_the_dialog);
     g_test_add_func("/app/ui/usage-view", test_usage_view);
+    /* Only in German, and alone (meson's einsora-app-german-test). */
+    if (g_getenv("EINSORA_TEST_LOCALEDIR") != NULL)
+        g_test_add_func("/app/ui/main-window-german", test_main_window_german);
     status = g_test_run();
     stop_daemon();
     g_clear_object(&fixture.app);

@@ -6,6 +6,9 @@ what=${1:-run}
 
 packages=(
   meson ninja-build pkg-config gcc gettext
+  # po/: appstream's ITS rules for the metainfo (gettext's own leave out
+  # the release notes), so that every build extracts the same messages.
+  appstream
   libglib2.0-dev libsoup-3.0-dev libjson-glib-dev libsqlite3-dev libssl-dev libargon2-dev
   # The Postgres store (EINSORA_DATABASE_URL; docs/adr/0061).
   libpq-dev
@@ -36,6 +39,9 @@ if [ "$what" = test ]; then
   # The UI tests (suite "ui", tests/run-under-xvfb.sh): an X server and a
   # session bus of their own (dbus-run-session); libXtst to press keys.
   packages+=(xvfb dbus-daemon libxtst6)
+  # The German UI test compiles de_DE.UTF-8 with localedef from the
+  # locales package's sources into a temporary directory (no root).
+  packages+=(locales)
   # The token store's test against a real Secret Service on a private bus.
   packages+=(gnome-keyring)
   # numpy for llama.cpp's GGUF writer, which makes the tests' tiny model.
@@ -53,6 +59,12 @@ if [ "$what" = test ]; then
   # (tests/check-pg-migrations.py, tests/einsora-test-postgres.c; initdb into
   # a temporary directory).
   packages+=(postgresql-15)
+  # The CLI's completion scripts in real shells, and jq, which the man
+  # page's EXAMPLES use (tests/einsora-cli-complete-test.c).
+  packages+=(zsh fish jq)
+  # The Debian packages' build and checks (packaging/dev/package-test.sh):
+  # dpkg-buildpackage with debhelper, pandoc for the man pages, lintian.
+  packages+=(dpkg-dev debhelper fakeroot pandoc lintian pkgconf systemd)
 fi
 
 missing=()
