@@ -372,6 +372,62 @@ test_open_relay(void)
     g_assert_no_error(error);
     g_assert_true(g_subprocess_get_if_exited(process));
     g_assert_cmpint(g_subprocess_get_exit_status(process), ==, 0);
+
+    /* --browser: a browser that loads the link before it exits (as a
+     * terminal browser does) is answered through the relay meanwhile. */
+    {
+        g_autofree gchar *dir = einsora_test_dir_new();
+        g_autofree gchar *script_path = g_build_filename(dir, "browser", NULL);
+        g_autofree gchar *status_path = g_build_filename(dir, "status", NULL);
+        g_autofree gchar *script =
+            g_strdup_printf("#!/usr/bin/env python3\n"
+                            "import http.client, os, sys, urllib.parse\n"
+                            "u = urllib.parse.urlsplit(sys.argv[1])\n"
+                            "c = http.client.HTTPConnection('127.0.0.1', u.port, timeout=20)\n"
+                            "c.request('GET', u.path + '?' + u.query, headers={'Host': u.netloc})\n"
+                            "status = str(c.getresponse().status)\n"
+                            "open('%s.new', 'w').write(status)\n"
+                            "os.rename('%s.new', '%s')\n",
+                            status_path, status_path, status_path);
+        g_autoptr(GSubprocessLauncher) browsing = g_subprocess_launcher_new(
+            G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GSubprocess) opener = NULL;
+        g_autoptr(GDataInputStream) said = NULL;
+        g_autofree gchar *line = NULL;
+        g_autofree gchar *status = NULL;
+
+        g_assert_true(g_file_set_contents(script_path, script, -1, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(g_chmod(script_path, 0700), ==, 0);
+        g_subprocess_launcher_setenv(browsing, "EINSORA_SERVER", daemon_->uri, TRUE);
+        g_subprocess_launcher_setenv(browsing, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
+        g_subprocess_launcher_setenv(browsing, "XDG_CONFIG_HOME", config_home, TRUE);
+        g_subprocess_launcher_setenv(browsing, "BROWSER", script_path, TRUE);
+        opener = g_subprocess_launcher_spawn(browsing, &error, cli_path(), "open", "--browser", id,
+                                             NULL);
+        g_assert_no_error(error);
+        for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+             !g_file_get_contents(status_path, &status, NULL, NULL);) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(100 * 1000);
+        }
+        /* The sim notebook has no server: the proxy's own 404. */
+        g_assert_cmpstr(status, ==, "404");
+        /* Relaying on, once the browser has exited. */
+        said = g_data_input_stream_new(g_subprocess_get_stderr_pipe(opener));
+        do {
+            g_free(line);
+            line = g_data_input_stream_read_line_utf8(said, NULL, NULL, &error);
+            g_assert_no_error(error);
+            g_assert_nonnull(line);
+        } while (!g_str_has_prefix(line, "Relaying"));
+        g_subprocess_send_signal(opener, SIGINT);
+        g_assert_true(g_subprocess_wait(opener, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_get_if_exited(opener));
+        g_assert_cmpint(g_subprocess_get_exit_status(opener), ==, 0);
+        einsora_test_dir_remove(dir);
+    }
 }
 
 static void

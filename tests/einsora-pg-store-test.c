@@ -12,6 +12,7 @@
 #include "einsora-error.h"
 #include "einsora-migrations.h"
 #include "einsora-pg-store.h"
+#include "einsora-pg-store-private.h"
 #include "einsora-store-conformance.h"
 #include "einsora-test-postgres.h"
 #include "einsora-timestamp.h"
@@ -147,6 +148,8 @@ fixture_set_up(Fixture *f, gconstpointer data)
 static void
 fixture_tear_down(Fixture *f, gconstpointer data)
 {
+    /* A test that failed while it had the postmaster stopped. */
+    kill(einsora_test_postgres_get_pid(postgres), SIGCONT);
     g_clear_object(&f->store);
     einsora_test_postgres_drop_database(postgres, f->database);
     g_free(f->database);
@@ -601,6 +604,7 @@ test_listen_reconnect_never_blocks(Fixture *f, gconstpointer data)
     Heard heard = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new_with_free_func(g_free)};
     GPid postmaster = einsora_test_postgres_get_pid(postgres);
     gint64 longest = 0;
+    gboolean connecting;
     gint64 last;
     gint64 until;
 
@@ -623,7 +627,10 @@ test_listen_reconnect_never_blocks(Fixture *f, gconstpointer data)
         last = now;
         g_usleep(1000);
     }
+    /* The retry is under way, waiting on the stopped server. */
+    connecting = f->store->listener != NULL && f->store->listener_deadline_id != 0;
     g_assert_cmpint(kill(postmaster, SIGCONT), ==, 0);
+    g_assert_true(connecting);
     /* Blocking, the loop would stop from the retry (1 to 2 s) to SIGCONT. */
     g_assert_cmpint(longest, <, G_USEC_PER_SEC);
     /* Once the server answers, the listener is back and says "look again". */

@@ -11,8 +11,21 @@
 
 #include "einsora-short-id.h"
 
-/* A person is waiting at a prompt: a second, then nothing. */
+/* A person is waiting at a prompt: a second, then nothing
+ * (EINSORA_COMPLETION_TIMEOUT_MS for a slow link, and for tests on a
+ * loaded machine). */
 #define COMPLETION_TIMEOUT_MS 1000
+
+static guint
+completion_timeout_ms(void)
+{
+    const char *text = g_getenv("EINSORA_COMPLETION_TIMEOUT_MS");
+    guint64 ms;
+
+    if (text != NULL && g_ascii_string_to_unsigned(text, 10, 1, 60000, &ms, NULL))
+        return (guint)ms;
+    return COMPLETION_TIMEOUT_MS;
+}
 
 struct _EinsoraCliCompletion {
     gchar *current;
@@ -153,7 +166,7 @@ fetch_quickly(EinsoraCli *cli, const char *path)
     if (client == NULL)
         return NULL;
     cancellable = g_cancellable_new();
-    deadline = g_timeout_source_new(COMPLETION_TIMEOUT_MS);
+    deadline = g_timeout_source_new(completion_timeout_ms());
     g_source_set_callback(deadline, on_deadline, cancellable, NULL);
     g_source_attach(deadline, NULL);
     if (path == NULL)

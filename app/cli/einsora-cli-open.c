@@ -24,9 +24,20 @@ on_relay_failed(EinsoraAccessRelay *relay, const GError *error, gpointer user_da
     g_printerr(_("einsora: relay: %s\n"), error->message);
 }
 
+static void
+on_browser_exited(GObject *source, GAsyncResult *result, gpointer user_data)
+{
+    gint *outcome = user_data;
+
+    *outcome = g_subprocess_wait_check_finish(G_SUBPROCESS(source), result, NULL) ? 1 : 0;
+    g_main_context_wakeup(NULL);
+}
+
 /* $BROWSER's commands in turn, as xdg-open and Python read it: each runs
  * until it exits ("%s" becomes @url, or @url goes last); one that exits 0
- * has opened it. */
+ * has opened it. The main loop runs meanwhile: a terminal browser, or the
+ * first Firefox, exits only when it is closed, and a relay on the loop
+ * must answer it before that. */
 static gboolean
 run_browser_variable(const char *variable, const char *url)
 {
@@ -35,8 +46,9 @@ run_browser_variable(const char *variable, const char *url)
     for (guint i = 0; commands[i] != NULL; i++) {
         g_auto(GStrv) words = NULL;
         g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GSubprocess) browser = NULL;
         gboolean substituted = FALSE;
-        gint status = 0;
+        gint outcome = -1;
 
         if (*g_strstrip(commands[i]) == '\0' ||
             !g_shell_parse_argv(commands[i], NULL, &words, NULL))
@@ -49,10 +61,14 @@ run_browser_variable(const char *variable, const char *url)
         if (!substituted)
             g_ptr_array_add(argv, g_strdup(url));
         g_ptr_array_add(argv, NULL);
-        if (g_spawn_sync(NULL, (gchar **)argv->pdata, NULL,
-                         G_SPAWN_SEARCH_PATH | G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL, NULL, NULL,
-                         &status, NULL) &&
-            g_spawn_check_wait_status(status, NULL))
+        browser = g_subprocess_newv((const gchar *const *)argv->pdata,
+                                    G_SUBPROCESS_FLAGS_STDIN_INHERIT, NULL);
+        if (browser == NULL)
+            continue;
+        g_subprocess_wait_check_async(browser, NULL, on_browser_exited, &outcome);
+        while (outcome < 0)
+            g_main_context_iteration(NULL, TRUE);
+        if (outcome == 1)
             return TRUE;
     }
     return FALSE;

@@ -40,7 +40,8 @@ G_DEFINE_FINAL_TYPE_WITH_CODE(EinsoraPgStore, einsora_pg_store, G_TYPE_OBJECT,
 static gchar *
 connection_message(PGconn *conn)
 {
-    const char *message = conn != NULL ? PQerrorMessage(conn) : "out of memory";
+    /* NULL: never made (libpq out of memory) or dropped (leave_pipeline). */
+    const char *message = conn != NULL ? PQerrorMessage(conn) : "no connection";
 
     return g_strstrip(g_strdelimit(g_strdup(message), "\r\n", ' '));
 }

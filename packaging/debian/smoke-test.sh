@@ -26,8 +26,10 @@ for p in "${packages[@]}"; do
   s=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
   case "$s" in "" | un* | pn*) ;; *) fail "$p is installed here ($s): not touching it" ;; esac
 done
-if getent passwd einsora >/dev/null || [ -e $state ] || [ -e /etc/einsora ]; then
-  fail "the einsora user, $state or /etc/einsora exists here: not touching it"
+if getent passwd einsora >/dev/null || getent passwd einsora-smoke >/dev/null ||
+  getent group einsora >/dev/null || getent group einsora-smoke >/dev/null ||
+  [ -e $state ] || [ -e /etc/einsora ]; then
+  fail "the einsora or einsora-smoke user or group, $state or /etc/einsora exists here: not touching it"
 fi
 
 tmp=$(mktemp -d)

@@ -17,7 +17,9 @@ mkdir "$src"
 # The files git knows and the new ones it doesn't ignore, as they are now
 # (a tracked file deleted in the tree is left out).
 git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [ -e "$f" ] || [ -L "$f" ] && printf '%s\0' "$f"; done |
+  while IFS= read -r -d '' f; do
+    if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+  done |
   tar -c --null --no-recursion -T - | tar -x -C "$src"
 # dpkg-buildpackage wants debian/ at the source root.
 rm -rf "$src/debian"
@@ -27,13 +29,19 @@ cp -r packaging/debian "$src/debian"
 # (through sudo when not root).
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
-command -v dpkg-checkbuilddeps >/dev/null ||
+updated=0
+if ! command -v dpkg-checkbuilddeps >/dev/null; then
+  $sudo apt-get update -qq
+  updated=1
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends dpkg-dev
-missing=$(cd "$src" && dpkg-checkbuilddeps 2>&1 |
-  sed -n 's/.*Unmet build dependencies: //p' | sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ *| *[^ ]*//g')
+fi
+# dpkg-checkbuilddeps exits 1 when something is missing: that is the answer.
+unmet=$(cd "$src" && dpkg-checkbuilddeps 2>&1) || true
+missing=$(sed -n 's/.*Unmet build dependencies: //p' <<<"$unmet" |
+  sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ *| *[^ ]*//g')
 if [ -n "$missing" ]; then
   echo "installing the build dependencies: $missing"
-  $sudo apt-get update -qq
+  [ "$updated" -eq 1 ] || $sudo apt-get update -qq
   # shellcheck disable=SC2086 # a list of package names
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
 fi
