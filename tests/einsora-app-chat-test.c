@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 
 #include "einsora-chat-window.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-openai.h"
 #include "einsora-workload-page.h"
 #include "einsora-workload-row.h"
@@ -16,64 +17,6 @@
 #define ENDPOINT_ID "0190c0de-0000-7000-8000-00000000e001"
 
 static gchar *artifacts;
-
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
-static void
-settle(guint ms)
-{
-    gint64 until = g_get_monotonic_time() + ms * 1000;
-
-    while (g_get_monotonic_time() < until) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(2000);
-    }
-}
-
-static gboolean
-widget_drawn(gpointer widget)
-{
-    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
-}
-
-static void
-save_screenshot(GtkWidget *widget, const char *name)
-{
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-    GtkSnapshot *snapshot;
-    g_autoptr(GskRenderNode) node = NULL;
-    g_autoptr(GdkTexture) texture = NULL;
-    g_autofree gchar *path = g_build_filename(artifacts, name, NULL);
-    GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
-    int width, height;
-
-    g_assert_true(wait_for(widget_drawn, widget, 10));
-    settle(300);
-    width = gtk_widget_get_width(widget);
-    height = gtk_widget_get_height(widget);
-    snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    node = gtk_snapshot_free_to_node(snapshot);
-    g_assert_nonnull(node);
-    texture = gsk_renderer_render_texture(renderer, node,
-                                          &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-    g_assert_true(gdk_texture_save_to_png(texture, path));
-    g_test_message("screenshot: %s", path);
-}
 
 /* ---- the chat window ------------------------------------------------- */
 
@@ -139,13 +82,13 @@ test_chat_streams_and_keeps_the_conversation(void)
     g_assert_true(einsora_chat_window_is_answering(chat.window));
 
     /* The first piece is on screen while the rest is still to come. */
-    g_assert_true(wait_for(first_piece_shown, &chat, 20));
+    g_assert_true(einsora_test_wait_for(first_piece_shown, &chat, 20));
     g_assert_true(einsora_chat_window_is_answering(chat.window));
     g_assert_cmpuint(einsora_test_openai_get_n_sent(openai), ==, 1);
     g_assert_false(einsora_test_openai_is_done(openai));
-    save_screenshot(GTK_WIDGET(chat.window), "chat-window-streaming.png");
+    einsora_test_save_screenshot(GTK_WIDGET(chat.window), artifacts, "chat-window-streaming.png");
     einsora_test_openai_release(openai);
-    g_assert_true(wait_for(answered, &chat, 20));
+    g_assert_true(einsora_test_wait_for(answered, &chat, 20));
     g_assert_cmpstr(einsora_chat_window_get_answer(chat.window), ==, "Hello, world!");
     g_assert_null(einsora_chat_window_get_error(chat.window));
     g_assert_true(einsora_test_openai_is_done(openai));
@@ -159,7 +102,7 @@ test_chat_streams_and_keeps_the_conversation(void)
     /* The next question carries what was said before. */
     einsora_test_openai_answer(openai, (const char *const[]){"Again", ": hi", NULL}, 20, FALSE);
     type_and_send(chat.window, "Once more");
-    g_assert_true(wait_for(answered, &chat, 20));
+    g_assert_true(einsora_test_wait_for(answered, &chat, 20));
     g_assert_cmpstr(einsora_chat_window_get_answer(chat.window), ==, "Again: hi");
     sent = einsora_test_openai_get_messages(openai);
     g_assert_cmpuint(json_array_get_length(sent), ==, 3);
@@ -168,7 +111,7 @@ test_chat_streams_and_keeps_the_conversation(void)
     g_assert_cmpstr(message_content(sent, 1, "content"), ==, "Hello, world!");
     g_assert_cmpstr(message_content(sent, 2, "content"), ==, "Once more");
     g_assert_cmpuint(einsora_chat_window_get_n_messages(chat.window), ==, 4);
-    save_screenshot(GTK_WIDGET(chat.window), "chat-window.png");
+    einsora_test_save_screenshot(GTK_WIDGET(chat.window), artifacts, "chat-window.png");
     gtk_window_destroy(GTK_WINDOW(chat.window));
 }
 
@@ -183,17 +126,17 @@ test_chat_shows_the_endpoints_error(void)
     gtk_window_present(GTK_WINDOW(chat.window));
     einsora_test_openai_fail(openai, 400, "the request exceeds the context of this model");
     type_and_send(chat.window, "A very long question");
-    g_assert_true(wait_for(answered, &chat, 20));
+    g_assert_true(einsora_test_wait_for(answered, &chat, 20));
     g_assert_cmpstr(einsora_chat_window_get_error(chat.window), ==,
                     "the request exceeds the context of this model");
     /* An unanswered question isn't sent again as said. */
     g_assert_cmpuint(einsora_chat_window_get_n_messages(chat.window), ==, 0);
-    save_screenshot(GTK_WIDGET(chat.window), "chat-window-error.png");
+    einsora_test_save_screenshot(GTK_WIDGET(chat.window), artifacts, "chat-window-error.png");
 
     /* The next one goes, and the error goes with the new request. */
     einsora_test_openai_answer(openai, (const char *const[]){"Short", NULL}, 10, FALSE);
     type_and_send(chat.window, "Short one");
-    g_assert_true(wait_for(answered, &chat, 20));
+    g_assert_true(einsora_test_wait_for(answered, &chat, 20));
     g_assert_null(einsora_chat_window_get_error(chat.window));
     g_assert_cmpuint(json_array_get_length(einsora_test_openai_get_messages(openai)), ==, 1);
     gtk_window_destroy(GTK_WINDOW(chat.window));
@@ -212,16 +155,16 @@ test_chat_stop_cancels(void)
     einsora_test_openai_answer(openai, (const char *const[]){"Hello", " and", " more", NULL}, 40,
                                TRUE);
     type_and_send(chat.window, "Go on");
-    g_assert_true(wait_for(first_piece_shown, &chat, 20));
+    g_assert_true(einsora_test_wait_for(first_piece_shown, &chat, 20));
     stop = GTK_WIDGET(gtk_widget_get_template_child(GTK_WIDGET(chat.window),
                                                     EINSORA_TYPE_CHAT_WINDOW, "stop_button"));
     g_assert_true(gtk_widget_get_visible(stop));
     g_signal_emit_by_name(stop, "clicked");
-    g_assert_true(wait_for(answered, &chat, 20));
+    g_assert_true(einsora_test_wait_for(answered, &chat, 20));
     /* The server goes on: the client has hung up and shows nothing more. */
     einsora_test_openai_release(openai);
-    g_assert_true(wait_for(client_left, &chat, 20));
-    settle(200);
+    g_assert_true(einsora_test_wait_for(client_left, &chat, 20));
+    einsora_test_settle(200);
     g_assert_cmpstr(einsora_chat_window_get_answer(chat.window), ==, "Hello");
     g_assert_null(einsora_chat_window_get_error(chat.window));
     g_assert_false(einsora_test_openai_is_done(openai));
@@ -368,18 +311,18 @@ test_endpoint_page_base_url_and_copy(void)
     set_state(item, "running", 2);
     g_assert_cmpuint(fixture.asked, ==, 1);
     g_assert_cmpstr(fixture.asked_for, ==, ENDPOINT_ID);
-    g_assert_true(wait_for(base_url_shown, &fixture, 10));
+    g_assert_true(einsora_test_wait_for(base_url_shown, &fixture, 10));
     g_assert_cmpstr(template_label(page, EINSORA_TYPE_WORKLOAD_PAGE, "base_url_label"), ==,
                     BASE_URL);
     g_assert_true(gtk_widget_is_sensitive(chat));
     g_assert_cmpuint(fixture.asked, ==, 1);
-    save_screenshot(window, "endpoint-page.png");
+    einsora_test_save_screenshot(window, artifacts, "endpoint-page.png");
 
     /* Copy: on the display's clipboard, as another app would read it. */
     g_assert_true(gtk_widget_activate_action(page, "page.copy-base-url", NULL));
     gdk_clipboard_read_text_async(gtk_widget_get_clipboard(page), NULL, on_clipboard_text,
                                   &fixture);
-    g_assert_true(wait_for(clipboard_read, &fixture, 10));
+    g_assert_true(einsora_test_wait_for(clipboard_read, &fixture, 10));
     g_assert_cmpstr(fixture.clipboard, ==, BASE_URL);
 
     /* Stopped: the URL answers nothing, so it goes; running again asks again. */
@@ -388,7 +331,7 @@ test_endpoint_page_base_url_and_copy(void)
     g_assert_false(gtk_widget_is_sensitive(chat));
     set_state(item, "running", 4);
     g_assert_cmpuint(fixture.asked, ==, 2);
-    g_assert_true(wait_for(base_url_shown, &fixture, 10));
+    g_assert_true(einsora_test_wait_for(base_url_shown, &fixture, 10));
 
     /* A late answer for another workload changes nothing. */
     einsora_workload_page_set_base_url(fixture.page, "0190c0de-0000-7000-8000-000000000bad",

@@ -18,6 +18,7 @@
 #include "einsora-chat-window.h"
 #include "einsora-client-error.h"
 #include "einsora-connection.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-llama.h"
 #include "einsora-test-port.h"
@@ -94,69 +95,6 @@ notified_running(gpointer data)
             return TRUE;
     }
     return FALSE;
-}
-
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
-static void
-settle(guint ms)
-{
-    gint64 until = g_get_monotonic_time() + ms * 1000;
-
-    while (g_get_monotonic_time() < until) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(2000);
-    }
-}
-
-static gboolean
-widget_drawn(gpointer widget)
-{
-    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
-}
-
-static void
-save_screenshot(GtkWidget *widget, const char *name)
-{
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-    GtkSnapshot *snapshot;
-    g_autoptr(GskRenderNode) node = NULL;
-    g_autoptr(GdkTexture) texture = NULL;
-    g_autofree gchar *path = g_build_filename(artifacts, name, NULL);
-    GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
-    int width, height;
-
-    g_assert_true(wait_for(widget_drawn, widget, 10));
-    settle(300);
-    width = gtk_widget_get_width(widget);
-    height = gtk_widget_get_height(widget);
-    snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    node = gtk_snapshot_free_to_node(snapshot);
-    /* A screenshot is a record, not a check: a window GTK drew nothing
-     * of this once (mid-frame) gets none. */
-    if (node == NULL) {
-        g_test_message("screenshot %s: nothing drawn, none saved", name);
-        return;
-    }
-    texture = gsk_renderer_render_texture(renderer, node,
-                                          &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-    g_assert_true(gdk_texture_save_to_png(texture, path));
-    g_test_message("screenshot: %s", path);
 }
 
 static gboolean
@@ -285,7 +223,7 @@ test_endpoint_through_the_app(void)
     g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
     g_assert_no_error(error);
     g_application_activate(G_APPLICATION(app));
-    g_assert_true(wait_for(app_ready, NULL, 120));
+    g_assert_true(einsora_test_wait_for(app_ready, NULL, 120));
     window = main_window();
     g_assert_nonnull(window);
 
@@ -303,7 +241,7 @@ test_endpoint_through_the_app(void)
 
         while (g_strcmp0(json_object_get_string_member(object, "state"), "importing") == 0) {
             g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-            settle(20);
+            einsora_test_settle(20);
             g_clear_pointer(&imported, json_node_unref);
             imported = call("GET", watch, NULL, &error);
             g_assert_no_error(error);
@@ -318,8 +256,8 @@ test_endpoint_through_the_app(void)
     g_assert_no_error(error);
 
     /* Running, through the feed; its row and page know its model. */
-    g_assert_true(wait_for(endpoint_in_state, "running", 180));
-    g_assert_true(wait_for(notified_running, NULL, 30));
+    g_assert_true(einsora_test_wait_for(endpoint_in_state, "running", 180));
+    g_assert_true(einsora_test_wait_for(notified_running, NULL, 30));
     item = endpoint_item();
     g_assert_true(einsora_workload_item_is_endpoint(item));
     g_assert_cmpstr(einsora_workload_item_get_model(item), ==, "tiny");
@@ -329,7 +267,7 @@ test_endpoint_through_the_app(void)
     g_assert_true(einsora_workload_page_get_item(page) == item);
 
     /* The base URL the access grant gave, and Copy. */
-    g_assert_true(wait_for(base_url_shown, page, 30));
+    g_assert_true(einsora_test_wait_for(base_url_shown, page, 30));
     base_url = einsora_workload_page_get_base_url(page);
     expected_path = g_strdup_printf("/endpoints/%s/v1", einsora_workload_item_get_id(item));
     g_assert_true(g_str_has_prefix(base_url, "http://127.0.0.1:"));
@@ -337,30 +275,30 @@ test_endpoint_through_the_app(void)
     g_assert_true(gtk_widget_activate_action(GTK_WIDGET(page), "page.copy-base-url", NULL));
     gdk_clipboard_read_text_async(gtk_widget_get_clipboard(GTK_WIDGET(page)), NULL,
                                   on_clipboard_text, &clipboard);
-    g_assert_true(wait_for(clipboard_read, &clipboard, 10));
+    g_assert_true(einsora_test_wait_for(clipboard_read, &clipboard, 10));
     g_assert_cmpstr(clipboard.text, ==, base_url);
-    settle(5500); /* the toasts go (libadwaita's 5 s) */
-    save_screenshot(GTK_WIDGET(window), "endpoint-page-running.png");
+    einsora_test_settle(5500); /* the toasts go (libadwaita's 5 s) */
+    einsora_test_save_screenshot(GTK_WIDGET(window), artifacts, "endpoint-page-running.png");
 
     /* Chat: llama-server's answer streams in through the proxy with the
      * app's token; random weights write without end, so Stop ends it. */
     gtk_widget_activate_action(GTK_WIDGET(page), "page.chat", NULL);
-    g_assert_true(wait_for(chat_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(chat_shown, NULL, 30));
     chat = chat_window();
     g_assert_true(einsora_chat_window_send(chat, "Hello"));
-    g_assert_true(wait_for(answer_begun, chat, 120));
+    g_assert_true(einsora_test_wait_for(answer_begun, chat, 120));
     g_assert_null(einsora_chat_window_get_error(chat));
-    settle(1000);
-    save_screenshot(GTK_WIDGET(chat), "chat-window-llama.png");
+    einsora_test_settle(1000);
+    einsora_test_save_screenshot(GTK_WIDGET(chat), artifacts, "chat-window-llama.png");
     einsora_chat_window_stop(chat);
-    g_assert_true(wait_for(answered, chat, 30));
+    g_assert_true(einsora_test_wait_for(answered, chat, 30));
     g_assert_null(einsora_chat_window_get_error(chat));
     g_assert_cmpuint(einsora_chat_window_get_n_messages(chat), ==, 2);
     gtk_window_destroy(GTK_WINDOW(chat));
 
     /* Stopped: no base URL on the page any more. */
     gtk_widget_activate_action(GTK_WIDGET(page), "page.stop", NULL);
-    g_assert_true(wait_for(endpoint_in_state, "stopped", 60));
+    g_assert_true(einsora_test_wait_for(endpoint_in_state, "stopped", 60));
     g_assert_null(einsora_workload_page_get_base_url(page));
     g_free(clipboard.text);
 }

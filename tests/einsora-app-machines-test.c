@@ -19,6 +19,7 @@
 #include "einsora-application.h"
 #include "einsora-client.h"
 #include "einsora-connection.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-app-daemon.h"
 #include "einsora-test-dir.h"
 #include "einsora-window.h"
@@ -31,17 +32,6 @@ static gchar *fingerprint; /* the daemon's certificate's, pinned for it */
 static EinsoraApplication *app;
 
 /* ---- waiting with the main loop turning -------------------------------- */
-
-static void
-settle(guint ms)
-{
-    gint64 until = g_get_monotonic_time() + ms * 1000;
-
-    while (g_get_monotonic_time() < until) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(2000);
-    }
-}
 
 static gpointer
 find_toplevel(GType type)
@@ -103,42 +93,6 @@ toast_shown(gpointer needle)
 }
 
 /* ---- screenshots ------------------------------------------------------- */
-
-static gboolean
-widget_drawn(gpointer widget)
-{
-    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
-}
-
-static void
-save_screenshot(GtkWidget *widget, const char *name)
-{
-    const char *artifacts = g_getenv("EINSORA_ARTIFACTS_DIR");
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-    g_autoptr(GskRenderNode) node = NULL;
-    g_autoptr(GdkTexture) texture = NULL;
-    g_autofree gchar *path = NULL;
-    GtkSnapshot *snapshot;
-    int width, height;
-
-    if (artifacts == NULL)
-        return;
-    g_assert_cmpint(g_mkdir_with_parents(artifacts, 0755), ==, 0);
-    g_assert_true(einsora_test_wait_for(widget_drawn, widget, 10));
-    settle(300);
-    width = gtk_widget_get_width(widget);
-    height = gtk_widget_get_height(widget);
-    snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    node = gtk_snapshot_free_to_node(snapshot);
-    g_assert_nonnull(node);
-    texture =
-        gsk_renderer_render_texture(gtk_native_get_renderer(gtk_widget_get_native(widget)), node,
-                                    &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-    path = g_build_filename(artifacts, name, NULL);
-    g_assert_true(gdk_texture_save_to_png(texture, path));
-    g_test_message("screenshot: %s", path);
-}
 
 /* ---- the daemon, as a script would call it ----------------------------- */
 
@@ -328,8 +282,9 @@ test_machines_page(void)
     g_assert_true(einsora_test_wait_for(dialog_error_shown, dialog, 30));
     g_test_message("refused: %s", einsora_add_machine_dialog_get_error(dialog));
     g_assert_null(einsora_add_machine_dialog_get_command(dialog));
-    settle(500); /* the error's revealer open */
-    save_screenshot(GTK_WIDGET(dialog), "add-machine-dialog-error.png");
+    einsora_test_settle(500); /* the error's revealer open */
+    einsora_test_save_screenshot(GTK_WIDGET(dialog), g_getenv("EINSORA_ARTIFACTS_DIR"),
+                                 "add-machine-dialog-error.png");
 
     /* A good one: the command, shown once, saying when it stops working. */
     einsora_add_machine_dialog_set_name(dialog, MACHINE_NAME);
@@ -345,8 +300,9 @@ test_machines_page(void)
     g_assert_nonnull(strstr(einsora_add_machine_dialog_get_note(dialog), "before "));
     g_assert_nonnull(strstr(einsora_add_machine_dialog_get_note(dialog), "works once"));
     g_assert_null(find_button(GTK_WIDGET(dialog), "dialog.get-command"));
-    settle(500); /* the stack's crossfade */
-    save_screenshot(GTK_WIDGET(dialog), "add-machine-dialog.png");
+    einsora_test_settle(500); /* the stack's crossfade */
+    einsora_test_save_screenshot(GTK_WIDGET(dialog), g_getenv("EINSORA_ARTIFACTS_DIR"),
+                                 "add-machine-dialog.png");
     /* Copy: the command on the clipboard, as the terminal will paste it. */
     click(GTK_WIDGET(dialog), "dialog.copy");
     gdk_clipboard_read_text_async(gtk_widget_get_clipboard(GTK_WIDGET(dialog)), NULL,
@@ -385,8 +341,9 @@ test_machines_page(void)
         g_assert_true(row == einsora_machines_view_find_row(view, MACHINE_NAME));
     }
     g_assert_cmpuint(einsora_machines_view_get_n_machines(view), ==, 2);
-    settle(5500); /* no toast over the page (libadwaita's 5 s) */
-    save_screenshot(GTK_WIDGET(window), "machines-page.png");
+    einsora_test_settle(5500); /* no toast over the page (libadwaita's 5 s) */
+    einsora_test_save_screenshot(GTK_WIDGET(window), g_getenv("EINSORA_ARTIFACTS_DIR"),
+                                 "machines-page.png");
 
     /* Revoke…: asked first, saying what follows. */
     click(GTK_WIDGET(row), "machines.revoke");
@@ -396,7 +353,8 @@ test_machines_page(void)
     g_assert_cmpstr(adw_message_dialog_get_heading(confirm), ==, "Revoke " MACHINE_NAME "?");
     g_assert_nonnull(strstr(adw_message_dialog_get_body(confirm), "refused at once"));
     g_assert_nonnull(strstr(adw_message_dialog_get_body(confirm), "offline"));
-    save_screenshot(GTK_WIDGET(confirm), "revoke-machine-dialog.png");
+    einsora_test_save_screenshot(GTK_WIDGET(confirm), g_getenv("EINSORA_ARTIFACTS_DIR"),
+                                 "revoke-machine-dialog.png");
     adw_message_dialog_response(confirm, "revoke");
     g_assert_true(einsora_test_wait_for(toast_shown, MACHINE_NAME " is revoked", 30));
     {

@@ -13,6 +13,7 @@
 
 #include "einsora-application.h"
 #include "einsora-preferences-window.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-dir.h"
 #include "einsora-window.h"
 
@@ -66,40 +67,6 @@ typedef struct {
 } Fixture;
 
 static Fixture f;
-
-/* ---- waiting with the loop turning ----------------------------------- */
-
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
-static gboolean
-never(gpointer data)
-{
-    return FALSE;
-}
-
-static void
-settle(guint ms)
-{
-    wait_for(never, NULL, 0);
-    for (gint64 until = g_get_monotonic_time() + ms * 1000; g_get_monotonic_time() < until;) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(2000);
-    }
-}
 
 /* ---- the StatusNotifierWatcher --------------------------------------- */
 
@@ -395,45 +362,13 @@ switch_login(EinsoraPreferencesWindow *window, gboolean on)
 
     g_assert_true(gtk_widget_get_sensitive(GTK_WIDGET(login)));
     gtk_switch_set_active(login, on);
-    g_assert_true(wait_for(not_busy, window, 10));
+    g_assert_true(einsora_test_wait_for(not_busy, window, 10));
 }
 
 static gchar *
 autostart_path(void)
 {
     return g_build_filename(g_get_user_config_dir(), "autostart", APP_ID ".desktop", NULL);
-}
-
-static gboolean
-widget_drawn(gpointer widget)
-{
-    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
-}
-
-static void
-save_screenshot(GtkWidget *widget, const char *name)
-{
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-    GtkSnapshot *snapshot;
-    g_autoptr(GskRenderNode) node = NULL;
-    g_autoptr(GdkTexture) texture = NULL;
-    g_autofree gchar *path = g_build_filename(f.artifacts, name, NULL);
-    GskRenderer *renderer;
-    int width, height;
-
-    g_assert_true(wait_for(widget_drawn, widget, 10));
-    settle(300);
-    renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
-    width = gtk_widget_get_width(widget);
-    height = gtk_widget_get_height(widget);
-    snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    node = gtk_snapshot_free_to_node(snapshot);
-    g_assert_nonnull(node);
-    texture = gsk_renderer_render_texture(renderer, node,
-                                          &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-    g_assert_true(gdk_texture_save_to_png(texture, path));
-    g_test_message("screenshot: %s", path);
 }
 
 /* ---- no portal: the autostart file ----------------------------------- */
@@ -452,7 +387,7 @@ drive_autostart_file(gpointer data)
     const char *validate[] = {"desktop-file-validate", path, NULL};
     int status = -1;
 
-    g_assert_true(wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
     window = open_preferences();
     g_assert_false(gtk_switch_get_active(preferences_switch(window, "login_switch")));
     g_assert_true(gtk_switch_get_active(preferences_switch(window, "tray_switch")));
@@ -476,7 +411,7 @@ drive_autostart_file(gpointer data)
     g_assert_no_error(error);
     /* Neither warnings nor hints. */
     g_assert_cmpstr(validate_out, ==, "");
-    save_screenshot(GTK_WIDGET(window), "preferences.png");
+    einsora_test_save_screenshot(GTK_WIDGET(window), f.artifacts, "preferences.png");
 
     switch_login(window, FALSE);
     g_assert_false(g_settings_get_boolean(f.settings, "start-at-login"));
@@ -504,7 +439,7 @@ drive_portal_granted(gpointer data)
     const char *reason = NULL;
     EinsoraPreferencesWindow *window;
 
-    g_assert_true(wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
     window = open_preferences();
     switch_login(window, TRUE);
     g_assert_cmpuint(f.portal_calls, ==, 1);
@@ -549,7 +484,7 @@ drive_portal_refused(gpointer data)
     GtkSwitch *login;
     g_autofree gchar *before = NULL;
 
-    g_assert_true(wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
     window = open_preferences();
     login = preferences_switch(window, "login_switch");
     before = g_strdup(login_subtitle(window));
@@ -581,7 +516,7 @@ drive_host_uses_file(gpointer data)
     g_autofree gchar *path = autostart_path();
     EinsoraPreferencesWindow *window;
 
-    g_assert_true(wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
     window = open_preferences();
     switch_login(window, TRUE);
     g_assert_cmpuint(f.portal_calls, ==, 0);
@@ -609,14 +544,14 @@ drive_tray_off(gpointer data)
 {
     EinsoraPreferencesWindow *window;
 
-    g_assert_true(wait_for(has_main_window, NULL, 20));
-    g_assert_true(wait_for(registered, NULL, 10));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(registered, NULL, 10));
     g_assert_true(g_str_has_prefix(f.item, "org.kde.StatusNotifierItem-"));
     window = open_preferences();
     gtk_switch_set_active(preferences_switch(window, "tray_switch"), FALSE);
     g_assert_false(g_settings_get_boolean(f.settings, "keep-running-in-tray"));
     /* The watcher sees the item's name go. */
-    g_assert_true(wait_for(item_gone, NULL, 10));
+    g_assert_true(einsora_test_wait_for(item_gone, NULL, 10));
     /* Closing the windows quits: run_app returns by itself. */
     gtk_window_close(GTK_WINDOW(window));
     gtk_window_close(app_window(EINSORA_TYPE_WINDOW));
@@ -647,8 +582,8 @@ check_still_running(gpointer data)
 static gboolean
 drive_tray_on(gpointer data)
 {
-    g_assert_true(wait_for(has_main_window, NULL, 20));
-    g_assert_true(wait_for(registered, NULL, 10));
+    g_assert_true(einsora_test_wait_for(has_main_window, NULL, 20));
+    g_assert_true(einsora_test_wait_for(registered, NULL, 10));
     g_assert_true(g_settings_get_boolean(f.settings, "keep-running-in-tray"));
     gtk_window_close(app_window(EINSORA_TYPE_WINDOW));
     /* After this returns, in the app's own loop: still there. */
@@ -670,7 +605,7 @@ test_tray_on(void)
 static gboolean
 drive_background(gpointer data)
 {
-    g_assert_true(wait_for(registered, NULL, 10));
+    g_assert_true(einsora_test_wait_for(registered, NULL, 10));
     g_timeout_add(1500, check_still_running, NULL);
     return G_SOURCE_REMOVE;
 }

@@ -19,6 +19,7 @@
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-window.h"
 #include "einsora-server-dialog.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-dir.h"
 #include "einsora-test-port.h"
 #include "einsora-test-workload-rows.h"
@@ -104,22 +105,6 @@ serve_notifications(void)
 }
 
 /* ---- waiting with the main loop turning -------------------------------- */
-
-typedef gboolean (*Condition)(gpointer data);
-
-static gboolean
-wait_for(Condition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
 
 static gboolean
 app_ready(gpointer data)
@@ -288,48 +273,6 @@ string_set(gpointer pointer)
 
 /* ---- screenshots ------------------------------------------------------- */
 
-static void
-settle(guint ms)
-{
-    gint64 until = g_get_monotonic_time() + ms * 1000;
-
-    while (g_get_monotonic_time() < until) {
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(2000);
-    }
-}
-
-static gboolean
-widget_drawn(gpointer widget)
-{
-    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0;
-}
-
-static void
-save_screenshot(GtkWidget *widget, const char *name)
-{
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
-    GtkSnapshot *snapshot = NULL;
-    int width, height;
-    g_autoptr(GskRenderNode) node = NULL;
-    g_autoptr(GdkTexture) texture = NULL;
-    g_autofree gchar *path = g_build_filename(fixture.artifacts, name, NULL);
-    GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
-
-    g_assert_true(wait_for(widget_drawn, widget, 10));
-    settle(300);
-    width = gtk_widget_get_width(widget);
-    height = gtk_widget_get_height(widget);
-    snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    node = gtk_snapshot_free_to_node(snapshot);
-    g_assert_nonnull(node);
-    texture = gsk_renderer_render_texture(renderer, node,
-                                          &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-    g_assert_true(gdk_texture_save_to_png(texture, path));
-    g_test_message("screenshot: %s", path);
-}
-
 /* The real CLI's output as a terminal would show it: the command line,
  * then what it printed, in a window of its own, for a screenshot. */
 static void
@@ -356,7 +299,7 @@ save_terminal_screenshot(const char *command_line, const char *output, const cha
     gtk_window_set_default_size(GTK_WINDOW(window), 900, 420);
     gtk_window_set_child(GTK_WINDOW(window), view);
     gtk_window_present(GTK_WINDOW(window));
-    save_screenshot(view, name);
+    einsora_test_save_screenshot(view, fixture.artifacts, name);
     gtk_window_destroy(GTK_WINDOW(window));
 }
 
@@ -389,7 +332,7 @@ start_app(void)
     g_assert_no_error(error);
     g_application_activate(G_APPLICATION(fixture.app));
     /* The app started the daemon itself (nothing answered) and listed. */
-    g_assert_true(wait_for(app_ready, NULL, 120));
+    g_assert_true(einsora_test_wait_for(app_ready, NULL, 120));
     g_assert_nonnull(main_window());
 }
 
@@ -426,10 +369,10 @@ open_endpoint_dialog(void)
     EinsoraNewWorkloadDialog *dialog;
 
     g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
-    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(dialog_shown, NULL, 30));
     dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
     g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "endpoint"));
-    g_assert_true(wait_for(models_read, dialog, 30));
+    g_assert_true(einsora_test_wait_for(models_read, dialog, 30));
     /* A model instead of an image: the server picks the class's. */
     g_assert_true(gtk_widget_get_visible(dialog_child(dialog, "model_row")));
     g_assert_false(gtk_widget_get_visible(dialog_child(dialog, "image_row")));
@@ -455,7 +398,7 @@ import_model(const char *name, const char *path)
 
     while (g_strcmp0(json_object_get_string_member(object, "state"), "importing") == 0) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        settle(20);
+        einsora_test_settle(20);
         g_clear_pointer(&imported, json_node_unref);
         imported = call("GET", watch, NULL);
         object = json_node_get_object(imported);
@@ -495,9 +438,10 @@ test_endpoint_through_the_dialog(void)
     g_assert_cmpstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(dialog_child(dialog, "model_row"))),
                     ==, "No models yet: add one with einsora models add NAME PATH");
     g_assert_false(gtk_widget_is_sensitive(dialog_child(dialog, "create_button")));
-    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-no-models.png");
+    einsora_test_save_screenshot(GTK_WIDGET(dialog), fixture.artifacts,
+                                 "new-workload-dialog-no-models.png");
     gtk_window_close(GTK_WINDOW(dialog));
-    g_assert_true(wait_for(dialog_gone, NULL, 10));
+    g_assert_true(einsora_test_wait_for(dialog_gone, NULL, 10));
 
     /* A model in the store (a small valid GGUF: the dialog test needs its
      * record, not a model that answers). */
@@ -524,12 +468,13 @@ test_endpoint_through_the_dialog(void)
     g_assert_true(g_str_has_prefix(einsora_new_workload_dialog_get_model_text(dialog), size));
     einsora_new_workload_dialog_set_name(dialog, ENDPOINT_NAME);
     g_assert_true(gtk_widget_is_sensitive(dialog_child(dialog, "create_button")));
-    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-endpoint.png");
+    einsora_test_save_screenshot(GTK_WIDGET(dialog), fixture.artifacts,
+                                 "new-workload-dialog-endpoint.png");
 
     /* Create: an endpoint of that model, on the image the server chose. */
     g_assert_true(gtk_widget_activate(dialog_child(dialog, "create_button")));
-    g_assert_true(wait_for(listed, ENDPOINT_NAME, 30));
-    g_assert_true(wait_for(dialog_gone, NULL, 10));
+    g_assert_true(einsora_test_wait_for(listed, ENDPOINT_NAME, 30));
+    g_assert_true(einsora_test_wait_for(dialog_gone, NULL, 10));
     path = g_strdup_printf("/v1/workloads/%s",
                            einsora_workload_item_get_id(item_named(ENDPOINT_NAME)));
     workload = call("GET", path, NULL);
@@ -557,7 +502,7 @@ test_notebook_through_the_ui(void)
 
     /* The new-workload dialog, from the catalog, as a person fills it. */
     g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
-    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(dialog_shown, NULL, 30));
     dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
     g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "notebook"));
     g_assert_true(einsora_new_workload_dialog_select(dialog, "class", "cpu-1c-2g"));
@@ -576,7 +521,7 @@ test_notebook_through_the_ui(void)
     g_assert_cmpstr(einsora_new_workload_dialog_get_quota_text(dialog), ==,
                     "This class uses no GPU quota");
     einsora_new_workload_dialog_set_name(dialog, NOTEBOOK_NAME);
-    save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog.png");
+    einsora_test_save_screenshot(GTK_WIDGET(dialog), fixture.artifacts, "new-workload-dialog.png");
     create_button = (GtkWidget *)gtk_widget_get_template_child(
         GTK_WIDGET(dialog), EINSORA_TYPE_NEW_WORKLOAD_DIALOG, "create_button");
     g_assert_nonnull(create_button);
@@ -585,7 +530,7 @@ test_notebook_through_the_ui(void)
         g_autofree gchar *long_name = g_strnfill(150, 'x');
         einsora_new_workload_dialog_set_name(dialog, long_name);
         g_assert_true(gtk_widget_activate(create_button));
-        g_assert_true(wait_for(dialog_error_shown, dialog, 30));
+        g_assert_true(einsora_test_wait_for(dialog_error_shown, dialog, 30));
         g_test_message("refused: %s", einsora_new_workload_dialog_get_error(dialog));
         g_assert_nonnull(strstr(einsora_new_workload_dialog_get_error(dialog), "name"));
         g_assert_true(dialog_shown(NULL));
@@ -595,15 +540,15 @@ test_notebook_through_the_ui(void)
     g_assert_true(gtk_widget_activate(create_button));
 
     /* It reaches running in the list, through the event feed alone. */
-    g_assert_true(wait_for(notebook_in_state, "running", 120));
+    g_assert_true(einsora_test_wait_for(notebook_in_state, "running", 120));
     g_assert_false(dialog_shown(NULL));
     /* A notification said so, on the session bus. */
-    g_assert_true(wait_for(notified, NOTEBOOK_NAME " is running|", 30));
-    save_screenshot(GTK_WIDGET(window), "main-window.png");
+    g_assert_true(einsora_test_wait_for(notified, NOTEBOOK_NAME " is running|", 30));
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "main-window.png");
 
     /* Clicking that notification opens the notebook. */
     click_notification(NOTEBOOK_NAME " is running|");
-    g_assert_true(wait_for(notebook_window_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(notebook_window_shown, NULL, 30));
     g_assert_cmpstr(
         einsora_notebook_window_get_workload_id(find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW)), ==,
         einsora_workload_item_get_id(notebook_item()));
@@ -616,16 +561,16 @@ test_notebook_through_the_ui(void)
     page = einsora_window_get_workload_page(window);
     g_assert_true(einsora_workload_page_get_item(page) == item);
     /* created, admitted (provisioning), running at least */
-    g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    g_assert_true(einsora_test_wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
     /* Its Logs: the real Jupyter's start-up lines, followed while open. */
-    g_assert_true(wait_for(page_log_has, "Jupyter Notebook", 30));
-    g_assert_true(wait_for(page_log_has, "is running at", 30));
-    settle(5500); /* the "Created" toast goes (libadwaita's 5 s) */
-    save_screenshot(GTK_WIDGET(window), "workload-page.png");
+    g_assert_true(einsora_test_wait_for(page_log_has, "Jupyter Notebook", 30));
+    g_assert_true(einsora_test_wait_for(page_log_has, "is running at", 30));
+    einsora_test_settle(5500); /* the "Created" toast goes (libadwaita's 5 s) */
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "workload-page.png");
 
     /* Open: the notebook's UI in a WebKit window, through the proxy. */
     gtk_widget_activate_action(GTK_WIDGET(page), "page.open", NULL);
-    g_assert_true(wait_for(notebook_window_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(notebook_window_shown, NULL, 30));
     {
         EinsoraNotebookWindow *notebook = find_toplevel(EINSORA_TYPE_NOTEBOOK_WINDOW);
         WebKitWebView *view = einsora_notebook_window_get_web_view(notebook);
@@ -636,18 +581,19 @@ test_notebook_through_the_ui(void)
 
         g_assert_cmpstr(einsora_notebook_window_get_workload_id(notebook), ==,
                         einsora_workload_item_get_id(item));
-        g_assert_true(wait_for(notebook_ui_loaded, view, 90));
+        g_assert_true(einsora_test_wait_for(notebook_ui_loaded, view, 90));
         /* At the workload's own site; the one-time ticket is spent and gone. */
         g_assert_nonnull(strstr(webkit_web_view_get_uri(view), host));
         g_assert_null(strstr(webkit_web_view_get_uri(view), "ticket="));
-        settle(2000); /* the web process paints on its own time */
-        save_screenshot(GTK_WIDGET(notebook), "notebook-window.png");
+        einsora_test_settle(2000); /* the web process paints on its own time */
+        einsora_test_save_screenshot(GTK_WIDGET(notebook), fixture.artifacts,
+                                     "notebook-window.png");
 
         /* Open in Browser: a fresh one-time link, to the user's browser. */
         handler = g_signal_connect(fixture.app, "open-in-browser", G_CALLBACK(on_open_in_browser),
                                    &browser_url);
         gtk_widget_activate_action(GTK_WIDGET(page), "page.open-in-browser", NULL);
-        g_assert_true(wait_for(string_set, &browser_url, 30));
+        g_assert_true(einsora_test_wait_for(string_set, &browser_url, 30));
         g_signal_handler_disconnect(fixture.app, handler);
         g_assert_true(g_str_has_prefix(browser_url, "http://"));
         g_assert_nonnull(strstr(browser_url, host));
@@ -676,7 +622,7 @@ test_notebook_through_the_ui(void)
         logs_cli = g_subprocess_launcher_spawn(launcher, &error, g_getenv("EINSORA_CLI"), "logs",
                                                "-f", "--tail", "12", id, NULL);
         g_assert_no_error(error);
-        g_assert_true(wait_for(file_has, pair, 30));
+        g_assert_true(einsora_test_wait_for(file_has, pair, 30));
         printed = read_or_empty(cli_out);
         save_terminal_screenshot(command_line, printed, "cli-logs-follow.png");
     }
@@ -685,8 +631,8 @@ test_notebook_through_the_ui(void)
     {
         guint before = einsora_workload_page_get_n_events(page);
         gtk_widget_activate_action(GTK_WIDGET(page), "page.stop", NULL);
-        g_assert_true(wait_for(notebook_in_state, "stopped", 60));
-        g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(before + 2), 30));
+        g_assert_true(einsora_test_wait_for(notebook_in_state, "stopped", 60));
+        g_assert_true(einsora_test_wait_for(page_has_events, GUINT_TO_POINTER(before + 2), 30));
     }
     /* Its attempt is over, and so is `einsora logs -f`, with success. */
     {
@@ -707,7 +653,7 @@ test_notebook_through_the_ui(void)
         g_action_group_activate_action(
             G_ACTION_GROUP(fixture.app), "export-workload",
             g_variant_new("(ss)", einsora_workload_item_get_id(item), path));
-        g_assert_true(wait_for(file_written, path, 30));
+        g_assert_true(einsora_test_wait_for(file_written, path, 30));
         g_assert_true(g_file_get_contents(path, &contents, NULL, NULL));
         g_assert_nonnull(strstr(contents, einsora_workload_item_get_id(item)));
         g_assert_nonnull(strstr(contents, "\"events\""));
@@ -727,11 +673,12 @@ test_notebook_through_the_ui(void)
 
         g_assert_no_error(error);
         g_assert_nonnull(created);
-        g_assert_true(wait_for(notified, "ui-idle is running|", 120));
-        g_assert_true(wait_for(notified,
-                               "ui-idle was stopped after 3s idle|stopped after 3s idle: no "
-                               "activity since ",
-                               60));
+        g_assert_true(einsora_test_wait_for(notified, "ui-idle is running|", 120));
+        g_assert_true(
+            einsora_test_wait_for(notified,
+                                  "ui-idle was stopped after 3s idle|stopped after 3s idle: no "
+                                  "activity since ",
+                                  60));
     }
 }
 
@@ -848,7 +795,7 @@ test_usage_view(void)
     /* Asked as the app asks (a blocking call would wait behind its
      * streams for a connection). */
     einsora_client_request_async(client, "GET", "/v1/me", NULL, NULL, NULL, on_answer, &me);
-    g_assert_true(wait_for(node_set, &me, 30));
+    g_assert_true(einsora_test_wait_for(node_set, &me, 30));
     g_assert_nonnull(window);
     insert_usage_history(json_object_get_string_member(json_node_get_object(me), "tenant_id"), busy,
                          quiet);
@@ -856,11 +803,11 @@ test_usage_view(void)
     wait.busy_day = g_date_time_format(busy, "%Y-%m-%d");
     wait.quiet_day = g_date_time_format(quiet, "%Y-%m-%d");
     einsora_window_show_usage(window);
-    g_assert_true(wait_for(usage_shown, &wait, 60));
+    g_assert_true(einsora_test_wait_for(usage_shown, &wait, 60));
     g_test_message("usage: %s", einsora_usage_view_get_summary(wait.view));
     g_assert_nonnull(strstr(einsora_usage_view_get_summary(wait.view), "hours"));
-    settle(5500); /* the last test's toast goes (libadwaita's 5 s) */
-    save_screenshot(GTK_WIDGET(window), "usage-view.png");
+    einsora_test_settle(5500); /* the last test's toast goes (libadwaita's 5 s) */
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "usage-view.png");
 
     /* The CLI's table of the same records. */
     {
@@ -924,8 +871,8 @@ static void
 save_window_screenshot(const char *action, GType type, const char *name)
 {
     g_action_group_activate_action(G_ACTION_GROUP(fixture.app), action, NULL);
-    g_assert_true(wait_for(toplevel_shown, GSIZE_TO_POINTER(type), 30));
-    save_screenshot(find_toplevel(type), name);
+    g_assert_true(einsora_test_wait_for(toplevel_shown, GSIZE_TO_POINTER(type), 30));
+    einsora_test_save_screenshot(find_toplevel(type), fixture.artifacts, name);
     gtk_window_destroy(find_toplevel(type));
 }
 
@@ -946,9 +893,9 @@ test_main_window_german(void)
     created = call("POST", "/v1/workloads",
                    "{\"kind\": \"notebook\", \"name\": \"" NOTEBOOK_NAME "\", "
                    "\"gpu_class\": \"cpu-1c-2g\", \"image\": \"jupyter-linux\"}");
-    g_assert_true(wait_for(notebook_in_state, "running", 120));
+    g_assert_true(einsora_test_wait_for(notebook_in_state, "running", 120));
     /* The notification is the app's own text. */
-    g_assert_true(wait_for(notified, NOTEBOOK_NAME " läuft|", 30));
+    g_assert_true(einsora_test_wait_for(notified, NOTEBOOK_NAME " läuft|", 30));
 
     /* A plural form (ngettext), the view switcher's pages (a template's
      * translatable properties) and the filter's items (a GtkStringList's). */
@@ -967,29 +914,30 @@ test_main_window_german(void)
                                                           "filter_dropdown");
     g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(gtk_drop_down_get_model(filter)), 0),
                     ==, "Alle");
-    settle(5500); /* toasts go (libadwaita's 5 s) */
-    save_screenshot(GTK_WIDGET(window), "main-window-de.png");
+    einsora_test_settle(5500); /* toasts go (libadwaita's 5 s) */
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "main-window-de.png");
 
     /* The rest of the app in German, to look at for cut-off text. */
     g_action_group_activate_action(
         G_ACTION_GROUP(fixture.app), "show-workload",
         g_variant_new_string(einsora_workload_item_get_id(notebook_item())));
-    g_assert_true(wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
-    save_screenshot(GTK_WIDGET(window), "workload-page-de.png");
+    g_assert_true(einsora_test_wait_for(page_has_events, GUINT_TO_POINTER(3), 30));
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "workload-page-de.png");
     einsora_window_show_list(window);
     einsora_window_show_machines(window);
-    settle(1000);
-    save_screenshot(GTK_WIDGET(window), "machines-de.png");
+    einsora_test_settle(1000);
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "machines-de.png");
     einsora_window_show_usage(window);
-    settle(1000);
-    save_screenshot(GTK_WIDGET(window), "usage-view-de.png");
+    einsora_test_settle(1000);
+    einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "usage-view-de.png");
     g_action_group_activate_action(G_ACTION_GROUP(fixture.app), "new-workload", NULL);
-    g_assert_true(wait_for(dialog_shown, NULL, 30));
+    g_assert_true(einsora_test_wait_for(dialog_shown, NULL, 30));
     {
         EinsoraNewWorkloadDialog *dialog = find_toplevel(EINSORA_TYPE_NEW_WORKLOAD_DIALOG);
 
         g_assert_true(einsora_new_workload_dialog_select(dialog, "kind", "notebook"));
-        save_screenshot(GTK_WIDGET(dialog), "new-workload-dialog-de.png");
+        einsora_test_save_screenshot(GTK_WIDGET(dialog), fixture.artifacts,
+                                     "new-workload-dialog-de.png");
         gtk_window_destroy(GTK_WINDOW(dialog));
     }
     save_window_screenshot("preferences", ADW_TYPE_PREFERENCES_WINDOW, "preferences-de.png");

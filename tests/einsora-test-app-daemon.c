@@ -54,20 +54,6 @@ einsora_test_app_daemon_start(const char *dir, const char *const *extra_env, gch
 }
 
 gboolean
-einsora_test_wait_for(EinsoraTestCondition condition, gpointer data, guint seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_TIME_SPAN_SECOND;
-
-    while (!condition(data)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(1000);
-    }
-    return TRUE;
-}
-
-gboolean
 einsora_test_app_ready(gpointer app)
 {
     return einsora_application_is_ready(app);

@@ -7,6 +7,7 @@
 #include <gtk/gtk.h>
 
 #include "einsora-application.h"
+#include "einsora-test-app-wait.h"
 #include "einsora-test-daemon.h"
 #include "einsora-window.h"
 
@@ -19,10 +20,6 @@ G_BEGIN_DECLS
 EinsoraTestDaemon *einsora_test_app_daemon_start(const char *dir, const char *const *extra_env,
                                                  gchar **fingerprint);
 
-typedef gboolean (*EinsoraTestCondition)(gpointer data);
-
-/* Turns the main loop until @condition holds, or @seconds pass (FALSE). */
-gboolean einsora_test_wait_for(EinsoraTestCondition condition, gpointer data, guint seconds);
 /* Conditions: @app (an EinsoraApplication) is ready; *(gchar **)@pointer is set. */
 gboolean einsora_test_app_ready(gpointer app);
 gboolean einsora_test_string_set(gpointer pointer);
