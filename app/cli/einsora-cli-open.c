@@ -11,11 +11,21 @@
 
 #include "einsora-access-relay.h"
 
+/* Ctrl-C or SIGTERM, whenever it comes: before the loop runs (while a
+ * browser is starting) as well as during it. */
+typedef struct {
+    GMainLoop *loop;
+    gboolean signalled;
+} RelayWait;
+
 static gboolean
 quit_on_signal(gpointer user_data)
 {
-    g_main_loop_quit(user_data);
-    return G_SOURCE_REMOVE;
+    RelayWait *wait = user_data;
+
+    wait->signalled = TRUE;
+    g_main_loop_quit(wait->loop);
+    return G_SOURCE_CONTINUE;
 }
 
 static void
@@ -124,7 +134,11 @@ relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean brow
     gint64 port = json_object_get_int_member_with_default(proxy, "port", 0);
     g_autoptr(EinsoraAccessRelay) relay = NULL;
     g_autofree gchar *local = NULL;
-    g_autoptr(GMainLoop) loop = NULL;
+    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+    RelayWait wait = {loop, FALSE};
+    guint sigint = 0;
+    guint sigterm = 0;
+    gboolean relayed = FALSE;
 
     if (server == NULL || g_uri_get_host(server) == NULL || port <= 0 || port > G_MAXUINT16) {
         g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -142,22 +156,26 @@ relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean brow
                             _("the server's answer has no link"));
         return FALSE;
     }
+    /* Handled before anyone sees the link: a signal that comes the
+     * moment it is printed must end the relay, not kill the process. */
+    sigint = g_unix_signal_add(SIGINT, quit_on_signal, &wait);
+    sigterm = g_unix_signal_add(SIGTERM, quit_on_signal, &wait);
     if (browser) {
-        if (!open_in_browser(local, error))
-            return FALSE;
+        relayed = open_in_browser(local, error);
     } else {
         g_autofree gchar *line = g_strdup_printf("%s\n", local);
-        if (!einsora_cli_write_text(line, error))
-            return FALSE;
+        relayed = einsora_cli_write_text(line, error);
     }
-    g_printerr(_("Relaying 127.0.0.1:%u to %s:%u over TLS; Ctrl-C ends it.\n"),
-               einsora_access_relay_get_port(relay), g_uri_get_host(server), (guint)port);
-    loop = g_main_loop_new(NULL, FALSE);
-    g_unix_signal_add(SIGINT, quit_on_signal, loop);
-    g_unix_signal_add(SIGTERM, quit_on_signal, loop);
-    g_main_loop_run(loop);
+    if (relayed) {
+        g_printerr(_("Relaying 127.0.0.1:%u to %s:%u over TLS; Ctrl-C ends it.\n"),
+                   einsora_access_relay_get_port(relay), g_uri_get_host(server), (guint)port);
+        if (!wait.signalled)
+            g_main_loop_run(loop);
+    }
+    g_source_remove(sigint);
+    g_source_remove(sigterm);
     einsora_access_relay_close(relay);
-    return TRUE;
+    return relayed;
 }
 
 /* The link works once, for a minute: printed for the person, or handed
