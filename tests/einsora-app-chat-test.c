@@ -291,7 +291,7 @@ test_endpoint_page_base_url_and_copy(void)
     /* The list's row says what it serves. */
     einsora_workload_row_set_item(EINSORA_WORKLOAD_ROW(row), item);
     g_assert_true(g_str_has_prefix(template_label(row, EINSORA_TYPE_WORKLOAD_ROW, "details_label"),
-                                   "endpoint · tiny · "));
+                                   "Endpoint · tiny · "));
 
     /* Not running yet: no base URL to ask for, nothing to copy, no Chat. */
     einsora_workload_page_set_item(fixture.page, item);

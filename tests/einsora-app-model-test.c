@@ -44,6 +44,17 @@ test_state_labels(void)
     g_assert_cmpstr(einsora_format_state_label(NULL), ==, "");
 }
 
+/* A kind as a person reads it; one a newer daemon might send as it came. */
+static void
+test_kinds(void)
+{
+    g_assert_cmpstr(einsora_format_kind("notebook"), ==, "Notebook");
+    g_assert_cmpstr(einsora_format_kind("endpoint"), ==, "Endpoint");
+    g_assert_cmpstr(einsora_format_kind("vm"), ==, "Virtual Machine");
+    g_assert_cmpstr(einsora_format_kind("cluster"), ==, "cluster");
+    g_assert_cmpstr(einsora_format_kind(NULL), ==, "");
+}
+
 static void
 test_state_filter_names(void)
 {
@@ -433,6 +444,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/app/format/state-labels", test_state_labels);
     g_test_add_func("/app/format/state-filter-names", test_state_filter_names);
+    g_test_add_func("/app/format/kinds", test_kinds);
     g_test_add_func("/app/format/age", test_age);
     g_test_add_func("/app/format/ago", test_ago);
     g_test_add_func("/app/format/clock-offset", test_clock_offset);

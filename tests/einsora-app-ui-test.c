@@ -16,6 +16,7 @@
 #include "einsora-application.h"
 #include "einsora-client.h"
 #include "einsora-connection.h"
+#include "einsora-format.h"
 #include "einsora-new-workload-dialog.h"
 #include "einsora-notebook-window.h"
 #include "einsora-server-dialog.h"
@@ -914,6 +915,9 @@ test_main_window_german(void)
                                                           "filter_dropdown");
     g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(gtk_drop_down_get_model(filter)), 0),
                     ==, "Alle");
+    /* Kinds, as the rows, pages and usage show them. */
+    g_assert_cmpstr(einsora_format_kind("endpoint"), ==, "Endpunkt");
+    g_assert_cmpstr(einsora_format_kind("vm"), ==, "Virtuelle Maschine");
     einsora_test_settle(5500); /* toasts go (libadwaita's 5 s) */
     einsora_test_save_screenshot(GTK_WIDGET(window), fixture.artifacts, "main-window-de.png");
 

@@ -46,6 +46,19 @@ einsora_format_state_label(const char *state)
 }
 
 const char *
+einsora_format_kind(const char *kind)
+{
+    if (g_strcmp0(kind, "notebook") == 0)
+        return C_("workload kind", "Notebook");
+    if (g_strcmp0(kind, "endpoint") == 0)
+        return C_("workload kind", "Endpoint");
+    if (g_strcmp0(kind, "vm") == 0)
+        return C_("workload kind", "Virtual Machine");
+    /* A kind newer than the app: as the API names it. */
+    return kind != NULL ? kind : "";
+}
+
+const char *
 einsora_format_state_style(const char *state)
 {
     const StateInfo *info = lookup_state(state);

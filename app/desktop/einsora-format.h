@@ -18,6 +18,9 @@ typedef enum {
 
 /* "Running", "Queued"...; an unknown state is shown as it came. */
 const char *einsora_format_state_label(const char *state);
+/* "Notebook", "Endpoint", "Virtual Machine"; an unknown kind is shown
+ * as it came. */
+const char *einsora_format_kind(const char *kind);
 /* The CSS class of the state's badge: "success", "warning", "error",
  * "accent" or "dim-label". */
 const char *einsora_format_state_style(const char *state);

@@ -395,15 +395,7 @@ on_model_item_bind(GtkSignalListItemFactory *factory, GtkListItem *item, gpointe
 static char *
 kind_label(GtkStringObject *item, gpointer user_data)
 {
-    const char *kind = gtk_string_object_get_string(item);
-
-    if (g_strcmp0(kind, "notebook") == 0)
-        return g_strdup(C_("workload kind", "Notebook"));
-    if (g_strcmp0(kind, "endpoint") == 0)
-        return g_strdup(C_("workload kind", "Endpoint"));
-    if (g_strcmp0(kind, "vm") == 0)
-        return g_strdup(C_("workload kind", "Virtual Machine"));
-    return g_strdup(kind); /* a kind newer than the app: as the API names it */
+    return g_strdup(einsora_format_kind(gtk_string_object_get_string(item)));
 }
 
 static void

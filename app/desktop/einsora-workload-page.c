@@ -385,7 +385,7 @@ show_item(EinsoraWorkloadPage *self)
     adw_window_title_set_title(self->title, einsora_workload_item_get_name(item));
     adw_window_title_set_subtitle(self->title, einsora_format_state_label(state));
     set_row(self, ROW_STATE, einsora_format_state_label(state));
-    set_row(self, ROW_KIND, einsora_workload_item_get_kind(item));
+    set_row(self, ROW_KIND, einsora_format_kind(einsora_workload_item_get_kind(item)));
     set_row(self, ROW_MODEL, einsora_workload_item_get_model(item));
     gtk_widget_set_visible(self->model_name, endpoint);
     gtk_widget_set_visible(g_ptr_array_index(self->property_values, ROW_MODEL), endpoint);

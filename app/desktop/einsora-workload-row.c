@@ -70,8 +70,8 @@ show_item(EinsoraWorkloadRow *self)
     if (item == NULL)
         return;
     gtk_label_set_text(self->name_label, einsora_workload_item_get_name(item));
-    /* An endpoint is known by its model: "endpoint · tiny · …". */
-    parts[0] = einsora_workload_item_get_kind(item);
+    /* An endpoint is known by its model: "Endpoint · tiny · …". */
+    parts[0] = einsora_format_kind(einsora_workload_item_get_kind(item));
     parts[1] = einsora_workload_item_get_model(item);
     parts[2] = einsora_workload_item_get_class(item);
     parts[3] = einsora_workload_item_get_machine_name(item) != NULL
