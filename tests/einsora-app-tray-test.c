@@ -528,6 +528,37 @@ test_registers(Fixture *f, gconstpointer data)
     g_assert_cmpstr(s, ==, "normal");
 }
 
+/* Where the bus refuses the item its own name (a sandbox may own no
+ * org.kde.StatusNotifierItem-* names), it goes by its unique name. */
+static void
+test_registers_by_unique_name(Fixture *f, gconstpointer data)
+{
+    const char *unique = g_dbus_connection_get_unique_name(f->app_bus);
+    g_autofree gchar *expected = g_strdup_printf("%s %s", unique, unique);
+    g_autoptr(GVariant) id = NULL;
+
+    /* Every name this process's trays would ask for, held elsewhere. */
+    for (guint instance = 1; instance <= 64; instance++) {
+        g_autofree gchar *name =
+            g_strdup_printf("org.kde.StatusNotifierItem-%d-%u", (int)getpid(), instance);
+
+        bus_call(f->host_bus, "RequestName", g_variant_new("(su)", name, 4), 1);
+    }
+    watcher_appear(f);
+    start(f);
+    WAIT_FOR(f->registrations->len == 1);
+    g_assert_cmpstr(g_ptr_array_index(f->registrations, 0), ==, expected);
+    WAIT_FOR(einsora_tray_is_available(f->tray));
+    id = get_property(f, ITEM_PATH, ITEM_INTERFACE, "Id");
+    g_assert_cmpstr(g_variant_get_string(id, NULL), ==, "dev.einsora.Einsora");
+    /* A watcher that comes later is told the same. */
+    watcher_vanish(f);
+    WAIT_FOR(!einsora_tray_is_available(f->tray));
+    watcher_appear(f);
+    WAIT_FOR(f->registrations->len == 2);
+    g_assert_cmpstr(g_ptr_array_index(f->registrations, 1), ==, expected);
+}
+
 static void
 test_menu(Fixture *f, gconstpointer data)
 {
@@ -807,6 +838,8 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add("/app/tray/registers-with-watcher", Fixture, NULL, fixture_set_up, test_registers,
                fixture_tear_down);
+    g_test_add("/app/tray/registers-by-unique-name-when-refused", Fixture, NULL, fixture_set_up,
+               test_registers_by_unique_name, fixture_tear_down);
     g_test_add("/app/tray/menu-lists-running-notebooks", Fixture, NULL, fixture_set_up, test_menu,
                fixture_tear_down);
     g_test_add("/app/tray/clicks-emit-signals", Fixture, NULL, fixture_set_up, test_clicks,

@@ -173,6 +173,11 @@ struct _EinsoraTray {
      * while the app runs. */
     gchar *item_name;
     guint item_name_owner;
+    /* Whether the bus gave that name: until it answers, a watcher waits;
+     * where it refuses (a sandbox that may own no such name), the item
+     * goes by its unique name, as libappindicator's do. */
+    enum { NAME_ASKED, NAME_OWNED, NAME_REFUSED } item_name_state;
+    gboolean registering; /* asked the current watcher to take the item */
 };
 
 G_DEFINE_FINAL_TYPE(EinsoraTray, einsora_tray, G_TYPE_OBJECT)
@@ -842,6 +847,7 @@ reset_watcher(EinsoraTray *self)
         g_cancellable_cancel(self->watcher_cancellable);
     g_clear_object(&self->watcher_cancellable);
     g_clear_pointer(&self->watcher_owner, g_free);
+    self->registering = FALSE;
     self->registered = FALSE;
     self->host_registered = FALSE;
 }
@@ -896,6 +902,48 @@ on_registered(GObject *source, GAsyncResult *result, gpointer user_data)
     ask_host_registered(self);
 }
 
+/* Asks the current watcher to take the item, once the bus has said
+ * which name it goes by. A bus name: the watcher looks for the item at
+ * /StatusNotifierItem. */
+static void
+register_item(EinsoraTray *self)
+{
+    const char *name = self->item_name_state == NAME_OWNED
+                           ? self->item_name
+                           : g_dbus_connection_get_unique_name(self->bus);
+
+    if (self->watcher_owner == NULL || self->registering || self->item_name_state == NAME_ASKED)
+        return;
+    self->registering = TRUE;
+    g_dbus_connection_call(self->bus, self->watcher_owner, WATCHER_PATH, WATCHER_INTERFACE,
+                           "RegisterStatusNotifierItem", g_variant_new("(s)", name), NULL,
+                           G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, self->watcher_cancellable,
+                           on_registered, self);
+}
+
+static void
+on_item_name_acquired(GDBusConnection *bus, const gchar *name, gpointer user_data)
+{
+    EinsoraTray *self = user_data;
+
+    self->item_name_state = NAME_OWNED;
+    register_item(self);
+}
+
+static void
+on_item_name_lost(GDBusConnection *bus, const gchar *name, gpointer user_data)
+{
+    EinsoraTray *self = user_data;
+
+    /* Lost after it was owned: the connection is closing; nothing to do. */
+    if (self->item_name_state != NAME_ASKED)
+        return;
+    g_message("tray: the bus refused the name %s; the item goes by %s", name,
+              g_dbus_connection_get_unique_name(self->bus));
+    self->item_name_state = NAME_REFUSED;
+    register_item(self);
+}
+
 static void
 on_watcher_appeared(GDBusConnection *bus, const gchar *name, const gchar *owner, gpointer user_data)
 {
@@ -905,12 +953,7 @@ on_watcher_appeared(GDBusConnection *bus, const gchar *name, const gchar *owner,
     set_available(self, FALSE);
     self->watcher_owner = g_strdup(owner);
     self->watcher_cancellable = g_cancellable_new();
-    /* A bus name: the watcher looks for the item at /StatusNotifierItem.
-     * The RequestName of start went first on this connection. */
-    g_dbus_connection_call(bus, owner, WATCHER_PATH, WATCHER_INTERFACE,
-                           "RegisterStatusNotifierItem", g_variant_new("(s)", self->item_name),
-                           NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, self->watcher_cancellable,
-                           on_registered, self);
+    register_item(self);
 }
 
 static void
@@ -1081,8 +1124,10 @@ einsora_tray_start(EinsoraTray *self, GError **error)
     /* As the specification names items: one per process and instance. */
     self->item_name =
         g_strdup_printf("org.kde.StatusNotifierItem-%d-%u", (int)getpid(), ++instances);
+    self->item_name_state = NAME_ASKED;
     self->item_name_owner = g_bus_own_name_on_connection(
-        self->bus, self->item_name, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, NULL, NULL, NULL, NULL);
+        self->bus, self->item_name, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE, on_item_name_acquired,
+        on_item_name_lost, self, NULL);
     self->watcher_signals = g_dbus_connection_signal_subscribe(
         self->bus, WATCHER_NAME, WATCHER_INTERFACE, NULL, WATCHER_PATH, NULL,
         G_DBUS_SIGNAL_FLAGS_NONE, on_watcher_signal, self, NULL);
