@@ -207,8 +207,8 @@ einsora_usage_view_set_workloads(EinsoraUsageView *self, JsonObject *report)
         adw_preferences_row_set_use_markup(ADW_PREFERENCES_ROW(row), FALSE);
         adw_preferences_row_set_title(ADW_PREFERENCES_ROW(row),
                                       einsora_json_member_string(group, "name"));
-        adw_action_row_set_subtitle(
-            ADW_ACTION_ROW(row), einsora_format_kind(einsora_json_member_string(group, "kind")));
+        adw_action_row_set_subtitle(ADW_ACTION_ROW(row),
+                                    einsora_format_kind(einsora_json_member_string(group, "kind")));
         suffix = gtk_label_new(amounts);
         gtk_widget_add_css_class(suffix, "numeric");
         adw_action_row_add_suffix(ADW_ACTION_ROW(row), suffix);
