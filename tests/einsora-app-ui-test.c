@@ -773,6 +773,55 @@ node_set(gpointer data)
     return *(JsonNode **)data != NULL;
 }
 
+/* The usage chart's axis: round steps in a unit that suits the busiest
+ * day, and room for its widest label (a fixed width cut "0,00375 h"). */
+static void
+test_usage_chart_axis(void)
+{
+    static const struct {
+        double hours;
+        const char *labels;
+    } cases[] = {
+        {4.5, "0 h|2 h|4 h|6 h"},          {4.0, "0 h|1 h|2 h|3 h|4 h"},
+        {1250, "0 h|500 h|1000 h|1500 h"}, {0.5, "0 min|10 min|20 min|30 min"},
+        {9.0 / 3600, "0 s|5 s|10 s"},      {1.0 / 3600, "0 s|1 s"},
+    };
+    GtkWidget *window = gtk_window_new();
+    EinsoraUsageChart *chart = EINSORA_USAGE_CHART(einsora_usage_chart_new());
+
+    gtk_window_set_child(GTK_WINDOW(window), GTK_WIDGET(chart));
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(GStrv) labels = NULL;
+        g_autofree gchar *joined = NULL;
+
+        einsora_usage_chart_clear(chart);
+        einsora_usage_chart_add(chart, "2026-12-01", "cpu-1c-2g", cases[i].hours / 2);
+        einsora_usage_chart_add(chart, "2026-12-01", "gpu-1x", cases[i].hours / 2);
+        einsora_usage_chart_add(chart, "2026-12-02", "cpu-1c-2g", cases[i].hours / 3);
+        labels = einsora_usage_chart_dup_axis_labels(chart);
+        joined = g_strjoinv("|", labels);
+        g_assert_cmpstr(joined, ==, cases[i].labels);
+        for (guint l = 0; labels[l] != NULL; l++) {
+            PangoLayout *layout = gtk_widget_create_pango_layout(GTK_WIDGET(chart), labels[l]);
+            int width = 0;
+
+            pango_layout_get_pixel_size(layout, &width, NULL);
+            g_object_unref(layout);
+            g_assert_cmpfloat(width, <, einsora_usage_chart_get_axis_width(chart));
+        }
+    }
+    /* Nothing yet: an hour's axis, from 0. */
+    einsora_usage_chart_clear(chart);
+    {
+        g_auto(GStrv) labels = einsora_usage_chart_dup_axis_labels(chart);
+
+        g_assert_cmpuint(g_strv_length(labels), ==, 3);
+        g_assert_cmpstr(labels[0], ==, "0 h");
+        g_assert_cmpstr(labels[2], ==, "1 h");
+    }
+    gtk_window_destroy(GTK_WINDOW(window));
+}
+
 /* The Usage view: the last seven days' hours stacked by class, the
  * total and the workloads, from the real daemon's metering of a past
  * written into its store; and `einsora usage` says the same. */
@@ -997,6 +1046,7 @@ main(int argc, char **argv)
         g_unsetenv("LOCPATH");
     }
     fixture.app = einsora_application_new();
+    g_test_add_func("/app/ui/usage-chart-axis", test_usage_chart_axis);
     g_test_add_func("/app/ui/notebook-through-the-ui", test_notebook_through_the_ui);
     g_test_add_func("/app/ui/endpoint-through-the-dialog", test_endpoint_through_the_dialog);
     g_test_add_func("/app/ui/usage-view", test_usage_view);

@@ -5,7 +5,9 @@
 #include <glib/gi18n.h>
 #include <math.h>
 
-#define AXIS_WIDTH 44.0
+#define AXIS_MIN_WIDTH 36.0
+#define AXIS_PADDING 4.0 /* left of the widest label */
+#define AXIS_GAP 6.0     /* between a label and the plot */
 #define DAY_LABEL_HEIGHT 22.0
 #define LEGEND_HEIGHT 26.0
 #define TOP_MARGIN 10.0
@@ -52,21 +54,105 @@ einsora_usage_chart_get_day_total(EinsoraUsageChart *self, const char *day)
     return total;
 }
 
-/* A round top for the axis: 1, 2 or 5 times a power of ten. */
-static double
-axis_top(double max)
-{
-    double step;
+/* The y axis: @intervals steps of @step each, in a unit that suits the
+ * largest day (hours, or minutes or seconds for a short one), so that
+ * its labels are short numbers: "0 h, 2 h, 4 h", "0 s, 5 s, 10 s". */
+typedef struct {
+    double per_hour; /* units in an hour: 1, 60 or 3600 */
+    double step;     /* in units: 1, 2 or 5 times a power of ten */
+    guint intervals; /* 1 to 4 */
+} Axis;
 
-    if (max <= 0)
-        return 1;
-    step = pow(10, floor(log10(max)));
-    for (guint i = 0; i < 3; i++) {
-        const double factors[] = {1, 2, 5};
-        if (factors[i] * step >= max)
-            return factors[i] * step;
+static Axis
+axis_for(double max_hours)
+{
+    Axis axis = {1, 0, 0};
+    double max, raw;
+
+    if (max_hours > 0 && max_hours < 1)
+        axis.per_hour = max_hours * 60 >= 1 ? 60 : 3600;
+    max = max_hours > 0 ? max_hours * axis.per_hour : 1;
+    raw = max / 4;
+    axis.step = pow(10, floor(log10(raw)));
+    for (guint i = 0; i < 3 && axis.step < raw * (1 - 1e-9); i++) {
+        const double factors[] = {2, 5, 10};
+        axis.step = pow(10, floor(log10(raw))) * factors[i];
     }
-    return 10 * step;
+    if (axis.per_hour == 3600 && axis.step < 1)
+        axis.step = 1; /* usage is counted in whole seconds */
+    axis.intervals = (guint)CLAMP(ceil(max / axis.step - 1e-9), 1, 4);
+    return axis;
+}
+
+static double
+axis_top_hours(const Axis *axis)
+{
+    return axis->step * axis->intervals / axis->per_hour;
+}
+
+/* The label of the @i-th grid line from the bottom. */
+static gchar *
+axis_label(const Axis *axis, guint i)
+{
+    double value = axis->step * i;
+
+    /* Translators: the usage chart's axis: a number of hours, minutes
+     * or seconds; %g is the number. */
+    if (axis->per_hour == 3600)
+        return g_strdup_printf(C_("usage chart axis", "%g s"), value);
+    if (axis->per_hour == 60)
+        return g_strdup_printf(C_("usage chart axis", "%g min"), value);
+    return g_strdup_printf(C_("usage chart axis", "%g h"), value);
+}
+
+static double
+max_day_total(EinsoraUsageChart *self)
+{
+    double max = 0;
+
+    for (guint d = 0; d < self->days->len; d++)
+        max = MAX(max, einsora_usage_chart_get_day_total(self, g_ptr_array_index(self->days, d)));
+    return max;
+}
+
+GStrv
+einsora_usage_chart_dup_axis_labels(EinsoraUsageChart *self)
+{
+    Axis axis;
+    g_autoptr(GStrvBuilder) labels = g_strv_builder_new();
+
+    g_return_val_if_fail(EINSORA_IS_USAGE_CHART(self), NULL);
+    axis = axis_for(max_day_total(self));
+    for (guint i = 0; i <= axis.intervals; i++) {
+        g_autofree gchar *label = axis_label(&axis, i);
+
+        g_strv_builder_add(labels, label);
+    }
+    return g_strv_builder_end(labels);
+}
+
+static int
+text_width_of(GtkWidget *widget, const char *text)
+{
+    PangoLayout *layout = gtk_widget_create_pango_layout(widget, text);
+    int width = 0;
+
+    pango_layout_get_pixel_size(layout, &width, NULL);
+    g_object_unref(layout);
+    return width;
+}
+
+double
+einsora_usage_chart_get_axis_width(EinsoraUsageChart *self)
+{
+    g_auto(GStrv) labels = NULL;
+    int widest = 0;
+
+    g_return_val_if_fail(EINSORA_IS_USAGE_CHART(self), 0);
+    labels = einsora_usage_chart_dup_axis_labels(self);
+    for (guint i = 0; labels[i] != NULL; i++)
+        widest = MAX(widest, text_width_of(GTK_WIDGET(self), labels[i]));
+    return MAX(AXIS_MIN_WIDTH, widest + AXIS_PADDING + AXIS_GAP);
 }
 
 static void
@@ -96,36 +182,36 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
     double width = gtk_widget_get_width(widget);
     double height = gtk_widget_get_height(widget);
     double plot_height = height - TOP_MARGIN - DAY_LABEL_HEIGHT - LEGEND_HEIGHT;
-    double plot_width = width - AXIS_WIDTH;
-    double max = 0, top, slot;
+    /* As wide as its widest label: none is cut off, in any language. */
+    double axis_width = einsora_usage_chart_get_axis_width(self);
+    double plot_width = width - axis_width;
+    Axis axis = axis_for(max_day_total(self));
+    double top = axis_top_hours(&axis), slot;
     GdkRGBA line;
 
     if (plot_height < 20 || plot_width < 20)
         return;
     foreground(widget, &line);
     line.alpha = 0.15f;
-    for (guint d = 0; d < self->days->len; d++)
-        max = MAX(max, einsora_usage_chart_get_day_total(self, g_ptr_array_index(self->days, d)));
-    top = axis_top(max);
-    /* Four grid lines with their hours. */
-    for (guint i = 0; i <= 4; i++) {
-        double y = TOP_MARGIN + plot_height * (1 - i / 4.0);
-        g_autofree gchar *label = g_strdup_printf("%g h", top * i / 4.0);
+    /* The grid lines with their values. */
+    for (guint i = 0; i <= axis.intervals; i++) {
+        double y = TOP_MARGIN + plot_height * (1 - (double)i / axis.intervals);
+        g_autofree gchar *label = axis_label(&axis, i);
 
         gtk_snapshot_append_color(
             snapshot, &line,
-            &GRAPHENE_RECT_INIT((float)AXIS_WIDTH, (float)y, (float)plot_width, 1));
-        append_text(widget, snapshot, label, 0, y - 9, AXIS_WIDTH - 6, 1.0, TRUE);
+            &GRAPHENE_RECT_INIT((float)axis_width, (float)y, (float)plot_width, 1));
+        append_text(widget, snapshot, label, 0, y - 9, axis_width - AXIS_GAP, 1.0, TRUE);
     }
     if (self->days->len == 0) {
-        append_text(widget, snapshot, _("Nothing ran in this time"), AXIS_WIDTH,
+        append_text(widget, snapshot, _("Nothing ran in this time"), axis_width,
                     TOP_MARGIN + plot_height / 2 - 9, plot_width, 0.5, TRUE);
         return;
     }
     slot = plot_width / self->days->len;
     for (guint d = 0; d < self->days->len; d++) {
         const char *day = g_ptr_array_index(self->days, d);
-        double x = AXIS_WIDTH + slot * d + slot * BAR_GAP / 2;
+        double x = axis_width + slot * d + slot * BAR_GAP / 2;
         double bar = slot * (1 - BAR_GAP);
         double y = TOP_MARGIN + plot_height;
 
@@ -142,12 +228,12 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
                 snapshot, &color, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)bar, (float)h));
         }
         /* "12-03": the month and day, under the bar. */
-        append_text(widget, snapshot, strlen(day) >= 10 ? day + 5 : day, AXIS_WIDTH + slot * d,
+        append_text(widget, snapshot, strlen(day) >= 10 ? day + 5 : day, axis_width + slot * d,
                     TOP_MARGIN + plot_height + 4, slot, 0.5, TRUE);
     }
     /* The legend: a swatch and its class each. */
     {
-        double x = AXIS_WIDTH;
+        double x = axis_width;
         double y = height - LEGEND_HEIGHT + 6;
 
         for (guint c = 0; c < self->classes->len; c++) {

@@ -1,5 +1,5 @@
 /* Hours of use per day as stacked bars, one colour per class, drawn with
- * GTK's snapshot API (no chart library): an axis of hours on the left,
+ * GTK's snapshot API (no chart library): an axis of time on the left,
  * the days under their bars, a legend of the classes below. */
 #pragma once
 
@@ -22,5 +22,10 @@ void einsora_usage_chart_add(EinsoraUsageChart *self, const char *day, const cha
 guint einsora_usage_chart_get_n_days(EinsoraUsageChart *self);
 /* The total of @day, of every class (0 for a day it hasn't). */
 double einsora_usage_chart_get_day_total(EinsoraUsageChart *self, const char *day);
+/* The y axis's labels, bottom up, for what it holds now: round steps in
+ * hours, or in minutes or seconds when the busiest day is shorter. */
+GStrv einsora_usage_chart_dup_axis_labels(EinsoraUsageChart *self);
+/* The axis's width in pixels: its widest label's and a margin. */
+double einsora_usage_chart_get_axis_width(EinsoraUsageChart *self);
 
 G_END_DECLS
