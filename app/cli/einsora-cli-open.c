@@ -166,11 +166,10 @@ relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean brow
         g_autofree gchar *line = g_strdup_printf("%s\n", local);
         relayed = einsora_cli_write_text(line, error);
     }
-    if (relayed) {
+    if (relayed && !wait.signalled) {
         g_printerr(_("Relaying 127.0.0.1:%u to %s:%u over TLS; Ctrl-C ends it.\n"),
                    einsora_access_relay_get_port(relay), g_uri_get_host(server), (guint)port);
-        if (!wait.signalled)
-            g_main_loop_run(loop);
+        g_main_loop_run(loop);
     }
     g_source_remove(sigint);
     g_source_remove(sigterm);
