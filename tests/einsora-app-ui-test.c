@@ -8,6 +8,8 @@
  * where the test is the notification server. Screenshots of the windows
  * go to EINSORA_ARTIFACTS_DIR (else the build's tests/artifacts). */
 #include <adwaita.h>
+#include <float.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <libintl.h>
 #include <locale.h>
@@ -810,14 +812,20 @@ test_usage_chart_axis(void)
             g_assert_cmpfloat(width, <, einsora_usage_chart_get_axis_width(chart));
         }
     }
-    /* Nothing yet: an hour's axis, from 0. */
+    /* Nothing yet, or nothing a number can say: an hour's axis, from 0. */
     einsora_usage_chart_clear(chart);
-    {
+    einsora_usage_chart_add(chart, "2026-12-01", "cpu-1c-2g", INFINITY);
+    einsora_usage_chart_add(chart, "2026-12-01", "cpu-1c-2g", NAN);
+    g_assert_cmpfloat(einsora_usage_chart_get_day_total(chart, "2026-12-01"), ==, 0);
+    for (guint overflowed = 0; overflowed < 2; overflowed++) {
         g_auto(GStrv) labels = einsora_usage_chart_dup_axis_labels(chart);
 
         g_assert_cmpuint(g_strv_length(labels), ==, 3);
         g_assert_cmpstr(labels[0], ==, "0 h");
         g_assert_cmpstr(labels[2], ==, "1 h");
+        /* Two finite days whose sum isn't. */
+        einsora_usage_chart_add(chart, "2026-12-02", "cpu-1c-2g", DBL_MAX);
+        einsora_usage_chart_add(chart, "2026-12-02", "gpu-1x", DBL_MAX);
     }
     gtk_window_destroy(GTK_WINDOW(window));
 }

@@ -428,6 +428,52 @@ test_open_relay(void)
         g_assert_cmpint(g_subprocess_get_exit_status(opener), ==, 0);
         einsora_test_dir_remove(dir);
     }
+    /* A browser that runs on (a first Firefox exits when it is closed):
+     * SIGTERM ends the command at once, and leaves the browser be. */
+    {
+        g_autofree gchar *dir = einsora_test_dir_new();
+        g_autofree gchar *script_path = g_build_filename(dir, "browser", NULL);
+        g_autofree gchar *pid_path = g_build_filename(dir, "pid", NULL);
+        g_autofree gchar *script = g_strdup_printf("#!/bin/sh\n"
+                                                   "echo $$ > '%s.new'\n"
+                                                   "mv '%s.new' '%s'\n"
+                                                   "exec sleep 120\n",
+                                                   pid_path, pid_path, pid_path);
+        g_autoptr(GSubprocessLauncher) browsing =
+            g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+        g_autoptr(GSubprocess) opener = NULL;
+        g_autofree gchar *pid = NULL;
+        gint64 asked;
+
+        g_assert_true(g_file_set_contents(script_path, script, -1, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(g_chmod(script_path, 0700), ==, 0);
+        g_subprocess_launcher_setenv(browsing, "EINSORA_SERVER", daemon_->uri, TRUE);
+        g_subprocess_launcher_setenv(browsing, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
+        g_subprocess_launcher_setenv(browsing, "XDG_CONFIG_HOME", config_home, TRUE);
+        g_subprocess_launcher_setenv(browsing, "BROWSER", script_path, TRUE);
+        opener = g_subprocess_launcher_spawn(browsing, &error, cli_path(), "open", "--browser", id,
+                                             NULL);
+        g_assert_no_error(error);
+        for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+             !g_file_get_contents(pid_path, &pid, NULL, NULL);) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(100 * 1000);
+        }
+        asked = g_get_monotonic_time();
+        g_subprocess_send_signal(opener, SIGTERM);
+        g_assert_true(g_subprocess_wait(opener, NULL, &error));
+        g_assert_no_error(error);
+        g_test_message("ended %" G_GINT64_FORMAT " ms after SIGTERM",
+                       (g_get_monotonic_time() - asked) / 1000);
+        g_assert_cmpint(g_get_monotonic_time() - asked, <, 60 * G_USEC_PER_SEC);
+        g_assert_true(g_subprocess_get_if_exited(opener));
+        g_assert_cmpint(g_subprocess_get_exit_status(opener), ==, 0);
+        /* The browser is still there: its own, not the command's. */
+        g_assert_cmpint(kill((pid_t)g_ascii_strtoll(pid, NULL, 10), 0), ==, 0);
+        kill((pid_t)g_ascii_strtoll(pid, NULL, 10), SIGKILL);
+        einsora_test_dir_remove(dir);
+    }
 }
 
 static void

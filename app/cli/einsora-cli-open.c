@@ -39,6 +39,7 @@ on_browser_exited(GObject *source, GAsyncResult *result, gpointer user_data)
 {
     gint *outcome = user_data;
 
+    /* Cancelled (a signal came): not opened, and no other is tried. */
     *outcome = g_subprocess_wait_check_finish(G_SUBPROCESS(source), result, NULL) ? 1 : 0;
     g_main_context_wakeup(NULL);
 }
@@ -49,14 +50,15 @@ on_browser_exited(GObject *source, GAsyncResult *result, gpointer user_data)
  * first Firefox, exits only when it is closed, and a relay on the loop
  * must answer it before that. */
 static gboolean
-run_browser_variable(const char *variable, const char *url)
+run_browser_variable(const char *variable, const char *url, RelayWait *wait)
 {
     g_auto(GStrv) commands = g_strsplit(variable, ":", -1);
 
-    for (guint i = 0; commands[i] != NULL; i++) {
+    for (guint i = 0; commands[i] != NULL && !wait->signalled; i++) {
         g_auto(GStrv) words = NULL;
         g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GSubprocess) browser = NULL;
+        g_autoptr(GCancellable) cancellable = g_cancellable_new();
         gboolean substituted = FALSE;
         gint outcome = -1;
 
@@ -75,25 +77,32 @@ run_browser_variable(const char *variable, const char *url)
                                     G_SUBPROCESS_FLAGS_STDIN_INHERIT, NULL);
         if (browser == NULL)
             continue;
-        g_subprocess_wait_check_async(browser, NULL, on_browser_exited, &outcome);
-        while (outcome < 0)
+        g_subprocess_wait_check_async(browser, cancellable, on_browser_exited, &outcome);
+        /* A signal ends the wait (a first Firefox may run for hours); the
+         * browser, the person's own, is left running. The cancelled
+         * wait's callback runs before @outcome goes. */
+        while (outcome < 0) {
+            if (wait->signalled)
+                g_cancellable_cancel(cancellable);
             g_main_context_iteration(NULL, TRUE);
+        }
         if (outcome == 1)
             return TRUE;
     }
-    return FALSE;
+    /* Interrupted: the person ended it, which is no failure to report. */
+    return wait->signalled;
 }
 
 /* Hands @url to a browser, or says why none could start: a link opened
  * nowhere must not look like success. */
 static gboolean
-open_in_browser(const char *url, GError **error)
+open_in_browser(const char *url, RelayWait *wait, GError **error)
 {
     const char *variable = g_getenv("BROWSER");
     g_autoptr(GError) local_error = NULL;
 
     if (variable != NULL && *variable != '\0') {
-        if (run_browser_variable(variable, url))
+        if (run_browser_variable(variable, url, wait))
             return TRUE;
         g_set_error(error, EINSORA_CLI_ERROR, EINSORA_CLI_ERROR_FAILED,
                     _("no browser could be started: each command in BROWSER (%s) failed; run "
@@ -161,7 +170,7 @@ relay_and_wait(EinsoraCli *cli, const char *url, guint local_port, gboolean brow
     sigint = g_unix_signal_add(SIGINT, quit_on_signal, &wait);
     sigterm = g_unix_signal_add(SIGTERM, quit_on_signal, &wait);
     if (browser) {
-        relayed = open_in_browser(local, error);
+        relayed = open_in_browser(local, &wait, error);
     } else {
         g_autofree gchar *line = g_strdup_printf("%s\n", local);
         relayed = einsora_cli_write_text(line, error);
@@ -240,8 +249,12 @@ einsora_cli_open(EinsoraCli *cli, const EinsoraCliCommand *command, int argc, ch
                               "--access-listen to an address people reach (it then speaks TLS)"));
         return FALSE;
     }
-    if (browser)
-        return open_in_browser(url, error);
+    if (browser) {
+        /* No relay to end: a signal ends the command as it would any. */
+        RelayWait unhandled = {NULL, FALSE};
+
+        return open_in_browser(url, &unhandled, error);
+    }
     {
         g_autofree gchar *line = g_strdup_printf("%s\n", url);
         return einsora_cli_write_text(line, error);

@@ -69,6 +69,8 @@ axis_for(double max_hours)
     Axis axis = {1, 0, 0};
     double max, raw;
 
+    if (!isfinite(max_hours))
+        max_hours = 0;
     if (max_hours > 0 && max_hours < 1)
         axis.per_hour = max_hours * 60 >= 1 ? 60 : 3600;
     max = max_hours > 0 ? max_hours * axis.per_hour : 1;
@@ -96,12 +98,13 @@ axis_label(const Axis *axis, guint i)
 {
     double value = axis->step * i;
 
-    /* Translators: the usage chart's axis: a number of hours, minutes
-     * or seconds; %g is the number. */
     if (axis->per_hour == 3600)
+        /* Translators: the usage chart's axis: %g is a number of seconds. */
         return g_strdup_printf(C_("usage chart axis", "%g s"), value);
     if (axis->per_hour == 60)
+        /* Translators: the usage chart's axis: %g is a number of minutes. */
         return g_strdup_printf(C_("usage chart axis", "%g min"), value);
+    /* Translators: the usage chart's axis: %g is a number of hours. */
     return g_strdup_printf(C_("usage chart axis", "%g h"), value);
 }
 
@@ -220,7 +223,7 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
             double h = plot_height * hours / top;
             GdkRGBA color;
 
-            if (h <= 0)
+            if (!(h > 0) || !isfinite(h))
                 continue;
             gdk_rgba_parse(&color, palette[c % G_N_ELEMENTS(palette)]);
             y -= h;
@@ -335,7 +338,7 @@ einsora_usage_chart_add(EinsoraUsageChart *self, const char *day, const char *gp
     double *sum;
 
     g_return_if_fail(EINSORA_IS_USAGE_CHART(self));
-    if (day == NULL || gpu_class == NULL || !(hours > 0))
+    if (day == NULL || gpu_class == NULL || !(hours > 0) || !isfinite(hours))
         return;
     if (!contains(self->days, day))
         g_ptr_array_add(self->days, g_strdup(day));
