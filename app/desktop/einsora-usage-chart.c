@@ -66,8 +66,9 @@ typedef struct {
 static Axis
 axis_for(double max_hours)
 {
+    const double factors[] = {1, 2, 5, 10};
     Axis axis = {1, 0, 0};
-    double max, raw;
+    double max, raw, power;
 
     if (!isfinite(max_hours))
         max_hours = 0;
@@ -75,10 +76,12 @@ axis_for(double max_hours)
         axis.per_hour = max_hours * 60 >= 1 ? 60 : 3600;
     max = max_hours > 0 ? max_hours * axis.per_hour : 1;
     raw = max / 4;
-    axis.step = pow(10, floor(log10(raw)));
-    for (guint i = 0; i < 3 && axis.step < raw * (1 - 1e-9); i++) {
-        const double factors[] = {2, 5, 10};
-        axis.step = pow(10, floor(log10(raw))) * factors[i];
+    power = pow(10, floor(log10(raw)));
+    /* The smallest round step that covers the top in four. */
+    for (guint i = 0; i < G_N_ELEMENTS(factors); i++) {
+        axis.step = power * factors[i];
+        if (axis.step >= raw * (1 - 1e-9))
+            break;
     }
     if (axis.per_hour == 3600 && axis.step < 1)
         axis.step = 1; /* usage is counted in whole seconds */
@@ -145,17 +148,28 @@ text_width_of(GtkWidget *widget, const char *text)
     return width;
 }
 
+/* As wide as its widest label: none is cut off, in any language. */
+static double
+axis_width(GtkWidget *widget, const Axis *axis)
+{
+    int widest = 0;
+
+    for (guint i = 0; i <= axis->intervals; i++) {
+        g_autofree gchar *label = axis_label(axis, i);
+
+        widest = MAX(widest, text_width_of(widget, label));
+    }
+    return MAX(AXIS_MIN_WIDTH, widest + AXIS_PADDING + AXIS_GAP);
+}
+
 double
 einsora_usage_chart_get_axis_width(EinsoraUsageChart *self)
 {
-    g_auto(GStrv) labels = NULL;
-    int widest = 0;
+    Axis axis;
 
     g_return_val_if_fail(EINSORA_IS_USAGE_CHART(self), 0);
-    labels = einsora_usage_chart_dup_axis_labels(self);
-    for (guint i = 0; labels[i] != NULL; i++)
-        widest = MAX(widest, text_width_of(GTK_WIDGET(self), labels[i]));
-    return MAX(AXIS_MIN_WIDTH, widest + AXIS_PADDING + AXIS_GAP);
+    axis = axis_for(max_day_total(self));
+    return axis_width(GTK_WIDGET(self), &axis);
 }
 
 static void
@@ -185,10 +199,9 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
     double width = gtk_widget_get_width(widget);
     double height = gtk_widget_get_height(widget);
     double plot_height = height - TOP_MARGIN - DAY_LABEL_HEIGHT - LEGEND_HEIGHT;
-    /* As wide as its widest label: none is cut off, in any language. */
-    double axis_width = einsora_usage_chart_get_axis_width(self);
-    double plot_width = width - axis_width;
     Axis axis = axis_for(max_day_total(self));
+    double left = axis_width(widget, &axis);
+    double plot_width = width - left;
     double top = axis_top_hours(&axis), slot;
     GdkRGBA line;
 
@@ -201,20 +214,19 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
         double y = TOP_MARGIN + plot_height * (1 - (double)i / axis.intervals);
         g_autofree gchar *label = axis_label(&axis, i);
 
-        gtk_snapshot_append_color(
-            snapshot, &line,
-            &GRAPHENE_RECT_INIT((float)axis_width, (float)y, (float)plot_width, 1));
-        append_text(widget, snapshot, label, 0, y - 9, axis_width - AXIS_GAP, 1.0, TRUE);
+        gtk_snapshot_append_color(snapshot, &line,
+                                  &GRAPHENE_RECT_INIT((float)left, (float)y, (float)plot_width, 1));
+        append_text(widget, snapshot, label, 0, y - 9, left - AXIS_GAP, 1.0, TRUE);
     }
     if (self->days->len == 0) {
-        append_text(widget, snapshot, _("Nothing ran in this time"), axis_width,
+        append_text(widget, snapshot, _("Nothing ran in this time"), left,
                     TOP_MARGIN + plot_height / 2 - 9, plot_width, 0.5, TRUE);
         return;
     }
     slot = plot_width / self->days->len;
     for (guint d = 0; d < self->days->len; d++) {
         const char *day = g_ptr_array_index(self->days, d);
-        double x = axis_width + slot * d + slot * BAR_GAP / 2;
+        double x = left + slot * d + slot * BAR_GAP / 2;
         double bar = slot * (1 - BAR_GAP);
         double y = TOP_MARGIN + plot_height;
 
@@ -231,22 +243,19 @@ einsora_usage_chart_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
                 snapshot, &color, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)bar, (float)h));
         }
         /* "12-03": the month and day, under the bar. */
-        append_text(widget, snapshot, strlen(day) >= 10 ? day + 5 : day, axis_width + slot * d,
+        append_text(widget, snapshot, strlen(day) >= 10 ? day + 5 : day, left + slot * d,
                     TOP_MARGIN + plot_height + 4, slot, 0.5, TRUE);
     }
     /* The legend: a swatch and its class each. */
     {
-        double x = axis_width;
+        double x = left;
         double y = height - LEGEND_HEIGHT + 6;
 
         for (guint c = 0; c < self->classes->len; c++) {
             const char *name = g_ptr_array_index(self->classes, c);
-            PangoLayout *layout = gtk_widget_create_pango_layout(widget, name);
-            int text_width, text_height;
+            int text_width = text_width_of(widget, name);
             GdkRGBA color;
 
-            pango_layout_get_pixel_size(layout, &text_width, &text_height);
-            g_object_unref(layout);
             gdk_rgba_parse(&color, palette[c % G_N_ELEMENTS(palette)]);
             gtk_snapshot_append_color(snapshot, &color,
                                       &GRAPHENE_RECT_INIT((float)x, (float)y + 3, 12, 12));
