@@ -282,6 +282,45 @@ exchange(guint port, const char *request, gboolean iterate)
     return exchange.answer;
 }
 
+/* `einsora open --browser @id` with BROWSER the script @script, written
+ * into @dir; stderr piped when @stderr_pipe. */
+static GSubprocess *
+spawn_open_browser(const char *id, const char *dir, const char *script, gboolean stderr_pipe)
+{
+    g_autofree gchar *script_path = g_build_filename(dir, "browser", NULL);
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+        stderr_pipe ? G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE
+                    : G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+    g_autoptr(GError) error = NULL;
+    GSubprocess *opener;
+
+    g_assert_true(g_file_set_contents(script_path, script, -1, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(g_chmod(script_path, 0700), ==, 0);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_SERVER", daemon_->uri, TRUE);
+    g_subprocess_launcher_setenv(launcher, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
+    g_subprocess_launcher_setenv(launcher, "XDG_CONFIG_HOME", config_home, TRUE);
+    g_subprocess_launcher_setenv(launcher, "BROWSER", script_path, TRUE);
+    opener =
+        g_subprocess_launcher_spawn(launcher, &error, cli_path(), "open", "--browser", id, NULL);
+    g_assert_no_error(error);
+    return opener;
+}
+
+/* (transfer full) @path's contents, once it is there (30 s at most). */
+static gchar *
+wait_for_file(const char *path)
+{
+    gchar *contents = NULL;
+
+    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+         !g_file_get_contents(path, &contents, NULL, NULL);) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(100 * 1000);
+    }
+    return contents;
+}
+
 /* The daemon's sim notebook, running, opened through `einsora open`'s
  * relay: the link names the workload's host at the relay's port, and a
  * request to it reaches the access proxy over TLS (a sim notebook has no
@@ -377,7 +416,6 @@ test_open_relay(void)
      * terminal browser does) is answered through the relay meanwhile. */
     {
         g_autofree gchar *dir = einsora_test_dir_new();
-        g_autofree gchar *script_path = g_build_filename(dir, "browser", NULL);
         g_autofree gchar *status_path = g_build_filename(dir, "status", NULL);
         g_autofree gchar *script =
             g_strdup_printf("#!/usr/bin/env python3\n"
@@ -389,28 +427,11 @@ test_open_relay(void)
                             "open('%s.new', 'w').write(status)\n"
                             "os.rename('%s.new', '%s')\n",
                             status_path, status_path, status_path);
-        g_autoptr(GSubprocessLauncher) browsing = g_subprocess_launcher_new(
-            G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-        g_autoptr(GSubprocess) opener = NULL;
+        g_autoptr(GSubprocess) opener = spawn_open_browser(id, dir, script, TRUE);
         g_autoptr(GDataInputStream) said = NULL;
         g_autofree gchar *line = NULL;
-        g_autofree gchar *status = NULL;
+        g_autofree gchar *status = wait_for_file(status_path);
 
-        g_assert_true(g_file_set_contents(script_path, script, -1, &error));
-        g_assert_no_error(error);
-        g_assert_cmpint(g_chmod(script_path, 0700), ==, 0);
-        g_subprocess_launcher_setenv(browsing, "EINSORA_SERVER", daemon_->uri, TRUE);
-        g_subprocess_launcher_setenv(browsing, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
-        g_subprocess_launcher_setenv(browsing, "XDG_CONFIG_HOME", config_home, TRUE);
-        g_subprocess_launcher_setenv(browsing, "BROWSER", script_path, TRUE);
-        opener = g_subprocess_launcher_spawn(browsing, &error, cli_path(), "open", "--browser", id,
-                                             NULL);
-        g_assert_no_error(error);
-        for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-             !g_file_get_contents(status_path, &status, NULL, NULL);) {
-            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-            g_usleep(100 * 1000);
-        }
         /* The sim notebook has no server: the proxy's own 404. */
         g_assert_cmpstr(status, ==, "404");
         /* Relaying on, once the browser has exited. */
@@ -432,34 +453,16 @@ test_open_relay(void)
      * SIGTERM ends the command at once, and leaves the browser be. */
     {
         g_autofree gchar *dir = einsora_test_dir_new();
-        g_autofree gchar *script_path = g_build_filename(dir, "browser", NULL);
         g_autofree gchar *pid_path = g_build_filename(dir, "pid", NULL);
         g_autofree gchar *script = g_strdup_printf("#!/bin/sh\n"
                                                    "echo $$ > '%s.new'\n"
                                                    "mv '%s.new' '%s'\n"
                                                    "exec sleep 120\n",
                                                    pid_path, pid_path, pid_path);
-        g_autoptr(GSubprocessLauncher) browsing =
-            g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
-        g_autoptr(GSubprocess) opener = NULL;
-        g_autofree gchar *pid = NULL;
+        g_autoptr(GSubprocess) opener = spawn_open_browser(id, dir, script, FALSE);
+        g_autofree gchar *pid = wait_for_file(pid_path);
         gint64 asked;
 
-        g_assert_true(g_file_set_contents(script_path, script, -1, &error));
-        g_assert_no_error(error);
-        g_assert_cmpint(g_chmod(script_path, 0700), ==, 0);
-        g_subprocess_launcher_setenv(browsing, "EINSORA_SERVER", daemon_->uri, TRUE);
-        g_subprocess_launcher_setenv(browsing, "EINSORA_TOKEN", daemon_->owner_token, TRUE);
-        g_subprocess_launcher_setenv(browsing, "XDG_CONFIG_HOME", config_home, TRUE);
-        g_subprocess_launcher_setenv(browsing, "BROWSER", script_path, TRUE);
-        opener = g_subprocess_launcher_spawn(browsing, &error, cli_path(), "open", "--browser", id,
-                                             NULL);
-        g_assert_no_error(error);
-        for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-             !g_file_get_contents(pid_path, &pid, NULL, NULL);) {
-            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-            g_usleep(100 * 1000);
-        }
         asked = g_get_monotonic_time();
         g_subprocess_send_signal(opener, SIGTERM);
         g_assert_true(g_subprocess_wait(opener, NULL, &error));
